@@ -1,0 +1,59 @@
+"""The environment contract: data (rows) plus a scoring rule (a composite of verifiers).
+
+An environment knows nothing of tokenizers, vLLM or the trainer: it hands out rows whose
+`messages` are chat messages, and scores completion texts. Rows carry a `reference`
+completion in the exact format the verifiers reward, for a supervised warm start.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+from typing import ClassVar
+
+from rlvr.verifiers.compose import Composite, build_reward
+from rlvr.verifiers.result import VerifyResult
+
+
+class Env(abc.ABC):
+    """Rows for each split plus the verifiers that score completions of them.
+
+    Row keys: "id" (stable, unique per problem), "messages" ([{"role": "user", "content": str}]),
+    "answer" (str), "reference" (a completion the verifiers score as correct), plus env fields.
+    """
+
+    name: ClassVar[str] = ""
+    splits: ClassVar[tuple[str, ...]] = ("train", "test")
+    default_reward: ClassVar[list[dict]] = []
+
+    def __init__(self, *, reward: list[dict] | None = None, system_prompt: str | None = None):
+        if system_prompt is not None and not isinstance(system_prompt, str):
+            raise ValueError(f"{self.name}: 'system_prompt' must be a string, got {system_prompt!r}")
+        self.system_prompt = system_prompt
+        self.verifier: Composite = build_reward(reward if reward is not None else self.default_reward)
+
+    @abc.abstractmethod
+    def rows(self, split: str, n: int, seed: int = 0) -> list[dict]:
+        """`n` rows of `split`, the same for the same arguments. Train may repeat; test rows are distinct."""
+
+    @property
+    def verifier_names(self) -> list[str]:
+        return self.verifier.component_names
+
+    def score(self, completions: Sequence[str], rows: Sequence[dict]) -> list[VerifyResult]:
+        """One VerifyResult per (completion, row) pair."""
+        if len(completions) != len(rows):
+            raise ValueError(f"score got {len(completions)} completions for {len(rows)} rows; pass one row per completion")
+        return [self.verifier(c, r) for c, r in zip(completions, rows)]
+
+    def messages(self, row: dict) -> list[dict]:
+        """The prompt as chat messages: the system prompt (when set) then the row's messages."""
+        system = [{"role": "system", "content": self.system_prompt}] if self.system_prompt is not None else []
+        return system + [dict(m) for m in row["messages"]]
+
+    def check_rows_args(self, split: str, n: int) -> None:
+        """ValueError for a split this env lacks (naming the available ones) or a bad row count."""
+        if split not in self.splits:
+            raise ValueError(f"{self.name}: unknown split {split!r}; available: {', '.join(self.splits)}")
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise ValueError(f"{self.name}: n must be an int >= 0, got {n!r}")

@@ -1,0 +1,103 @@
+"""Countdown (TinyZero): combine the given numbers with + - * / to reach the target.
+
+Problems are generated backwards: random numbers in [1, max_number], then a random expression
+tree over all of them (+, -, *, and / only where it divides exactly); its value is the target,
+kept when it is an integer in [1, 1000]. That tree, parenthesised, is the row's reference
+solution, so every problem is solvable. A problem is identified by (sorted numbers, target);
+train and test never share one (stable hash, see `split.py`).
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any, ClassVar
+
+from rlvr.envs.base import Env
+from rlvr.envs.registry import register_env
+from rlvr.envs.split import check_fraction, draw_test, draw_train
+from rlvr.verifiers.registry import ConfigError
+
+MAX_TARGET = 1000
+MAX_GENERATION_TRIES = 10_000
+
+Problem = tuple[tuple[int, ...], int, str]  # numbers in prompt order, target, reference expression
+
+
+@register_env("countdown")
+class CountdownEnv(Env):
+    """Reach `target` using each of `numbers` exactly once with + - * /."""
+
+    name: ClassVar[str] = "countdown"
+    default_reward: ClassVar[list[dict]] = [
+        {"verifier": "countdown", "weight": 0.9, "gate": "format"},
+        {"verifier": "format", "weight": 0.1},
+    ]
+
+    def __init__(
+        self,
+        *,
+        num_numbers: int = 3,
+        max_number: int = 20,
+        test_fraction: float = 0.2,
+        prompt_template: str = "Use {numbers} to make {target}. Each number once, + - * /.",
+        reward: list[dict] | None = None,
+        system_prompt: str | None = None,
+    ):
+        if isinstance(num_numbers, bool) or not isinstance(num_numbers, int) or not 2 <= num_numbers <= 6:
+            raise ConfigError(f"countdown: 'num_numbers' must be an int in 2..6, got {num_numbers!r}")
+        if isinstance(max_number, bool) or not isinstance(max_number, int) or not 1 <= max_number <= MAX_TARGET:
+            raise ConfigError(f"countdown: 'max_number' must be an int in 1..{MAX_TARGET}, got {max_number!r}")
+        try:
+            prompt_template.format(numbers="1, 2", target=3)
+        except (KeyError, IndexError, ValueError) as e:
+            raise ConfigError(
+                f"countdown: 'prompt_template' {prompt_template!r} does not format with numbers, target: {e!r}"
+            ) from e
+        self.num_numbers = num_numbers
+        self.max_number = max_number
+        self.test_fraction = check_fraction(test_fraction, "countdown")
+        self.prompt_template = prompt_template
+        super().__init__(reward=reward, system_prompt=system_prompt)
+
+    def rows(self, split: str, n: int, seed: int = 0) -> list[dict]:
+        self.check_rows_args(split, n)
+        draw = draw_train if split == "train" else draw_test
+        return [self._row(p) for p in draw(self._draw, _key, self.test_fraction, n, seed)]
+
+    def _draw(self, rng: random.Random) -> Problem:
+        for _ in range(MAX_GENERATION_TRIES):
+            numbers = tuple(rng.randint(1, self.max_number) for _ in range(self.num_numbers))
+            target, expr = random_expression(numbers, rng)
+            if 0 < target <= MAX_TARGET:
+                return numbers, target, expr
+        raise RuntimeError(f"countdown: no target in 1..{MAX_TARGET} after {MAX_GENERATION_TRIES} tries")
+
+    def _row(self, p: Problem) -> dict[str, Any]:
+        numbers, target, expr = p
+        prompt = self.prompt_template.format(numbers=", ".join(map(str, numbers)), target=target)
+        return {
+            "id": f"countdown/{_key(p)}",
+            "messages": [{"role": "user", "content": prompt}],
+            "answer": str(target),
+            "reference": f"<think></think><answer>{expr}</answer>",
+            "numbers": list(numbers),
+            "target": target,
+        }
+
+
+def random_expression(numbers: tuple[int, ...], rng: random.Random) -> tuple[int, str]:
+    """(value, text) of a random expression using every number once; / only where it divides exactly."""
+    pool = [(n, str(n)) for n in numbers]
+    while len(pool) > 1:
+        i, j = rng.sample(range(len(pool)), 2)
+        (x, ex), (y, ey) = pool[i], pool[j]
+        op = rng.choice(["+", "-", "*", "/"] if y != 0 and x % y == 0 else ["+", "-", "*"])
+        value = {"+": x + y, "-": x - y, "*": x * y, "/": x // y if y else 0}[op]
+        pool = [p for k, p in enumerate(pool) if k not in (i, j)] + [(value, f"({ex}{op}{ey})")]
+    value, text = pool[0]
+    return value, text[1:-1]  # the outermost parentheses are redundant
+
+
+def _key(p: Problem) -> str:
+    numbers, target, _ = p
+    return f"{','.join(map(str, sorted(numbers)))}->{target}"

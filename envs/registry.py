@@ -1,0 +1,19 @@
+"""Environment lookup by name: built-ins registered with `@register_env`, plugins via entry points `rlvr.envs`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rlvr.envs.base import Env
+from rlvr.verifiers.registry import Registry
+
+env_registry = Registry("env", "rlvr.envs", ("rlvr.envs.arithmetic", "rlvr.envs.countdown"))
+register_env = env_registry.register
+
+
+def load_env(name: str, **config: Any) -> Env:
+    """An environment by name, its config checked against the factory's parameters first."""
+    env = env_registry.build(name, **config)
+    if not isinstance(env, Env):
+        raise TypeError(f"env {name!r} factory returned {type(env).__name__}, not an rlvr.envs.Env")
+    return env

@@ -1,0 +1,4 @@
+"""Sandboxes that run untrusted code (the Docker and local backends arrive with the sandbox issue)."""
+
+if __name__ != "rlvr.sandboxes":  # the folder is mapped to rlvr.sandboxes; a bare `sandboxes` is another package
+    raise ImportError("import this package as rlvr.sandboxes, not as a bare 'sandboxes' (see pyproject's package-dir)")

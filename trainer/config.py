@@ -1,0 +1,108 @@
+"""Typed schema of `rlvr train`'s config, so a misspelt key fails at start, naming the key.
+
+Hydra merges `conf/train.yaml` and its groups (algo, env, model, rollout) onto these
+dataclasses. Sizes carry their units: `prompts_per_step` counts prompts,
+`completions_per_prompt` counts samples per prompt, `micro_batch_size` counts completions.
+`env` stays an open mapping: each environment validates its own parameters when built
+(its error names the parameter), and plugin environments bring parameters rlvr cannot know.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from hydra.core.config_store import ConfigStore
+
+
+@dataclass
+class AlgoConfig:
+    name: str = "grpo"
+    beta: float = 0.0  # KL coefficient; 0 loads no reference model
+    kl_estimator: str = "k3"  # k1 | k2 | k3
+    clip_eps_low: float = 0.2
+    clip_eps_high: float = 0.2
+    aggregation: str = "seq_mean_token_mean"  # token_mean | seq_mean_token_mean | seq_mean_token_sum_norm
+    scale_advantages_by_std: bool = True  # False: Dr. GRPO
+    filter_zero_variance_groups: bool = False  # DAPO dynamic sampling (filtering only, no resampling)
+    mu: int = 1  # inner epochs over one batch; old logprobs computed once before them
+
+
+@dataclass
+class ArchConfig:
+    vocab_size: int = 512
+    hidden_size: int = 128
+    num_layers: int = 4
+    num_heads: int = 4
+    num_kv_heads: int = 2
+    intermediate_size: int = 384
+    max_positions: int = 256
+
+
+@dataclass
+class WarmStartConfig:
+    target_accuracy: list = field(default_factory=lambda: [0.3, 0.6])
+    max_steps: int = 3000
+    batch_size: int = 32
+    lr: float = 1e-3
+    eval_every: int = 25
+    eval_rows: int = 200
+    max_new_tokens: int = 16
+
+
+@dataclass
+class ModelConfig:
+    name: str = "tiny"
+    name_or_path: Optional[str] = None  # local HF directory or Hub name; null builds the tiny model
+    arch: ArchConfig = field(default_factory=ArchConfig)
+    warm_start: WarmStartConfig = field(default_factory=WarmStartConfig)
+
+
+@dataclass
+class RolloutConfig:
+    engine: str = "hf"  # hf | auto
+    max_new_tokens: int = 16
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = 0
+    stop: list = field(default_factory=list)
+
+
+@dataclass
+class TrainSection:
+    steps: int = 200
+    prompts_per_step: int = 8
+    completions_per_prompt: int = 8
+    micro_batch_size: int = 64  # completions per forward/backward; the step accumulates over micro-batches
+    save_every: int = 100
+    eval_every: int = 50
+    eval_prompts: int = 200
+    samples_per_step: int = 2  # prompts whose completions go to samples.jsonl
+
+
+@dataclass
+class OptimConfig:
+    lr: float = 1e-4
+    weight_decay: float = 0.0
+    betas: list = field(default_factory=lambda: [0.9, 0.999])
+    max_grad_norm: float = 1.0
+    warmup_steps: int = 0
+    schedule: str = "constant"  # constant | linear | cosine (after warmup)
+
+
+@dataclass
+class TrainConfig:
+    algo: AlgoConfig = field(default_factory=AlgoConfig)
+    env: Any = field(default_factory=lambda: {"name": "arithmetic"})
+    model: ModelConfig = field(default_factory=ModelConfig)
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)
+    train: TrainSection = field(default_factory=TrainSection)
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    seed: int = 0
+    output_dir: str = "outputs/${now:%Y-%m-%d}/${now:%H-%M-%S}"
+    resume: Optional[str] = None  # a run directory; continue from its last checkpoint
+    threads: int = 0  # torch CPU threads; 0 leaves torch's default
+
+
+def register_schemas() -> None:
+    ConfigStore.instance().store(name="train_schema", node=TrainConfig)

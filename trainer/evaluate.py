@@ -1,0 +1,27 @@
+"""Greedy evaluation on held-out rows: accuracy (status `correct`) and mean reward."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from rlvr.trainer.prompts import render_prompts
+from rlvr.trainer.rollout import SamplingParams
+
+
+def evaluate_greedy(engine, env, rows: list[dict], max_new_tokens: int, batch_size: int = 256) -> dict:
+    """One greedy completion per row. Returns `{"accuracy", "reward_mean", "status/<s>": rate, "n"}`."""
+    params = SamplingParams(n=1, max_new_tokens=max_new_tokens, greedy=True)
+    results = []
+    for start in range(0, len(rows), batch_size):
+        chunk = rows[start : start + batch_size]
+        rollout = engine.generate(render_prompts(engine.tokenizer, env, chunk), params)
+        results.extend(env.score(rollout.texts, chunk))
+    statuses = Counter(r.status.value for r in results)
+    n = len(results)
+    metrics = {
+        "accuracy": statuses.get("correct", 0) / n,
+        "reward_mean": sum(r.reward for r in results) / n,
+        "n": n,
+    }
+    metrics.update({f"status/{s}": c / n for s, c in sorted(statuses.items())})
+    return metrics

@@ -1,0 +1,143 @@
+"""GRPO (Shao et al., 2024, DeepSeekMath) as one readable step.
+
+    sample G completions per prompt -> verify -> group-normalised advantages
+    -> clipped surrogate (+ beta * KL to the reference) -> optimizer step -> log
+
+The math lives in `losses.py` and `advantages.py`; this file is orchestration only.
+Departures from the paper, each a config switch (see conf/algo/grpo.yaml):
+  * `beta` defaults to 0 (the paper used 0.04), as Dr. GRPO and DAPO recommend; no reference
+    model is loaded then.
+  * `clip_eps_high` may exceed `clip_eps_low` (DAPO clip-higher); `aggregation` picks the
+    paper's per-sequence mean, DAPO's token mean or Dr. GRPO's constant normaliser.
+  * `filter_zero_variance_groups` drops groups whose rewards are all equal (their advantage is
+    zero) but, unlike DAPO's dynamic sampling, does not resample to refill the batch.
+  * With `mu == 1` the old logprobs equal the current ones, so the ratio is 1 and they are not
+    recomputed (the gradient is the same); with `mu > 1` they are computed once before the epochs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from contextlib import contextmanager
+
+import torch
+
+from rlvr.trainer.advantages import group_advantages, zero_variance_groups
+from rlvr.trainer.logprobs import PackedBatch, pack, token_logprobs
+from rlvr.trainer.losses import grpo_loss
+from rlvr.trainer.prompts import render_prompts
+from rlvr.trainer.seeding import derive_seed
+
+
+def grpo_step(ctx, step: int) -> tuple[dict, list[dict]]:
+    """One training step. `ctx` holds cfg, env, tokenizer, model, reference, engine, optimizer, scheduler."""
+    cfg, algo = ctx.cfg, ctx.cfg.algo
+    prompts_per_step, group_size = cfg.train.prompts_per_step, cfg.train.completions_per_prompt
+    timings: dict[str, float] = {}
+
+    rows = ctx.env.rows("train", prompts_per_step, seed=derive_seed("train-rows", cfg.seed, step))
+    with _timed(timings, "generate"):
+        rollout = ctx.engine.generate(render_prompts(ctx.tokenizer, ctx.env, rows), ctx.sampling)
+    with _timed(timings, "score"):
+        results = ctx.env.score(rollout.texts, [row for row in rows for _ in range(group_size)])
+
+    rewards = torch.tensor([r.reward for r in results], dtype=torch.float32).view(prompts_per_step, group_size)  # [B, G]
+    advantages = group_advantages(rewards, scale_by_std=algo.scale_advantages_by_std).flatten()  # [B*G]
+    flat_groups = zero_variance_groups(rewards)  # [B]
+    keep = torch.ones(prompts_per_step * group_size, dtype=torch.bool)  # [B*G]
+    if algo.filter_zero_variance_groups:
+        keep = ~flat_groups.repeat_interleave(group_size)  # [B*G]
+    batch = pack(rollout.prompt_ids, rollout.completion_ids, ctx.tokenizer.pad_token_id).select(keep)
+    advantages = advantages[keep]  # [N]
+
+    update_metrics: dict = {}
+    if len(batch) > 0:
+        with _timed(timings, "logprobs"), torch.no_grad():
+            old_logprobs = token_logprobs(ctx.model, batch, cfg.rollout.temperature)[0] if algo.mu > 1 else None
+            ref_logprobs = token_logprobs(ctx.reference, batch, cfg.rollout.temperature)[0] if algo.beta else None
+        with _timed(timings, "update"):
+            for _ in range(algo.mu):
+                update_metrics = accumulate_gradients(
+                    ctx.model, batch, advantages, old_logprobs, ref_logprobs, algo,
+                    micro_batch_size=cfg.train.micro_batch_size, temperature=cfg.rollout.temperature,
+                    max_tokens=cfg.rollout.max_new_tokens,
+                )
+                update_metrics["grad_norm"] = torch.nn.utils.clip_grad_norm_(
+                    ctx.model.parameters(), cfg.optim.max_grad_norm
+                ).item()
+                ctx.optimizer.step()
+                ctx.optimizer.zero_grad(set_to_none=True)
+    ctx.scheduler.step()
+    with _timed(timings, "sync"):
+        ctx.engine.sync_weights(ctx.model)
+
+    metrics = {"step": step, **_reward_metrics(rewards, results), **update_metrics}
+    lengths = torch.tensor([len(c) for c in rollout.completion_ids], dtype=torch.float32)  # [B*G]
+    metrics.update({
+        "response_len/mean": lengths.mean().item(),
+        "truncated_frac": sum(rollout.truncated) / len(rollout.truncated),
+        "zero_adv_frac": flat_groups.float().mean().item(),
+        "kept_frac": keep.float().mean().item(),
+        "lr": ctx.scheduler.get_last_lr()[0],
+        "tokens_per_s": rollout.num_tokens / max(sum(timings.values()), 1e-9),
+        **{f"time/{name}": seconds for name, seconds in timings.items()},
+    })
+    samples = [
+        {"step": step, "prompt": ctx.env.messages(rows[i]), "answer": rows[i].get("answer"),
+         "completions": [{"text": rollout.texts[i * group_size + j], **results[i * group_size + j].to_dict()}
+                         for j in range(group_size)]}
+        for i in range(min(cfg.train.samples_per_step, prompts_per_step))
+    ]
+    return metrics, samples
+
+
+def accumulate_gradients(model, batch: PackedBatch, advantages, old_logprobs, ref_logprobs, algo, *,
+                         micro_batch_size: int, temperature: float, max_tokens: int) -> dict:
+    """Backward over micro-batches so that the summed gradient equals the full batch's.
+
+    Each micro-batch loss is normalised by the whole batch's sequence and token counts
+    (see `losses.aggregate`), so no division by the number of micro-batches is needed and
+    micro-batch 1 x accumulation 8 gives the gradient of micro-batch 8 x accumulation 1.
+    """
+    num_sequences = len(batch)
+    num_tokens = batch.completion_mask.sum()
+    totals: Counter = Counter()
+    for start in range(0, num_sequences, micro_batch_size):
+        rows = slice(start, start + micro_batch_size)
+        micro = batch.select(rows)
+        logprobs, entropy = token_logprobs(model, micro, temperature, with_entropy=True)  # [n, L-1]
+        old = logprobs.detach() if old_logprobs is None else old_logprobs[rows]  # [n, L-1]
+        ref = None if ref_logprobs is None else ref_logprobs[rows]
+        loss, parts = grpo_loss(
+            logprobs, old, advantages[rows], micro.completion_mask, ref_logprobs=ref, beta=algo.beta,
+            kl_estimator=algo.kl_estimator, clip_eps_low=algo.clip_eps_low, clip_eps_high=algo.clip_eps_high,
+            aggregation=algo.aggregation, max_tokens=max_tokens, num_sequences=num_sequences, num_tokens=num_tokens,
+        )
+        loss.backward()
+        share = (micro.completion_mask.sum() / num_tokens).item()  # token-weighted averages of per-token stats
+        totals["loss"] += loss.item()
+        totals["entropy"] += share * ((entropy * micro.completion_mask).sum() / micro.completion_mask.sum()).item()
+        for name in ("clip_frac", "kl", "ratio_mean"):
+            if name in parts:
+                totals[name] += share * parts[name].item()
+    return dict(totals)
+
+
+def _reward_metrics(rewards: torch.Tensor, results) -> dict:
+    metrics = {"reward/mean": rewards.mean().item(), "reward/std": rewards.std().item()}
+    components: dict[str, list[float]] = {}
+    for result in results:
+        for name, part in result.details.get("components", {}).items():
+            components.setdefault(name, []).append(part["reward"])
+    metrics.update({f"reward/{name}": sum(v) / len(v) for name, v in components.items()})
+    statuses = Counter(r.status.value for r in results)
+    metrics.update({f"status/{s}": c / len(results) for s, c in sorted(statuses.items())})
+    return metrics
+
+
+@contextmanager
+def _timed(timings: dict, name: str):
+    start = time.perf_counter()
+    yield
+    timings[name] = timings.get(name, 0.0) + time.perf_counter() - start

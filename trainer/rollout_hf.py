@@ -1,0 +1,86 @@
+"""Rollout engine on Hugging Face `generate`: batched sampling, G completions per prompt.
+
+Prompts are left-padded so every row's completion starts at the same column; each
+completion is cut after its first EOS (kept: the policy is trained to stop) or after
+the first stop string (kept too, as vLLM does with `include_stop_str_in_output`).
+The logprobs returned are those of the sampling distribution (after temperature and
+top-k/top-p), taken from `generate`'s processed scores.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from rlvr.trainer.rollout import Rollout, SamplingParams
+
+
+class HFEngine:
+    def __init__(self, model, tokenizer):
+        self.model = model  # the policy itself: no weight sync needed
+        self.tokenizer = tokenizer
+
+    def sync_weights(self, model) -> None:
+        self.model = model
+
+    @torch.no_grad()
+    def generate(self, prompts: list[str], params: SamplingParams) -> Rollout:
+        tok = self.tokenizer
+        encoded = [tok(p, add_special_tokens=False)["input_ids"] for p in prompts]
+        n = params.n
+        width = max(len(ids) for ids in encoded)
+        input_ids = torch.full((len(encoded), width), tok.pad_token_id, dtype=torch.long)  # [B, P]
+        attention_mask = torch.zeros_like(input_ids)  # [B, P]
+        for i, ids in enumerate(encoded):
+            input_ids[i, width - len(ids) :] = torch.tensor(ids)
+            attention_mask[i, width - len(ids) :] = 1
+
+        was_training = self.model.training
+        self.model.eval()
+        # Explicit values override whatever the checkpoint's generation_config prefers (top_k=0: off).
+        sampling = {} if params.greedy else dict(temperature=params.temperature, top_p=params.top_p, top_k=params.top_k)
+        out = self.model.generate(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            max_new_tokens=params.max_new_tokens,
+            num_return_sequences=n,
+            do_sample=not params.greedy,
+            pad_token_id=tok.pad_token_id,
+            eos_token_id=tok.eos_token_id,
+            stop_strings=list(params.stop) or None,
+            tokenizer=tok if params.stop else None,
+            output_scores=True,
+            return_dict_in_generate=True,
+            **sampling,
+        )
+        self.model.train(was_training)
+
+        sequences = out.sequences[:, width:]  # [B*G, T]
+        scores = torch.stack(out.scores, dim=1).float()  # [B*G, T, V]
+        token_logprobs = torch.log_softmax(scores, dim=-1).gather(-1, sequences.unsqueeze(-1)).squeeze(-1)  # [B*G, T]
+
+        completion_ids, logprobs, truncated, texts = [], [], [], []
+        for row in range(sequences.shape[0]):
+            ids = sequences[row].tolist()
+            length, stopped = _completion_length(ids, tok, params.stop)
+            completion_ids.append(ids[:length])
+            logprobs.append(token_logprobs[row, :length].clone())
+            truncated.append(not stopped)
+            texts.append(tok.decode(ids[:length], skip_special_tokens=True))
+        prompt_ids = [encoded[i // n] for i in range(len(encoded) * n)]
+        return Rollout(prompt_ids, completion_ids, texts, logprobs, truncated)
+
+
+def _completion_length(ids: list[int], tok, stop: tuple[str, ...]) -> tuple[int, bool]:
+    """Tokens up to and including the first EOS or the token that completes a stop string."""
+    for t, token_id in enumerate(ids):
+        if token_id == tok.eos_token_id:
+            return t + 1, True
+        if token_id == tok.pad_token_id:  # generate pads a finished row; it stopped on a stop string
+            return t, True
+    if stop:
+        text = ""
+        for t, token_id in enumerate(ids):
+            text += tok.decode([token_id])
+            if any(s in text for s in stop):
+                return t + 1, True
+    return len(ids), False

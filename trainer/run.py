@@ -1,0 +1,169 @@
+"""`rlvr train`: set up from the config, run the algorithm's step in a loop, log, checkpoint, summarise.
+
+Everything a run leaves behind sits in its run directory (DESIGN.md): `config.yaml`,
+`metrics.jsonl`, `samples.jsonl`, `checkpoints/step_N/`, `summary.json`. A killed run is
+continued with `resume=RUN_DIR` from its last checkpoint; the steps after that checkpoint
+are run again (their log lines are dropped first), with the same data and the same RNG.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from omegaconf import OmegaConf
+from tqdm import tqdm
+
+from rlvr.envs import load_env
+from rlvr.verifiers.registry import ConfigError
+from rlvr.trainer.checkpoint import latest_checkpoint, load_trainer_state, save_checkpoint
+from rlvr.trainer.evaluate import evaluate_greedy
+from rlvr.trainer.grpo import grpo_step
+from rlvr.trainer.model import load_policy, load_reference, load_tokenizer, resolve_model_path
+from rlvr.trainer.rollout import SamplingParams, build_engine
+from rlvr.trainer.run_dir import RunFiles
+from rlvr.trainer.validate import validate_train_config
+
+
+@dataclass
+class RunContext:
+    cfg: object
+    env: object
+    tokenizer: object
+    model: object
+    reference: object
+    engine: object
+    sampling: SamplingParams
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LambdaLR
+
+
+def build_env(env_cfg):
+    params = OmegaConf.to_container(env_cfg, resolve=True)
+    name = params.pop("name", None)
+    if not name:
+        raise ConfigError("env.name is missing: choose an environment with env=NAME (see `rlvr envs`)")
+    return load_env(name, **params)
+
+
+def train(cfg, log=print) -> dict:
+    validate_train_config(cfg)
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    random.seed(cfg.seed)
+    torch.manual_seed(cfg.seed)
+    run_dir = Path(cfg.resume or cfg.output_dir)
+    files = RunFiles(run_dir)
+    env = build_env(cfg.env)
+
+    checkpoint = latest_checkpoint(run_dir) if cfg.resume else None
+    if cfg.resume and checkpoint is None:
+        raise ConfigError(f"resume={cfg.resume}: no checkpoint with trainer_state.pt under {run_dir}/checkpoints")
+    base_path = resolve_model_path(cfg, env, log=log)
+    tokenizer = load_tokenizer(base_path)
+    model = load_policy(str(checkpoint) if checkpoint else base_path)
+    reference = load_reference(base_path) if cfg.algo.beta else None
+    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.optim.lr, betas=tuple(cfg.optim.betas),
+                                  weight_decay=cfg.optim.weight_decay)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_lambda(cfg))
+    start_step = 0
+    if checkpoint:
+        start_step = load_trainer_state(checkpoint, optimizer, scheduler)["step"]
+        files.truncate_after(start_step)
+        log(f"resuming {run_dir} from {checkpoint.name}")
+    files.write_config(cfg)
+
+    sampling = SamplingParams(n=cfg.train.completions_per_prompt, max_new_tokens=cfg.rollout.max_new_tokens,
+                              temperature=cfg.rollout.temperature, top_p=cfg.rollout.top_p, top_k=cfg.rollout.top_k,
+                              stop=tuple(cfg.rollout.stop))
+    engine = build_engine(cfg.rollout.engine, model, tokenizer)
+    ctx = RunContext(cfg, env, tokenizer, model, reference, engine, sampling, optimizer, scheduler)
+    test_rows = env.rows("test", cfg.train.eval_prompts, seed=cfg.seed)
+    completions = cfg.train.prompts_per_step * cfg.train.completions_per_prompt
+    log(f"run directory: {run_dir}\n"
+        f"per step: {cfg.train.prompts_per_step} prompts x {cfg.train.completions_per_prompt} completions = "
+        f"{completions} completions in {math.ceil(completions / cfg.train.micro_batch_size)} micro-batch(es) of "
+        f"<= {cfg.train.micro_batch_size}; {cfg.train.steps} steps; held-out eval on {len(test_rows)} test prompts")
+
+    def held_out_eval() -> dict:
+        result = evaluate_greedy(engine, env, test_rows, cfg.rollout.max_new_tokens)
+        return {f"eval/{k}": v for k, v in result.items()}
+
+    if start_step == 0:
+        files.log_metrics({"step": 0, **held_out_eval()})
+    started = time.time()
+    bar = tqdm(range(start_step + 1, cfg.train.steps + 1), initial=start_step, total=cfg.train.steps,
+               desc="grpo", unit="step", dynamic_ncols=True)
+    for step in bar:
+        metrics, samples = grpo_step(ctx, step)
+        if step % cfg.train.eval_every == 0 or step == cfg.train.steps:
+            metrics.update(held_out_eval())
+        files.log_metrics(metrics)
+        files.log_samples(samples)
+        postfix = {"reward": f"{metrics['reward/mean']:.3f}"}
+        if "eval/accuracy" in metrics:
+            postfix["eval_acc"] = f"{metrics['eval/accuracy']:.1%}"
+        bar.set_postfix(postfix, refresh=False)
+        if step % cfg.train.save_every == 0 or step == cfg.train.steps:
+            save_checkpoint(run_dir, step, model, tokenizer, optimizer, scheduler, {"base_model": base_path})
+    bar.close()
+    summary = summarise(files.read_metrics(), time.time() - started, run_dir)
+    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    log(format_summary(summary))
+    return summary
+
+
+def _lr_lambda(cfg):
+    warmup, total, schedule = cfg.optim.warmup_steps, cfg.train.steps, cfg.optim.schedule
+
+    def factor(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / warmup
+        progress = (step - warmup) / max(1, total - warmup)
+        if schedule == "linear":
+            return max(0.0, 1.0 - progress)
+        if schedule == "cosine":
+            return 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
+        return 1.0
+
+    return factor
+
+
+def summarise(history: list[dict], seconds: float, run_dir: Path) -> dict:
+    evals = [m for m in history if "eval/accuracy" in m]
+    train = [m for m in history if "reward/mean" in m]
+    first, last = evals[0], evals[-1]
+
+    def window(rows):  # mean training reward over up to 10 steps
+        return sum(m["reward/mean"] for m in rows) / len(rows) if rows else float("nan")
+
+    return {
+        "run_dir": str(run_dir),
+        "steps": train[-1]["step"] if train else 0,
+        "seconds_this_session": round(seconds, 1),
+        "eval_prompts": last["eval/n"],
+        "before": {"step": first["step"], "accuracy": first["eval/accuracy"], "reward_mean": first["eval/reward_mean"],
+                   "train_reward_first_10": window(train[:10])},
+        "after": {"step": last["step"], "accuracy": last["eval/accuracy"], "reward_mean": last["eval/reward_mean"],
+                  "train_reward_last_10": window(train[-10:])},
+    }
+
+
+def format_summary(s: dict) -> str:
+    b, a = s["before"], s["after"]
+    rows = [
+        ("held-out greedy accuracy", f"{b['accuracy']:.1%}", f"{a['accuracy']:.1%}",
+         f"{100 * (a['accuracy'] - b['accuracy']):+.1f} pts"),
+        ("held-out mean reward", f"{b['reward_mean']:.3f}", f"{a['reward_mean']:.3f}",
+         f"{a['reward_mean'] - b['reward_mean']:+.3f}"),
+        ("train reward (10-step mean)", f"{b['train_reward_first_10']:.3f}", f"{a['train_reward_last_10']:.3f}",
+         f"{a['train_reward_last_10'] - b['train_reward_first_10']:+.3f}"),
+    ]
+    header = f"| metric ({s['eval_prompts']} test prompts) | before (step {b['step']}) | after (step {a['step']}) | change |"
+    lines = [header, "|---|---|---|---|"] + [f"| {m} | {x} | {y} | {d} |" for m, x, y, d in rows]
+    return "\n".join(lines) + f"\n{s['steps']} steps in {s['seconds_this_session']:.0f} s; run directory {s['run_dir']}"

@@ -1,0 +1,116 @@
+"""`model=tiny`: a small Qwen2-architecture causal LM built offline, for CPU runs and tests.
+
+Nothing is downloaded. The tokenizer is a byte-level BPE trained here on text the
+environment generates (digits split one per token, as Qwen2's pre-tokenizer does), with a
+Qwen-style chat template. The model is randomly initialised from a config, then given a
+short supervised warm start on the environment's reference solutions (see `warm_start.py`)
+so that RL begins from a policy that sometimes succeeds. The result is cached on disk under
+a key that hashes everything that shaped it, so the second run loads it in a second.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+
+import torch
+from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
+from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+
+BUILD_VERSION = 1  # bump when the build recipe changes, so stale caches are not reused
+SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+TAG_TOKENS = ["<think>", "</think>", "<answer>", "</answer>"]
+CHAT_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("RLVR_CACHE", Path.home() / ".cache" / "rlvr"))
+
+
+def cache_key(payload: dict) -> str:
+    blob = json.dumps({"build_version": BUILD_VERSION, **payload}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def train_tokenizer(corpus: list[str], vocab_size: int) -> PreTrainedTokenizerFast:
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.ByteLevel(add_prefix_space=False)]
+    )
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=SPECIAL_TOKENS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(corpus, trainer=trainer)
+    tok.add_tokens([AddedToken(t, normalized=False, special=False) for t in TAG_TOKENS])
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        chat_template=CHAT_TEMPLATE,
+        clean_up_tokenization_spaces=False,
+    )
+
+
+def build_model(tokenizer, hidden_size: int, num_layers: int, num_heads: int, num_kv_heads: int,
+                intermediate_size: int, max_positions: int, seed: int) -> Qwen2ForCausalLM:
+    config = Qwen2Config(
+        vocab_size=len(tokenizer),
+        hidden_size=hidden_size,
+        intermediate_size=intermediate_size,
+        num_hidden_layers=num_layers,
+        num_attention_heads=num_heads,
+        num_key_value_heads=num_kv_heads,
+        max_position_embeddings=max_positions,
+        tie_word_embeddings=True,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=None,
+    )
+    torch.manual_seed(seed)
+    model = Qwen2ForCausalLM(config)
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    return model
+
+
+def tokenizer_corpus(env, num_rows: int, seed: int) -> list[str]:
+    rows = env.rows("train", num_rows, seed=seed)
+    text = [m["content"] for row in rows for m in env.messages(row)] + [row["reference"] for row in rows]
+    return text + ["system user assistant", "".join(chr(c) for c in range(32, 127))]
+
+
+def build_tiny(env, env_config: dict, arch: dict, warm: dict, seed: int, log=print) -> Path:
+    """Return the directory of the tiny model for this env, building and caching it if needed."""
+    from rlvr.trainer.warm_start import warm_start
+
+    key = cache_key({"env": env_config, "arch": arch, "warm_start": warm, "seed": seed})
+    path = cache_root() / "tiny" / key
+    if (path / "warm_start.json").exists():
+        log(f"tiny model: cached at {path}")
+        return path
+    log(f"tiny model: building (key {key}); later runs reuse {path}")
+    tokenizer = train_tokenizer(tokenizer_corpus(env, 2000, seed), arch["vocab_size"])
+    model = build_model(tokenizer, arch["hidden_size"], arch["num_layers"], arch["num_heads"], arch["num_kv_heads"],
+                        arch["intermediate_size"], arch["max_positions"], seed)
+    log(f"tiny model: {sum(p.numel() for p in model.parameters()) / 1e6:.2f}M parameters, vocab {len(tokenizer)}")
+    report = warm_start(model, tokenizer, env, seed=seed, log=log, **warm)
+    tmp = path.with_name(path.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    (tmp / "warm_start.json").write_text(json.dumps(report, indent=2))
+    shutil.rmtree(path, ignore_errors=True)
+    tmp.rename(path)  # atomic: a killed build never leaves a half-written cache entry
+    return path
