@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,7 +99,8 @@ def train(cfg, log=print) -> dict:
         files.log_metrics({"step": 0, **held_out_eval()})
     started = time.time()
     bar = tqdm(range(start_step + 1, cfg.train.steps + 1), initial=start_step, total=cfg.train.steps,
-               desc="grpo", unit="step", dynamic_ncols=True)
+               desc="grpo", unit="step", dynamic_ncols=True,
+               mininterval=0.2 if sys.stderr.isatty() else 15.0)  # a log file gets a line every 15 s
     for step in bar:
         metrics, samples = grpo_step(ctx, step)
         if step % cfg.train.eval_every == 0 or step == cfg.train.steps:
