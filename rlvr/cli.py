@@ -12,6 +12,9 @@ commands:
   train     train a policy (Hydra overrides, e.g. algo=grpo env=arithmetic train.steps=100);
             `rlvr train --help` lists the config
   envs      list environments and verifiers, built-in and from plugins
+  verify    score a JSONL file offline: input=IN.jsonl output=OUT.jsonl [verifier=math] [workers=N];
+            exit code = number of records with status "error" (max 255)
+  sandbox   `rlvr sandbox build` builds the code sandbox's image; `rlvr sandbox doctor` checks it
 
 With no overrides, `rlvr train` warm-starts a tiny model on `arithmetic` and trains it with GRPO
 on the CPU. Run directories go to outputs/<date>/<time>/ unless output_dir=DIR is given.
@@ -33,6 +36,10 @@ def main(argv: list[str] | None = None) -> int:
         return _train(rest)
     if command == "envs":
         return _envs(rest)
+    if command == "verify":
+        return _verify(rest)
+    if command == "sandbox":
+        return _sandbox(rest)
     print(f"rlvr: unknown command {command!r}\n\n{USAGE}", file=sys.stderr)
     return 2
 
@@ -43,7 +50,6 @@ def _train(overrides: list[str]) -> int:
 
     from rlvr.envs.registry import env_registry
     from rlvr.trainer.config import register_schemas
-    from rlvr.trainer.run import train
     from rlvr.verifiers.registry import ConfigError, UnknownNameError
 
     register_schemas()
@@ -51,6 +57,8 @@ def _train(overrides: list[str]) -> int:
 
     @hydra.main(version_base="1.3", config_path="pkg://rlvr.conf", config_name="train")
     def run(cfg) -> None:
+        from rlvr.trainer.run import train  # torch loads here, so `rlvr train --help` stays fast
+
         try:
             train(cfg)
         except (ConfigError, UnknownNameError) as error:
@@ -59,6 +67,31 @@ def _train(overrides: list[str]) -> int:
     sys.argv = ["rlvr train", *overrides]
     run()
     return 0
+
+
+def _verify(overrides: list[str]) -> int:
+    import hydra
+    from omegaconf import OmegaConf
+
+    from rlvr.verifiers.batch import exit_code, format_summary, register_schema, verify_file
+
+    register_schema()
+    code = 0
+
+    @hydra.main(version_base="1.3", config_path="pkg://rlvr.conf", config_name="verify")
+    def run(cfg) -> None:
+        nonlocal code
+        try:
+            summary = verify_file(cfg.input, cfg.output, verifier_name=cfg.verifier, workers=cfg.workers,
+                                  verifier_params=OmegaConf.to_container(cfg.params, resolve=True))
+        except OSError as error:
+            raise SystemExit(f"rlvr verify: {error}") from None
+        print(format_summary(summary))
+        code = exit_code(summary)
+
+    sys.argv = ["rlvr verify", *overrides]
+    run()
+    return code
 
 
 def _offer_plugin_envs(store, env_registry) -> None:
@@ -91,3 +124,30 @@ def _envs(args: list[str]) -> int:
     for name, source in sorted(verifier_registry.names().items()):
         print(f"  {name:<14} {source}")
     return 0
+
+
+def _sandbox(args: list[str]) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="rlvr sandbox", description="the Docker sandbox that runs untrusted code")
+    sub = parser.add_subparsers(dest="action", required=True)
+    build = sub.add_parser("build", help="build the sandbox image (skipped when the content-tagged image exists)")
+    build.add_argument("--builder", choices=["auto", "dockerfile", "debootstrap"], default="auto")
+    build.add_argument("--force", action="store_true", help="rebuild even when the image exists")
+    doctor = sub.add_parser("doctor", help="engine, image, and a table of adversarial probes with their outcome")
+    doctor.add_argument("--backend", choices=["docker", "local"], default="docker")
+    options = parser.parse_args(args)
+    if options.action == "build":
+        from rlvr.sandboxes.docker_backend import SandboxUnavailable, docker_client
+        from rlvr.sandboxes.image import ensure_image
+
+        try:
+            print(ensure_image(docker_client(), builder=options.builder, force=options.force))
+        except (SandboxUnavailable, RuntimeError) as error:
+            print(f"rlvr sandbox build: {error}", file=sys.stderr)
+            return 1
+        return 0
+    from rlvr.sandboxes.doctor import doctor as run_doctor
+    from rlvr.verifiers.code import probe_rows
+
+    return run_doctor(options.backend, extra_rows=lambda: probe_rows(options.backend))

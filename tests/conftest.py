@@ -1,7 +1,8 @@
-"""Shared fixtures: a tiny randomly initialised Qwen2 model with a locally trained tokenizer.
+"""Shared fixtures: a tiny Qwen2 model with a locally trained tokenizer, and Hydra composition.
 
 Nothing is downloaded and nothing touches the user's model cache: `RLVR_CACHE` points at a
-temporary directory for the whole session.
+temporary directory for the whole session. Torch runs on one thread: these models are so small
+that a second thread only adds contention (50x slower generation on a shared 2-core machine).
 """
 
 from __future__ import annotations
@@ -11,13 +12,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import torch
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+TINY_ARCH = dict(hidden_size=32, num_layers=2, num_heads=2, num_kv_heads=1, intermediate_size=64, max_positions=128)
 
 
 @dataclass
 class TinyLM:
-    """`path` holds the saved model and tokenizer (Hugging Face format); `model()` is a fresh copy."""
+    """`path` holds the saved model and tokenizer (Hugging Face format); `model()` returns a fresh copy."""
 
     path: Path
     tokenizer: object
@@ -28,23 +31,69 @@ class TinyLM:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _private_rlvr_cache(tmp_path_factory):
+def _private_cache_one_thread(tmp_path_factory):
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("RLVR_CACHE", str(tmp_path_factory.mktemp("rlvr_cache")))
         yield
+    torch.set_num_threads(threads)
+
+
+def arithmetic_env():
+    from rlvr.envs import load_env
+
+    return load_env("arithmetic", digits=1, ops=["+"])
+
+
+@pytest.fixture
+def arith_env():
+    """`arithmetic` with one-digit additions, the task the tiny models are built on."""
+    return arithmetic_env()
+
+
+@pytest.fixture
+def compose_train():
+    """`compose_train(overrides)`: rlvr train's config as Hydra composes it from rlvr.conf with the typed schema."""
+    return _compose_train
 
 
 @pytest.fixture(scope="session")
 def tiny_lm(tmp_path_factory) -> TinyLM:
-    from rlvr.envs import load_env
+    """A randomly initialised ~30k-parameter model: samples are noise and never end in EOS."""
     from rlvr.trainer.tiny_model import build_model, tokenizer_corpus, train_tokenizer
 
-    env = load_env("arithmetic", digits=1, ops=["+"])
-    tokenizer = train_tokenizer(tokenizer_corpus(env, 500, 0), 512)
-    model = build_model(tokenizer, hidden_size=32, num_layers=2, num_heads=2, num_kv_heads=1,
-                        intermediate_size=64, max_positions=128, seed=0)
+    tokenizer = train_tokenizer(tokenizer_corpus(arithmetic_env(), 500, 0), 512)
+    model = build_model(tokenizer, **TINY_ARCH, seed=0)
     model.train()
     path = tmp_path_factory.mktemp("tiny_lm")
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
     return TinyLM(path, tokenizer, model)
+
+
+@pytest.fixture(scope="session")
+def tiny_lm_sft(tiny_lm, tmp_path_factory) -> TinyLM:
+    """`tiny_lm` after 60 supervised steps on reference solutions: it writes
+    `<think></think><answer>N</answer>` then EOS, with mostly wrong numbers, so sampled
+    completions differ in length and reward."""
+    from rlvr.trainer.warm_start import warm_start
+
+    model = tiny_lm.model()
+    warm_start(model, tiny_lm.tokenizer, arithmetic_env(), target_accuracy=[1.0, 1.0], max_steps=60, batch_size=16,
+               lr=1e-2, eval_every=60, eval_rows=8, max_new_tokens=16, seed=0, log=lambda *_: None)
+    model.train()
+    path = tmp_path_factory.mktemp("tiny_lm_sft")
+    model.save_pretrained(path)
+    tiny_lm.tokenizer.save_pretrained(path)
+    return TinyLM(path, tiny_lm.tokenizer, model)
+
+
+def _compose_train(overrides: list[str]):
+    from hydra import compose, initialize_config_module
+
+    from rlvr.trainer.config import register_schemas
+
+    register_schemas()
+    with initialize_config_module(config_module="rlvr.conf", version_base="1.3"):
+        return compose(config_name="train", overrides=overrides)

@@ -7,6 +7,8 @@ from omegaconf import OmegaConf
 from transformers import AutoModelForCausalLM, AutoTokenizer
 from transformers.utils import logging as hf_logging
 
+from rlvr.verifiers.registry import ConfigError
+
 hf_logging.disable_progress_bar()  # one bar per run is ours; per-file loading bars are noise
 
 
@@ -15,7 +17,7 @@ def resolve_model_path(cfg, env, log=print) -> str:
     if cfg.model.name_or_path:
         return str(cfg.model.name_or_path)
     if cfg.model.name != "tiny":
-        raise ValueError(f"model.name_or_path is required for model={cfg.model.name!r}")
+        raise ConfigError(f"model.name_or_path is required for model={cfg.model.name!r} (a local directory or Hub name)")
     from rlvr.trainer.tiny_model import build_tiny
 
     env_config = OmegaConf.to_container(cfg.env, resolve=True)

@@ -38,11 +38,13 @@ class HFEngine:
         self.model.eval()
         # Explicit values override whatever the checkpoint's generation_config prefers (top_k=0: off).
         sampling = {} if params.greedy else dict(temperature=params.temperature, top_p=params.top_p, top_k=params.top_k)
+        if params.greedy and n > 1:  # generate refuses several greedy returns; they would be identical anyway
+            input_ids, attention_mask = input_ids.repeat_interleave(n, 0), attention_mask.repeat_interleave(n, 0)
         out = self.model.generate(
             input_ids=input_ids,
             attention_mask=attention_mask,
             max_new_tokens=params.max_new_tokens,
-            num_return_sequences=n,
+            num_return_sequences=1 if params.greedy else n,
             do_sample=not params.greedy,
             pad_token_id=tok.pad_token_id,
             eos_token_id=tok.eos_token_id,
@@ -71,16 +73,15 @@ class HFEngine:
 
 
 def _completion_length(ids: list[int], tok, stop: tuple[str, ...]) -> tuple[int, bool]:
-    """Tokens up to and including the first EOS or the token that completes a stop string."""
-    for t, token_id in enumerate(ids):
-        if token_id == tok.eos_token_id:
-            return t + 1, True
-        if token_id == tok.pad_token_id:  # generate pads a finished row; it stopped on a stop string
-            return t, True
-    if stop:
-        text = ""
-        for t, token_id in enumerate(ids):
-            text += tok.decode([token_id])
-            if any(s in text for s in stop):
-                return t + 1, True
+    """Tokens up to and including the first EOS or the token that completes a stop string.
+
+    A pad token inside a row is not taken as a stop: when pad differs from EOS the model may
+    sample it like any other token, and `generate` only pads rows that already stopped.
+    """
+    if tok.eos_token_id in ids:
+        return ids.index(tok.eos_token_id) + 1, True
+    if stop and any(s in tok.decode(ids) for s in stop):
+        for t in range(1, len(ids) + 1):
+            if any(s in tok.decode(ids[:t]) for s in stop):
+                return t, True
     return len(ids), False

@@ -56,11 +56,13 @@ def train(cfg, log=print) -> dict:
     validate_train_config(cfg)
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
-    random.seed(cfg.seed)
-    torch.manual_seed(cfg.seed)
     run_dir = Path(cfg.resume or cfg.output_dir)
     files = RunFiles(run_dir)
     env = build_env(cfg.env)
+    try:  # before any model is built, so a too-large eval set is refused at once
+        test_rows = env.rows("test", cfg.train.eval_prompts, seed=cfg.seed)
+    except ValueError as error:
+        raise ConfigError(f"train.eval_prompts={cfg.train.eval_prompts}: {error}") from None
 
     checkpoint = latest_checkpoint(run_dir) if cfg.resume else None
     if cfg.resume and checkpoint is None:
@@ -69,6 +71,8 @@ def train(cfg, log=print) -> dict:
     tokenizer = load_tokenizer(base_path)
     model = load_policy(str(checkpoint) if checkpoint else base_path)
     reference = load_reference(base_path) if cfg.algo.beta else None
+    random.seed(cfg.seed)  # after the model build, which draws from the RNG only when not cached
+    torch.manual_seed(cfg.seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.optim.lr, betas=tuple(cfg.optim.betas),
                                   weight_decay=cfg.optim.weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_lambda(cfg))
@@ -84,7 +88,6 @@ def train(cfg, log=print) -> dict:
                               stop=tuple(cfg.rollout.stop))
     engine = build_engine(cfg.rollout.engine, model, tokenizer)
     ctx = RunContext(cfg, env, tokenizer, model, reference, engine, sampling, optimizer, scheduler)
-    test_rows = env.rows("test", cfg.train.eval_prompts, seed=cfg.seed)
     completions = cfg.train.prompts_per_step * cfg.train.completions_per_prompt
     log(f"run directory: {run_dir}\n"
         f"per step: {cfg.train.prompts_per_step} prompts x {cfg.train.completions_per_prompt} completions = "

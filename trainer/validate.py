@@ -39,6 +39,8 @@ def validate_train_config(cfg) -> None:
     need(train.micro_batch_size >= completions or completions % train.micro_batch_size == 0,
          f"train.micro_batch_size={train.micro_batch_size} must divide prompts_per_step x completions_per_prompt "
          f"= {completions}")
+    need(cfg.model.name == "tiny" or bool(cfg.model.name_or_path),
+         f"model.name_or_path is required for model={cfg.model.name!r} (a local directory or Hub name)")
     band = list(cfg.model.warm_start.target_accuracy)
     need(len(band) == 2 and 0 <= band[0] <= band[1] <= 1,
          f"model.warm_start.target_accuracy={band} must be [low, high] with 0 <= low <= high <= 1")

@@ -1,0 +1,110 @@
+"""The `rlvr` command: help, listing, and bad input refused at start with a message naming the problem.
+
+`--help` and `envs` run as real subprocesses (exit codes, console script); the bad-input cases call
+`rlvr.cli.main` in-process, which is the same code path, to keep them fast, plus one subprocess
+to check the exit status a shell sees."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from rlvr.cli import main
+
+
+def _rlvr(*args, cwd, env_extra=None):
+    env = {**os.environ, "RLVR_CACHE": str(cwd / "cache"), **(env_extra or {})}
+    return subprocess.run([sys.executable, "-m", "rlvr", *args], cwd=cwd, env=env, capture_output=True, text=True)
+
+
+def test_help(tmp_path):
+    result = _rlvr("--help", cwd=tmp_path)
+    assert result.returncode == 0
+    assert "train" in result.stdout and "envs" in result.stdout
+
+
+def test_unknown_command(tmp_path):
+    result = _rlvr("trian", cwd=tmp_path)
+    assert result.returncode != 0 and "trian" in result.stderr
+
+
+def test_train_help_lists_the_config_groups(tmp_path):
+    result = _rlvr("train", "--help", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    groups = dict(line.split(": ", 1) for line in result.stdout.splitlines()
+                  if line.split(":")[0] in ("algo", "env", "model", "rollout") and ": " in line)
+    expected = {"algo": {"grpo"}, "env": {"arithmetic", "countdown"}, "model": {"hf", "tiny"}, "rollout": {"auto", "hf"}}
+    assert groups.keys() == expected.keys(), result.stdout
+    for group, options in expected.items():
+        assert options <= set(groups[group].split(", ")), (group, groups[group])
+    assert not (tmp_path / "outputs").exists()
+
+
+def test_envs_lists_builtins(tmp_path):
+    result = _rlvr("envs", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    for name in ("arithmetic", "countdown", "exact", "format"):
+        assert any(line.split()[:2] == [name, "built-in"] for line in lines), f"{name} not listed as built-in"
+    assert "failed to load" not in result.stdout
+
+
+BAD_INPUTS = [
+    ("train.stepz=3", "stepz"),
+    ("env=nope", "nope"),
+    ("env.digitz=3", "digitz"),  # Hydra: not in struct (and suggests +env.digitz)
+    ("+env.digitz=3", "digitz"),  # the environment: no such parameter
+    ("env.reward=[{verifier:nope}]", "reward"),  # Hydra: arithmetic.yaml lists no reward key; suggests +env.reward
+    ("+env.reward=[{verifier:nope}]", "nope"),
+    ("algo.aggregation=foo", "aggregation"),
+    ("train.completions_per_prompt=1", "completions_per_prompt"),
+    ("rollout.engine=nope", "rollout.engine"),
+]
+
+
+@pytest.mark.parametrize("override,named", BAD_INPUTS, ids=[o for o, _ in BAD_INPUTS])
+def test_bad_input_stops_at_start(tiny_lm, tmp_path, monkeypatch, capsys, override, named):
+    monkeypatch.setattr(sys, "argv", list(sys.argv))  # cli rewrites sys.argv for Hydra
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "run"
+    with pytest.raises(SystemExit) as info:
+        main(["train", override, f"model.name_or_path={tiny_lm.path}", f"output_dir={out}", "threads=1"])
+    captured = capsys.readouterr()
+    message = f"{info.value.code}\n{captured.out}\n{captured.err}"
+    assert info.value.code not in (0, None), message
+    assert named in message
+    assert "Traceback" not in message
+    assert not (out / "metrics.jsonl").exists() and not (out / "checkpoints").exists()
+
+
+@pytest.mark.slow  # a fresh interpreter importing torch: about 10 s on a busy 2-core machine
+def test_bad_input_exit_status_in_a_shell(tiny_lm, tmp_path):
+    result = _rlvr("train", "algo.aggregation=foo", f"model.name_or_path={tiny_lm.path}", "output_dir=run",
+                   cwd=tmp_path)
+    assert result.returncode == 1
+    assert "rlvr train: algo.aggregation='foo'" in result.stderr
+    assert not (tmp_path / "run" / "metrics.jsonl").exists()
+
+
+def test_model_hf_without_path_is_a_message(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as info:
+        main(["train", "model=hf", f"output_dir={tmp_path / 'run'}", "threads=1"])
+    captured = capsys.readouterr()
+    message = f"{info.value.code}\n{captured.out}\n{captured.err}"
+    assert info.value.code not in (0, None)
+    assert "model.name_or_path" in message and "Traceback" not in message
+
+
+def test_more_eval_prompts_than_test_problems_is_a_message(tiny_lm, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as info:  # digits=1 has about 20 test problems; the default asks for 200
+        main(["train", "env.digits=1", f"model.name_or_path={tiny_lm.path}", f"output_dir={tmp_path / 'run'}",
+              "threads=1"])
+    captured = capsys.readouterr()
+    message = f"{info.value.code}\n{captured.out}\n{captured.err}"
+    assert info.value.code not in (0, None)
+    assert "eval_prompts" in message and "Traceback" not in message

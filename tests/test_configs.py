@@ -1,0 +1,74 @@
+"""Every YAML under conf/ composes with the typed schema, validates, and builds its environment;
+a misspelt key in a group file stops composition."""
+
+from importlib.resources import files
+
+import pytest
+from hydra.core.config_store import ConfigStore
+from hydra.errors import ConfigCompositionException
+from omegaconf.errors import ConfigKeyError
+
+from rlvr.envs.base import Env
+from rlvr.trainer.run import build_env
+from rlvr.trainer.validate import validate_train_config
+from rlvr.verifiers.registry import ConfigError
+
+GROUPS = ("algo", "env", "model", "rollout")
+OPTIONS = [(group, path.name.removesuffix(".yaml"))
+           for group in GROUPS
+           for path in sorted(files("rlvr.conf").joinpath(group).iterdir(), key=lambda p: p.name)
+           if path.name.endswith(".yaml")]
+
+
+def test_every_group_has_options():
+    assert {group for group, _ in OPTIONS} == set(GROUPS)
+    assert ("env", "arithmetic") in OPTIONS and ("rollout", "hf") in OPTIONS and ("model", "tiny") in OPTIONS
+
+
+@pytest.mark.parametrize("group,option", OPTIONS, ids=[f"{g}={o}" for g, o in OPTIONS])
+def test_option_composes_validates_and_builds_its_env(compose_train, group, option):
+    overrides = [f"{group}={option}"]
+    if (group, option) == ("model", "hf"):
+        overrides.append("model.name_or_path=/some/local/dir")
+    cfg = compose_train(overrides)
+    validate_train_config(cfg)
+    assert cfg[group].name == option if "name" in cfg[group] else cfg[group].engine == option
+    env = build_env(cfg.env)
+    assert isinstance(env, Env) and env.name == cfg.env.name
+    assert env.rows("train", 2, seed=0)
+
+
+def test_model_hf_without_a_path_is_refused_by_validation(compose_train):
+    cfg = compose_train(["model=hf"])
+    assert cfg.model.name == "hf"
+    with pytest.raises(ConfigError, match="model.name_or_path"):
+        validate_train_config(cfg)
+
+
+def test_defaults_are_the_documented_demo(compose_train):
+    cfg = compose_train([])
+    assert (cfg.algo.name, cfg.env.name, cfg.model.name, cfg.rollout.engine) == ("grpo", "arithmetic", "tiny", "hf")
+    assert cfg.model.name_or_path is None
+
+
+def test_typo_key_in_a_group_file_fails_composition(compose_train, tmp_path):
+    (tmp_path / "algo").mkdir()
+    (tmp_path / "algo" / "typo.yaml").write_text("name: grpo\nbetaa: 0.04\n")
+    with pytest.raises(ConfigCompositionException) as info:
+        compose_train([f"hydra.searchpath=[file://{tmp_path}]", "algo=typo"])
+    assert "betaa" in str(info.value) + str(info.value.__cause__)
+
+
+def test_typo_key_in_a_stored_group_node_fails_composition(compose_train):
+    ConfigStore.instance().store(group="rollout", name="typo_test", node={"engine": "hf", "temprature": 0.5})
+    with pytest.raises((ConfigCompositionException, ConfigKeyError)) as info:
+        compose_train(["rollout=typo_test"])
+    assert "temprature" in str(info.value) + str(info.value.__cause__)
+
+
+@pytest.mark.parametrize("override,key", [("train.stepz=3", "stepz"), ("algo.betaa=0.1", "betaa"),
+                                          ("rollout.temprature=0.5", "temprature")])
+def test_typo_override_fails_composition(compose_train, override, key):
+    with pytest.raises(ConfigCompositionException) as info:
+        compose_train([override])
+    assert key in str(info.value) + str(info.value.__cause__)

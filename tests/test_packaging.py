@@ -1,0 +1,75 @@
+"""The wheel carries every subpackage, the Hydra YAML and the console script; bare folder names
+refuse to import. The wheel is built from a copy of the source tree, so the checkout is untouched."""
+
+import importlib.util
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCE = ["pyproject.toml", "README.md", "LICENSE", "rlvr", "envs", "verifiers", "sandboxes", "trainer", "conf"]
+EXPECTED = [
+    "rlvr/conf/train.yaml", "rlvr/conf/algo/grpo.yaml", "rlvr/conf/env/arithmetic.yaml", "rlvr/conf/model/tiny.yaml",
+    "rlvr/conf/rollout/hf.yaml", "rlvr/conf/__init__.py", "rlvr/__init__.py", "rlvr/__main__.py", "rlvr/cli.py",
+    "rlvr/envs/__init__.py", "rlvr/envs/arithmetic.py", "rlvr/trainer/grpo.py", "rlvr/trainer/run.py",
+    "rlvr/verifiers/format.py", "rlvr/sandboxes/__init__.py",
+]
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> zipfile.ZipFile:
+    src = tmp_path_factory.mktemp("src")
+    for name in SOURCE:
+        path = ROOT / name
+        if path.is_dir():
+            shutil.copytree(path, src / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        elif path.exists():
+            shutil.copy2(path, src / name)
+    dist = tmp_path_factory.mktemp("dist")
+    if importlib.util.find_spec("build") is not None:
+        command = [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(dist), str(src)]
+    else:
+        command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(dist), str(src)]
+    result = subprocess.run(command, cwd=src, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    (path,) = dist.glob("rlvr-*.whl")
+    with zipfile.ZipFile(path) as zf:
+        yield zf
+
+
+@pytest.mark.slow
+def test_wheel_contents(wheel):
+    names = set(wheel.namelist())
+    missing = [name for name in EXPECTED if name not in names]
+    assert not missing, f"wheel lacks {missing}"
+    for folder in ("envs", "verifiers", "trainer", "sandboxes", "conf"):  # only under rlvr/, never bare
+        assert not any(name.startswith(f"{folder}/") for name in names)
+    assert all(name.startswith(("rlvr/", "rlvr-")) for name in names), sorted(names)
+
+
+@pytest.mark.slow
+def test_wheel_entry_point(wheel):
+    (entry_points,) = [name for name in wheel.namelist() if name.endswith(".dist-info/entry_points.txt")]
+    text = wheel.read(entry_points).decode()
+    assert "[console_scripts]" in text
+    assert "rlvr = rlvr.cli:main" in text
+
+
+@pytest.mark.slow
+def test_wheel_every_conf_yaml(wheel):
+    shipped = {name.removeprefix("rlvr/conf/") for name in wheel.namelist()
+               if name.startswith("rlvr/conf/") and name.endswith(".yaml")}
+    in_tree = {str(p.relative_to(ROOT / "conf")) for p in (ROOT / "conf").rglob("*.yaml")}
+    assert shipped == in_tree
+
+
+@pytest.mark.parametrize("folder", ["envs", "verifiers", "trainer", "sandboxes", "conf"])
+def test_bare_folder_import_fails(folder, tmp_path):
+    code = f"import sys; sys.path.insert(0, {str(ROOT)!r}); import {folder}"
+    result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
+    assert result.returncode != 0
+    assert "ImportError" in result.stderr and f"rlvr.{folder}" in result.stderr

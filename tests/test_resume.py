@@ -1,0 +1,106 @@
+"""Kill a run with SIGKILL after its step-2 checkpoint, resume it, and get bit-for-bit the
+weights and the per-step metrics of a run that was never interrupted (DESIGN.md, Reliability).
+
+Run W builds the tiny model into a private cache; A (uninterrupted) and B (killed, then resumed)
+both load it from there, so they start from the same weights and the same RNG state."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import warnings
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+STEPS = 12
+OVERRIDES = [
+    "model.warm_start.max_steps=50", "model.warm_start.eval_every=50", "model.warm_start.eval_rows=20",
+    "model.warm_start.lr=1e-2",  # enough for the answer format, so rewards vary and the weights move
+    "model.arch.hidden_size=32", "model.arch.num_layers=2", "model.arch.num_heads=2", "model.arch.num_kv_heads=1",
+    "model.arch.intermediate_size=64", "env.digits=1", f"train.steps={STEPS}", "train.save_every=2",
+    "train.eval_every=3", "train.eval_prompts=10", "train.prompts_per_step=2", "train.completions_per_prompt=4",
+    "threads=1",
+]
+SAME_EVERY_RUN = ("reward/mean", "reward/std", "loss", "grad_norm", "response_len/mean", "eval/accuracy")
+
+
+def _command(*extra):
+    return [sys.executable, "-m", "rlvr", "train", *OVERRIDES, *extra]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("resume")
+    env = {**os.environ, "RLVR_CACHE": str(root / "cache"), "OMP_NUM_THREADS": "1"}
+
+    def run(*extra):
+        result = subprocess.run(_command(*extra), cwd=root, env=env, capture_output=True, text=True)
+        assert result.returncode == 0, result.stderr[-3000:]
+
+    run("output_dir=W")  # builds the cached tiny model
+    run("output_dir=A")
+    process = subprocess.Popen(_command("output_dir=B"), cwd=root, env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    marker = root / "B" / "checkpoints" / "step_2" / "trainer_state.pt"
+    while not marker.exists() and process.poll() is None:
+        time.sleep(0.01)
+    killed_mid_run = process.poll() is None
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert marker.exists(), "run B exited before writing its step-2 checkpoint"
+    if not killed_mid_run:
+        warnings.warn("run B finished before the kill landed; the resume had nothing to redo")
+    killed_at = max(int(p.name.removeprefix("step_")) for p in (root / "B" / "checkpoints").glob("step_*")
+                    if p.name.removeprefix("step_").isdigit())
+    print(f"run B killed {'mid-run' if killed_mid_run else 'after it finished'}, last checkpoint step_{killed_at}")
+    run("output_dir=B", "resume=B")
+    return root, killed_mid_run, killed_at
+
+
+def _metrics(run_dir):
+    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.slow
+def test_resumed_weights_equal_uninterrupted(runs):
+    root, killed_mid_run, killed_at = runs
+    assert killed_mid_run and killed_at < STEPS, f"the kill should land mid-run (last checkpoint: step {killed_at})"
+    a = load_file(root / "A" / "checkpoints" / f"step_{STEPS}" / "model.safetensors")
+    b = load_file(root / "B" / "checkpoints" / f"step_{STEPS}" / "model.safetensors")
+    assert a.keys() == b.keys()
+    for name in a:
+        assert torch.equal(a[name], b[name]), name
+    base = load_file(root / "A" / "checkpoints" / "step_2" / "model.safetensors")
+    assert any(not torch.equal(base[name], a[name]) for name in a), "training never moved the weights"
+
+
+@pytest.mark.slow
+def test_resumed_metrics_have_each_step_once_and_match(runs):
+    root, _, _ = runs
+    a, b = _metrics(root / "A"), _metrics(root / "B")
+    assert [m["step"] for m in b] == list(range(STEPS + 1))
+    assert [m["step"] for m in a] == list(range(STEPS + 1))
+    for ma, mb in zip(a, b):
+        for key in SAME_EVERY_RUN:
+            assert ma.get(key) == mb.get(key), (ma["step"], key)
+    assert len({m["reward/mean"] for m in a[1:]}) > 1
+    samples = [json.loads(line)["step"] for line in (root / "B" / "samples.jsonl").read_text().splitlines()]
+    assert sorted(set(samples)) == list(range(1, STEPS + 1))
+    assert all(samples.count(step) == samples.count(1) for step in set(samples))
+    summary = json.loads((root / "B" / "summary.json").read_text())
+    assert summary["steps"] == STEPS
+
+
+@pytest.mark.slow
+def test_same_samples_whether_or_not_the_model_was_cached(runs):
+    root, _, _ = runs
+    w, a = _metrics(root / "W"), _metrics(root / "A")
+    assert [m.get("reward/mean") for m in w] == [m.get("reward/mean") for m in a]
+    w_samples = (root / "W" / "samples.jsonl").read_text().splitlines()[0]
+    a_samples = (root / "A" / "samples.jsonl").read_text().splitlines()[0]
+    assert [c["text"] for c in json.loads(w_samples)["completions"]] == \
+        [c["text"] for c in json.loads(a_samples)["completions"]]
