@@ -57,7 +57,6 @@ def train(cfg, log=print) -> dict:
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     run_dir = Path(cfg.resume or cfg.output_dir)
-    files = RunFiles(run_dir)
     env = build_env(cfg.env)
     try:  # before any model is built, so a too-large eval set is refused at once
         test_rows = env.rows("test", cfg.train.eval_prompts, seed=cfg.seed)
@@ -67,6 +66,7 @@ def train(cfg, log=print) -> dict:
     checkpoint = latest_checkpoint(run_dir) if cfg.resume else None
     if cfg.resume and checkpoint is None:
         raise ConfigError(f"resume={cfg.resume}: no checkpoint with trainer_state.pt under {run_dir}/checkpoints")
+    files = RunFiles(run_dir)  # created only once the config has passed every check
     base_path = resolve_model_path(cfg, env, log=log)
     tokenizer = load_tokenizer(base_path)
     model = load_policy(str(checkpoint) if checkpoint else base_path)
