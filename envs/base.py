@@ -44,7 +44,7 @@ class Env(abc.ABC):
         """One VerifyResult per (completion, row) pair."""
         if len(completions) != len(rows):
             raise ValueError(f"score got {len(completions)} completions for {len(rows)} rows; pass one row per completion")
-        return [self.verifier(c, r) for c, r in zip(completions, rows)]
+        return self.verifier.verify_batch(list(completions), list(rows))
 
     def messages(self, row: dict) -> list[dict]:
         """The prompt as chat messages: the system prompt (when set) then the row's messages."""

@@ -79,3 +79,37 @@ def test_names_and_params():
 def test_bad_spec(spec, match):
     with pytest.raises(ConfigError, match=match):
         build_reward(spec)
+
+
+class _BatchOnlyJudge:
+    """A verifier whose batch path is the only one allowed: it records how it was called."""
+
+    name = "judge"
+
+    def __init__(self):
+        self.batches = []
+
+    def __call__(self, completion, record):
+        raise AssertionError("the composite must use verify_batch when a component offers it")
+
+    def verify_batch(self, completions, records, workers=None, progress=None):
+        self.batches.append(len(completions))
+        return [VerifyResult(1.0 if c == r["answer"] else 0.0, Status.CORRECT if c == r["answer"] else Status.INCORRECT)
+                for c, r in zip(completions, records)]
+
+
+def test_verify_batch_uses_component_batches_and_matches_per_item_rules():
+    judge = _BatchOnlyJudge()
+    fmt = build_reward([{"verifier": "format"}]).components[0].verifier
+    composite = Composite([Component("judge", judge, 0.9, gate="format"), Component("format", fmt, 0.1)])
+    good = "<think></think><answer>7</answer>"
+    completions = [good, "7", good]
+    records = [{"answer": good}, {"answer": "7"}, {"answer": "nope"}]
+    done = []
+    results = composite.verify_batch(completions, records, progress=done.append)
+    assert judge.batches == [3]  # one call for the whole batch
+    assert sum(done) == 3
+    # row 0: judge 1 and format 1 -> 0.9 + 0.1; row 1: judge right but format fails -> gated off, 0;
+    # row 2: judge wrong, format right -> 0.1
+    assert [r.reward for r in results] == pytest.approx([1.0, 0.0, 0.1])
+    assert [r.status for r in results] == [Status.CORRECT, Status.INCORRECT, Status.INCORRECT]

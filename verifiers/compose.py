@@ -11,7 +11,7 @@ should be the one that says whether the task was solved.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,7 +52,24 @@ class Composite:
         return [c.name for c in self.components]
 
     def __call__(self, completion: str, record: Mapping[str, Any]) -> VerifyResult:
-        results = {c.name: c.verifier(completion, record) for c in self.components}
+        return self._combine({c.name: c.verifier(completion, record) for c in self.components})
+
+    def verify_batch(self, completions: Sequence[str], records: Sequence[Mapping[str, Any]],
+                     workers: int | None = None, progress: Callable[[int], None] | None = None) -> list[VerifyResult]:
+        """Each component scores the whole batch, through its own `verify_batch` when it has one
+        (so a sandboxed or process-pooled verifier runs its items in parallel)."""
+        per_component = {}
+        for c in self.components:
+            if hasattr(c.verifier, "verify_batch"):
+                per_component[c.name] = c.verifier.verify_batch(completions, records, workers=workers)
+            else:
+                per_component[c.name] = [c.verifier(x, r) for x, r in zip(completions, records)]
+        results = [self._combine({name: rs[i] for name, rs in per_component.items()}) for i in range(len(records))]
+        if progress is not None:
+            progress(len(results))
+        return results
+
+    def _combine(self, results: Mapping[str, VerifyResult]) -> VerifyResult:
         reward, parts = 0.0, {}
         for c in self.components:
             r = results[c.name]
