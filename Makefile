@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 TORCH ?= torch==2.13.0
 
-.PHONY: demo test test-fast bench clean
+.PHONY: demo test test-fast bench clean docker
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,7 +26,13 @@ $(VENV)/.test: pyproject.toml $(VENV)/.base
 demo: $(VENV)/.base
 	$(BIN)/rlvr train $(ARGS)
 
-test: $(VENV)/.test
+# Docker engine (installed and started when missing) and the sandbox image (built when absent):
+# the code verifier's tests run against them.
+docker: $(VENV)/.base
+	bash sandboxes/setup_docker.sh
+	$(BIN)/rlvr sandbox build
+
+test: $(VENV)/.test docker
 	$(BIN)/python -m pytest
 
 test-fast: $(VENV)/.test

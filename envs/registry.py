@@ -7,7 +7,7 @@ from typing import Any
 from rlvr.envs.base import Env
 from rlvr.verifiers.registry import Registry
 
-env_registry = Registry("env", "rlvr.envs", ("rlvr.envs.arithmetic", "rlvr.envs.countdown"))
+env_registry = Registry("env", "rlvr.envs", ("rlvr.envs.arithmetic", "rlvr.envs.countdown", "rlvr.envs.humaneval"))
 register_env = env_registry.register
 
 

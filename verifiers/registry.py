@@ -132,7 +132,7 @@ def _distribution_name(ep: Any) -> str:
 
 
 verifier_registry = Registry(
-    "verifier", "rlvr.verifiers", ("rlvr.verifiers.format", "rlvr.verifiers.exact", "rlvr.verifiers.countdown")
+    "verifier", "rlvr.verifiers", ("rlvr.verifiers.format", "rlvr.verifiers.exact", "rlvr.verifiers.countdown", "rlvr.verifiers.code")
 )
 register_verifier = verifier_registry.register
 

@@ -1,0 +1,110 @@
+"""The sandbox interface: `run(program, stdin, limits) -> Execution`, whatever the backend.
+
+`program` is Python source, run as `python3 main.py` in an empty, private working directory with
+`stdin` on its standard input. Backends: `docker` (default; see docker_backend.py for what it
+enforces) and `local` (namespaces and rlimits, for machines without Docker; weaker, see
+sandboxes/README.md). Nothing here imports verifiers, envs or the trainer.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import asdict, dataclass, replace
+from typing import Any, Protocol
+
+MiB = 1 << 20
+
+
+class ExecStatus(str, enum.Enum):
+    """How a run ended. EXITED means the program ended on its own (any exit code, or a signal)."""
+
+    EXITED = "exited"
+    TIMEOUT = "timeout"  # wall clock or CPU time
+    MEMORY_LIMIT = "memory_limit"
+    OUTPUT_LIMIT = "output_limit"  # stdout/stderr past the cap, or a file past the size/disk cap
+    ERROR = "error"  # the sandbox itself failed; says nothing about the program
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-run limits. Sizes in bytes, times in seconds.
+
+    `memory_bytes`, `pids` and `cpus` are properties of a Docker container, so the warm pool keeps
+    containers per distinct triple; the rest apply per run.
+    """
+
+    wall_s: float = 10.0
+    cpu_s: float = 10.0
+    memory_bytes: int = 512 * MiB  # address space of the program; the container gets this + agent headroom
+    output_bytes: int = 1 * MiB  # each of stdout and stderr
+    file_bytes: int = 16 * MiB  # largest file the program may write
+    tmpfs_bytes: int = 64 * MiB  # the whole writable workdir (and /tmp)
+    pids: int = 64  # processes and threads in the sandbox, supervisor included
+    cpus: float = 1.0
+
+    def __post_init__(self):
+        for name, value in asdict(self).items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise ValueError(f"Limits.{name} must be a positive number, got {value!r}")
+
+    def with_(self, **changes: Any) -> Limits:
+        return replace(self, **changes)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Execution:
+    """The result of one run. `exit_code` is negative for a signal, None when the program never ran."""
+
+    stdout: str
+    stderr: str
+    exit_code: int | None
+    status: ExecStatus
+    wall_s: float
+    cpu_s: float
+    peak_memory_bytes: int
+
+    @property
+    def ok(self) -> bool:
+        """The program ended on its own with exit code 0."""
+        return self.status is ExecStatus.EXITED and self.exit_code == 0
+
+    @classmethod
+    def from_agent(cls, reply: dict[str, Any]) -> Execution:
+        return cls(
+            stdout=reply.get("stdout", ""), stderr=reply.get("stderr", ""), exit_code=reply.get("exit_code"),
+            status=ExecStatus(reply.get("status", "error")), wall_s=float(reply.get("wall_s", 0.0)),
+            cpu_s=float(reply.get("cpu_s", 0.0)), peak_memory_bytes=int(reply.get("peak_memory_bytes", 0)),
+        )
+
+    @classmethod
+    def failure(cls, message: str, status: ExecStatus = ExecStatus.ERROR, wall_s: float = 0.0,
+                exit_code: int | None = None) -> Execution:
+        """A run the sandbox could not complete normally; `message` goes to stderr."""
+        return cls("", message, exit_code, status, wall_s, 0.0, 0)
+
+
+class Sandbox(Protocol):
+    """What every backend offers. Safe to call `run` from several threads at once."""
+
+    def run(self, program: str, stdin: str = "", limits: Limits | None = None) -> Execution: ...
+
+    def close(self) -> None: ...
+
+
+BACKENDS = ("docker", "local")
+
+
+def get_sandbox(backend: str = "docker", **options: Any) -> Sandbox:
+    """A sandbox by backend name; `options` go to the backend's constructor."""
+    if backend == "docker":
+        from rlvr.sandboxes.docker_backend import DockerSandbox
+
+        return DockerSandbox(**options)
+    if backend == "local":
+        from rlvr.sandboxes.local_backend import LocalSandbox
+
+        return LocalSandbox(**options)
+    raise ValueError(f"unknown sandbox backend {backend!r}; available: {', '.join(BACKENDS)}")

@@ -1,0 +1,253 @@
+"""Docker backend: each run goes to a supervisor (agent.py) inside a locked-down container.
+
+Every container is created with: `--network none`; a read-only root with size-capped tmpfs at
+/sandbox (the workdir, noexec) and /tmp; user 65534 (nobody); `--cap-drop ALL`;
+`no-new-privileges`; `--pids-limit`; memory equal to memory+swap (no swap); a CPU quota;
+`--init`; an empty environment (nothing from the host); no logging driver (output is not stored);
+`--rm`. Inside, the supervisor applies per-run rlimits, the wall clock and the output cap, and
+kills every leftover process after each run. The host adds its own wall-clock kill: no reply
+within `wall_s + HOST_GRACE_S` and the container is removed.
+
+Host and supervisor talk over the container's attached stdin/stdout: one JSON line each way.
+Containers are reused through the warm pool (pool.py); `warm=False` gives a fresh container per
+run (the "cold" mode the benchmark compares against).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import struct
+import threading
+import time
+import uuid
+from importlib.resources import files
+from typing import Any
+
+from rlvr.sandboxes.base import MiB, Execution, ExecStatus, Limits
+from rlvr.sandboxes.image import image_present, image_tag
+from rlvr.sandboxes.pool import INSTANCE_LABEL, LABEL, OWNER_LABEL, WarmPool, owner_id, sweep_leaked
+
+HOST_GRACE_S = 10.0  # beyond the run's wall limit, for the supervisor to kill, wipe and reply
+AGENT_HEADROOM = 64 * MiB  # container memory beyond the program's: python supervisor + init
+START_TIMEOUT_S = 60.0
+USER = "65534:65534"
+WORKDIR = "/sandbox"
+
+
+class SandboxUnavailable(RuntimeError):
+    """The engine or the image is missing: a setup problem, reported with the command that fixes it."""
+
+
+class AgentGone(Exception):
+    """The supervisor's stream closed mid-run."""
+
+
+class AgentTimeout(Exception):
+    """No reply from the supervisor in time."""
+
+
+def docker_client(timeout: float = 60.0):
+    """A docker SDK client for the local engine, or SandboxUnavailable saying how to start one."""
+    try:
+        import docker
+    except ImportError as error:
+        raise SandboxUnavailable("the `docker` Python package is missing: pip install 'docker>=7'") from error
+    try:
+        client = docker.from_env(timeout=int(timeout), max_pool_size=64)
+        client.ping()
+    except Exception as error:
+        raise SandboxUnavailable(
+            f"Docker engine not reachable ({error.__class__.__name__}: {str(error)[:200]}); start it with "
+            "`bash sandboxes/setup_docker.sh` (or `make docker`), or use the local backend"
+        ) from error
+    return client
+
+
+class AgentContainer:
+    """One started container running the supervisor, with its attach socket."""
+
+    def __init__(self, client, image: str, limits: Limits, owner: str, one_job: bool, instance: str = ""):
+        self.client, self.dirty = client, False
+        config = {"workdir": WORKDIR, "one_job": one_job, "watch_host": True}
+        tmpfs_opts = f"size={int(limits.tmpfs_bytes)},nosuid,nodev,noexec"
+        container_memory = int(limits.memory_bytes + 2 * limits.tmpfs_bytes + AGENT_HEADROOM)
+        self.container = client.api.create_container(
+            image,
+            command=["python3", "-I", "-S", "-c", agent_source(), json.dumps(config)],
+            user=USER, working_dir=WORKDIR, environment={}, hostname="sandbox",
+            stdin_open=True, detach=False, tty=False, network_disabled=True,  # detach=False: StdinOnce
+            labels={LABEL: "1", OWNER_LABEL: owner, INSTANCE_LABEL: instance},
+            host_config=client.api.create_host_config(
+                network_mode="none", read_only=True,
+                tmpfs={WORKDIR: f"{tmpfs_opts},mode=0700,uid=65534,gid=65534", "/tmp": f"{tmpfs_opts},mode=1777"},
+                cap_drop=["ALL"], security_opt=["no-new-privileges"], pids_limit=int(limits.pids),
+                mem_limit=container_memory, memswap_limit=container_memory,
+                nano_cpus=int(limits.cpus * 1e9), init=True, auto_remove=True, ipc_mode="private",
+                log_config={"type": "none", "config": {}},
+                ulimits=[{"name": "core", "soft": 0, "hard": 0}],
+            ),
+        )["Id"]
+        try:
+            response_socket = client.api.attach_socket(
+                self.container, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
+            self._socket_holder = response_socket
+            self.sock: socket.socket = getattr(response_socket, "_sock", response_socket)
+            client.api.start(self.container)
+        except BaseException:
+            self.destroy()
+            raise
+        self._buffer, self._stderr = bytearray(), bytearray()
+
+    def request(self, job: dict[str, Any], timeout: float) -> dict[str, Any]:
+        """Send one job and wait for its reply line; AgentTimeout or AgentGone otherwise."""
+        self.sock.settimeout(timeout)
+        try:
+            self.sock.sendall(json.dumps(job).encode() + b"\n")
+        except OSError as error:
+            raise AgentGone(f"could not send the job: {error}") from error
+        deadline = time.monotonic() + timeout
+        while (end := self._buffer.find(b"\n")) < 0:
+            stream, payload = self._frame(deadline)
+            (self._buffer if stream == 1 else self._stderr).extend(payload)
+        line = bytes(self._buffer[:end])
+        del self._buffer[:end + 1]
+        return json.loads(line)
+
+    def _frame(self, deadline: float) -> tuple[int, bytes]:
+        header = self._read_exactly(8, deadline)
+        stream, size = header[0], struct.unpack(">I", header[4:])[0]
+        return stream, self._read_exactly(size, deadline)
+
+    def _read_exactly(self, n: int, deadline: float) -> bytes:
+        data = bytearray()
+        while len(data) < n:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise AgentTimeout()
+            self.sock.settimeout(remaining)
+            try:
+                chunk = self.sock.recv(n - len(data))
+            except socket.timeout as error:
+                raise AgentTimeout() from error
+            except OSError as error:
+                raise AgentGone(str(error)) from error
+            if not chunk:
+                raise AgentGone(f"supervisor stream closed; its stderr: {bytes(self._stderr[-500:]).decode(errors='replace')}")
+            data += chunk
+        return bytes(data)
+
+    def state(self) -> dict[str, Any]:
+        try:
+            return self.client.api.inspect_container(self.container)["State"]
+        except Exception:
+            return {}
+
+    def destroy(self) -> None:
+        try:
+            self.sock.close()
+        except Exception:
+            pass
+        from rlvr.sandboxes.pool import _remove_quietly
+
+        try:
+            _remove_quietly(self.client, self.container)
+        except Exception:
+            pass
+
+
+_AGENT_SOURCE: str | None = None
+
+
+def agent_source() -> str:
+    global _AGENT_SOURCE
+    if _AGENT_SOURCE is None:
+        _AGENT_SOURCE = files("rlvr.sandboxes").joinpath("agent.py").read_text()
+    return _AGENT_SOURCE
+
+
+class DockerSandbox:
+    """`run(program, stdin, limits)` in containers from the warm pool (or a fresh one per run, `warm=False`).
+
+    `pool_size` bounds how many runs execute at once (default: the number of CPUs). The engine and
+    image are checked on first use; SandboxUnavailable says what to run when either is missing.
+    """
+
+    def __init__(self, limits: Limits | None = None, pool_size: int | None = None, warm: bool = True,
+                 image: str | None = None):
+        self.limits = limits or Limits()
+        self.pool_size = pool_size or os.cpu_count() or 2
+        self.warm, self.image = warm, image
+        self._client = None
+        self._pool: WarmPool | None = None
+        self._lock = threading.Lock()
+        self._owner = owner_id()
+        self.instance = uuid.uuid4().hex[:12]  # labels this sandbox's containers among its process's
+
+    def _ensure_pool(self) -> WarmPool:
+        with self._lock:
+            if self._pool is None:
+                client = docker_client()
+                image = self.image or image_tag()
+                if not image_present(client, image):
+                    raise SandboxUnavailable(f"sandbox image {image} is not built: run `rlvr sandbox build`")
+                sweep_leaked(client)
+                self._client, self.image = client, image
+                self._pool = WarmPool(self._create, self.pool_size, warm=self.warm)
+            return self._pool
+
+    def _create(self, key: tuple) -> AgentContainer:
+        memory_bytes, pids, cpus, tmpfs_bytes = key
+        limits = Limits(memory_bytes=memory_bytes, pids=pids, cpus=cpus, tmpfs_bytes=tmpfs_bytes)
+        return AgentContainer(self._client, self.image, limits, self._owner, one_job=not self.warm, instance=self.instance)
+
+    def warmup(self, limits: Limits | None = None) -> None:
+        """Start `pool_size` idle containers now, so the first runs do not pay for container start."""
+        if self.warm:
+            self._ensure_pool().warmup(_container_key(limits or self.limits))
+
+    def run(self, program: str, stdin: str = "", limits: Limits | None = None) -> Execution:
+        limits = limits or self.limits
+        pool = self._ensure_pool()
+        job = {"program": program, "stdin": stdin, "limits": limits.to_json()}
+        start = time.monotonic()
+        try:
+            with pool.container(_container_key(limits)) as box:
+                try:
+                    reply = box.request(job, timeout=limits.wall_s + HOST_GRACE_S)
+                except AgentTimeout:
+                    box.dirty = True
+                    return Execution.failure(
+                        f"sandbox: no reply within {limits.wall_s + HOST_GRACE_S:.0f}s; container killed",
+                        ExecStatus.TIMEOUT, time.monotonic() - start)
+                except AgentGone as gone:
+                    box.dirty = True
+                    return _supervisor_died(box.state(), str(gone), time.monotonic() - start)
+                box.dirty = box.dirty or bool(reply.get("dirty", True))
+                return Execution.from_agent(reply)
+        except SandboxUnavailable:
+            raise
+        except Exception as error:  # engine hiccup: this run failed, the caller decides what that means
+            return Execution.failure(f"sandbox error: {error.__class__.__name__}: {error}",
+                                     wall_s=time.monotonic() - start)
+
+    def close(self) -> None:
+        """Remove every container this sandbox started."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
+
+
+def _container_key(limits: Limits) -> tuple:
+    return (int(limits.memory_bytes), int(limits.pids), float(limits.cpus), int(limits.tmpfs_bytes))
+
+
+def _supervisor_died(state: dict[str, Any], why: str, wall_s: float) -> Execution:
+    """The container's supervisor vanished mid-run: OOM, or the program killed it (it is the only
+    other process that can signal it: same user, own PID namespace)."""
+    if state.get("OOMKilled"):
+        return Execution.failure("sandbox: the container ran out of memory", ExecStatus.MEMORY_LIMIT, wall_s)
+    return Execution.failure(f"sandbox: the supervisor died during the run (killed by the program?): {why}",
+                             ExecStatus.EXITED, wall_s, exit_code=-9)

@@ -1,0 +1,94 @@
+"""`rlvr sandbox doctor`: is the engine reachable, is the image built, and is every probe contained?
+
+Prints one table row per adversarial probe (probes.py) with the status it ended with, whether it
+was contained, and whether the next run in the same pool found a clean sandbox. Callers above
+this package (the CLI) may pass extra rows, e.g. the code verifier's anti-cheating probes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+
+from rlvr.sandboxes.base import get_sandbox
+from rlvr.sandboxes.probes import AFTERMATH, PROBES, HostFixtures, aftermath_problem, probe_limits
+
+Row = tuple[str, str, bool, str]  # probe, outcome, contained, note
+
+
+def engine_report(log: Callable[[str], None] = print) -> bool:
+    """Print engine and image state; True when both are ready."""
+    from rlvr.sandboxes.docker_backend import SandboxUnavailable, docker_client
+    from rlvr.sandboxes.image import image_present, image_tag
+
+    try:
+        client = docker_client(timeout=10)
+    except SandboxUnavailable as error:
+        log(f"engine:  NOT REACHABLE - {error}")
+        return False
+    version = client.version()
+    log(f"engine:  reachable (Docker {version.get('Version')}, API {version.get('ApiVersion')})")
+    tag = image_tag()
+    present = image_present(client, tag)
+    log(f"image:   {tag} {'present' if present else 'MISSING - run `rlvr sandbox build`'}")
+    return present
+
+
+def probe_rows(backend: str = "docker") -> Iterable[Row]:
+    """Run every probe for `backend` in one sandbox (pool of 1); yield a row as each finishes."""
+    sandbox = get_sandbox(backend, **({"pool_size": 1} if backend == "docker" else {}))
+    try:
+        with HostFixtures() as host:
+            for probe in PROBES:
+                if backend not in probe.backends:
+                    yield probe.name, "n/a", True, probe.note
+                    continue
+                limits = probe_limits(probe)
+                start = time.monotonic()
+                execution = sandbox.run(probe.program(host.ctx), "", limits)
+                problem = probe.judge(execution, host.ctx) or aftermath_problem(sandbox.run(AFTERMATH, "", limits))
+                if host.connections:
+                    problem = problem or "the host listener received a connection"
+                outcome = f"{execution.status.value} (exit {execution.exit_code}, {time.monotonic() - start:.1f}s)"
+                yield probe.name, outcome, problem is None, problem or probe.note
+    finally:
+        sandbox.close()
+
+
+def print_table(rows: Iterable[Row], log: Callable[[str], None] = print) -> bool:
+    """Print rows as a Markdown table as they come; True when every row was contained."""
+    log("| probe | outcome | contained | note |")
+    log("|---|---|---|---|")
+    ok = True
+    for name, outcome, contained, note in rows:
+        ok &= contained
+        log(f"| {name} | {outcome} | {'yes' if contained else 'NO'} | {note} |")
+    return ok
+
+
+def doctor(backend: str = "docker", extra_rows: Callable[[], Iterable[Row]] | None = None,
+           log: Callable[[str], None] = print) -> int:
+    """The whole report; exit code 0 when everything is ready and contained."""
+    if backend == "docker" and not engine_report(log):
+        return 1
+    log(f"\nadversarial probes ({backend} backend; each followed by a run that must find a clean sandbox):\n")
+    ok = print_table(probe_rows(backend), log)
+    if extra_rows is not None:
+        log("\ncode verifier (a completion that cheats must not pass):\n")
+        ok &= print_table(extra_rows(), log)
+    leftovers = _leftover_containers() if backend == "docker" else []
+    log(f"\nleft behind: {', '.join(leftovers) if leftovers else 'no rlvr containers'}")
+    return 0 if ok and not leftovers else 1
+
+
+def _leftover_containers() -> list[str]:
+    from rlvr.sandboxes.docker_backend import docker_client
+    from rlvr.sandboxes.pool import list_sandboxes
+
+    client = docker_client(timeout=10)
+    deadline = time.monotonic() + 10
+    while True:  # --rm removal finishes a moment after the kill
+        found = [c["Id"][:12] for c in list_sandboxes(client)]
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.2)

@@ -1,0 +1,129 @@
+"""The sandbox image: Debian bookworm with python3, tagged by the content of its recipe.
+
+Two ways to build the same thing. Where a registry is reachable, the Dockerfile beside this file
+(`FROM debian:bookworm-slim` + python3). Where none is (these machines), offline:
+`debootstrap --variant=minbase --include=python3 bookworm ROOTFS` from the Debian mirror apt
+already uses, trimmed, then `tar -C ROOTFS -c . | docker import`. The tag is a hash of both
+recipes, so an image is rebuilt only when a recipe changes; `ensure_image` reuses a present one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable
+from importlib.resources import files
+from pathlib import Path
+
+REPOSITORY = "rlvr-sandbox"
+SUITE = "bookworm"
+DEBOOTSTRAP_ARGS = ("--variant=minbase", "--include=python3")
+TRIM = ("var/cache/apt/archives", "var/lib/apt/lists", "usr/share/doc", "usr/share/man", "usr/share/locale",
+        "usr/share/info")
+BUILD_VERSION = "1"  # bump when the build steps below change what ends up in the image
+DEFAULT_MIRROR = "http://deb.debian.org/debian"
+
+
+def dockerfile_text() -> str:
+    return files("rlvr.sandboxes").joinpath("Dockerfile").read_text()
+
+
+def image_tag() -> str:
+    """`rlvr-sandbox:<12 hex>`: a hash of the Dockerfile and the debootstrap recipe."""
+    recipe = "\n".join([BUILD_VERSION, SUITE, *DEBOOTSTRAP_ARGS, *TRIM, dockerfile_text()])
+    return f"{REPOSITORY}:{hashlib.sha256(recipe.encode()).hexdigest()[:12]}"
+
+
+def image_present(client, tag: str | None = None) -> bool:
+    import docker
+
+    try:
+        client.images.get(tag or image_tag())
+        return True
+    except docker.errors.ImageNotFound:
+        return False
+
+
+def ensure_image(client, builder: str = "auto", log: Callable[[str], None] = print, force: bool = False) -> str:
+    """The image's tag, building it first when absent (or when `force`). builder: auto|dockerfile|debootstrap."""
+    tag = image_tag()
+    if not force and image_present(client, tag):
+        log(f"image {tag} present; nothing to build")
+        return tag
+    if builder not in ("auto", "dockerfile", "debootstrap"):
+        raise ValueError(f"unknown image builder {builder!r}; use auto, dockerfile or debootstrap")
+    if builder in ("auto", "dockerfile"):
+        try:
+            build_from_dockerfile(client, tag, log)
+            return tag
+        except Exception as error:  # no registry reachable: fall back (auto) or report (dockerfile)
+            if builder == "dockerfile":
+                raise RuntimeError(f"Dockerfile build of {tag} failed: {error}") from error
+            log(f"Dockerfile build unavailable ({str(error).splitlines()[0][:160]}); building offline with debootstrap")
+    build_with_debootstrap(client, tag, log)
+    return tag
+
+
+def build_from_dockerfile(client, tag: str, log: Callable[[str], None]) -> None:
+    import io
+
+    log(f"building {tag} from the Dockerfile")
+    client.images.build(fileobj=io.BytesIO(dockerfile_text().encode()), tag=tag, rm=True, forcerm=True,
+                        labels={"rlvr.sandbox.recipe": tag})
+
+
+def build_with_debootstrap(client, tag: str, log: Callable[[str], None]) -> None:
+    """debootstrap a minbase rootfs with python3, trim it, and `docker import` it as `tag` (about a minute)."""
+    if shutil.which("debootstrap") is None:
+        raise RuntimeError("debootstrap is not installed: run `bash sandboxes/setup_docker.sh` or `apt-get install debootstrap`")
+    if os.geteuid() != 0:
+        raise RuntimeError("the offline image build (debootstrap) needs root")
+    mirror = os.environ.get("RLVR_DEBIAN_MIRROR") or apt_mirror()
+    with tempfile.TemporaryDirectory(prefix="rlvr-rootfs-", dir="/var/tmp") as tmp:
+        rootfs = Path(tmp) / "rootfs"
+        log(f"debootstrap {' '.join(DEBOOTSTRAP_ARGS)} {SUITE} from {mirror}")
+        done = subprocess.run(["debootstrap", *DEBOOTSTRAP_ARGS, SUITE, str(rootfs), mirror],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"debootstrap failed ({done.returncode}):\n{done.stderr[-2000:] or done.stdout[-2000:]}")
+        for part in TRIM:
+            target = rootfs / part
+            if target.is_dir():
+                shutil.rmtree(target)
+                target.mkdir()
+        (rootfs / "sandbox").mkdir(exist_ok=True)
+        log(f"importing {rootfs} as {tag}")
+        tar = subprocess.Popen(["tar", "--numeric-owner", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)
+        try:
+            client.api.import_image_from_stream(tar.stdout, repository=tag.split(":")[0], tag=tag.split(":")[1],
+                                                changes=["USER 65534:65534", "WORKDIR /sandbox"])
+        finally:
+            tar.stdout.close()
+            tar.wait()
+        if tar.returncode != 0:
+            raise RuntimeError(f"tar of the rootfs failed ({tar.returncode})")
+    if not image_present(client, tag):
+        raise RuntimeError(f"docker import did not produce {tag}")
+
+
+def apt_mirror() -> str:
+    """The Debian mirror apt uses here (deb822 or one-line sources), else deb.debian.org."""
+    candidates = [Path("/etc/apt/sources.list.d/debian.sources"), Path("/etc/apt/sources.list"),
+                  *sorted(Path("/etc/apt/sources.list.d").glob("*.list"))]
+    for path in candidates:
+        try:
+            text = path.read_text()
+        except OSError:
+            continue
+        for line in text.splitlines():
+            words = line.split()
+            if line.startswith("URIs:") and len(words) > 1 and "security" not in words[1]:
+                return words[1]
+            if words[:1] == ["deb"]:
+                uri = next((w for w in words[1:] if "://" in w), None)
+                if uri and "security" not in uri:
+                    return uri
+    return DEFAULT_MIRROR

@@ -1,0 +1,152 @@
+"""The code verifier: extraction, record checks, the three test kinds, statuses, and cheats that must not pass.
+
+Runs against the Docker sandbox (the default backend) unless a test says otherwise; see
+test_sandbox_docker.py for what happens when Docker is missing.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from rlvr.verifiers import registry
+from rlvr.verifiers.code import CHEATS, CodeVerifier, extract_code
+from rlvr.verifiers.code_harness import stdout_matches, values_equal
+from rlvr.verifiers.result import Status
+
+ADD_STDIO = {"kind": "stdio", "cases": [{"stdin": "1 2\n", "stdout": "3\n"}, {"stdin": "5 7\n", "stdout": "12\n"}]}
+ADD_CALL = {"kind": "call", "fn": "add", "cases": [{"args": [1, 2], "expected": 3}, {"args": [2, 2], "expected": 4}]}
+ADD_ASSERT = {"kind": "assert", "prefix": "def add(a, b):\n", "entry_point": "add",
+              "code": "def check(candidate):\n    assert candidate(1, 2) == 3\n    assert candidate(-1, 1) == 0\n"}
+STDIO_ADD = "a, b = map(int, input().split())\nprint(a + b)\n"
+FN_ADD = "def add(a, b):\n    return a + b\n"
+
+
+def fenced(code: str) -> str:
+    return f"Here is my solution.\n```python\n{code}```\nDone."
+
+
+@pytest.fixture(scope="module")
+def verifier():
+    if os.environ.get("RLVR_SKIP_DOCKER") == "1":
+        pytest.skip("RLVR_SKIP_DOCKER=1")
+    from rlvr.sandboxes.docker_backend import SandboxUnavailable, docker_client
+
+    try:
+        docker_client(timeout=30)
+    except SandboxUnavailable as error:
+        pytest.fail(f"these tests need Docker: {error}. Run `make docker`, or set RLVR_SKIP_DOCKER=1 to skip them")
+    v = CodeVerifier(timeout_s=3, workers=2)
+    yield v
+    v.close()
+
+
+def test_extracts_last_fenced_block_or_whole_text():
+    assert extract_code("```python\nA\n```\ntext\n```py\nB\n```") == "B\n"
+    assert extract_code("no fence at all\n") == "no fence at all"
+    assert extract_code("```python\nunclosed = 1\n") == "unclosed = 1\n"
+
+
+def test_registered_and_config_checked():
+    assert isinstance(registry.build_verifier("code"), CodeVerifier)
+    with pytest.raises(registry.ConfigError, match="reward"):
+        CodeVerifier(reward="partial")
+    with pytest.raises(registry.ConfigError, match="backend"):
+        CodeVerifier(backend="firecracker")
+
+
+@pytest.mark.parametrize("record, message", [
+    ({}, "no 'tests'"),
+    ({"tests": {"kind": "fuzz"}}, "kind"),
+    ({"tests": {"kind": "stdio", "cases": []}}, "non-empty"),
+    ({"tests": {"kind": "call", "cases": [{"args": [1]}]}}, "expected"),
+    ({"tests": {"kind": "assert", "code": "def check(c): pass"}}, "entry_point"),
+    ({"tests": "{not json"}, "not JSON"),
+])
+def test_malformed_record_is_an_error_not_a_zero(record, message):
+    result = CodeVerifier().verify_batch(["print(1)"], [record])[0]
+    assert result.status is Status.ERROR and message in result.details["error"]
+
+
+def test_no_code_is_unparsable():
+    result = CodeVerifier().verify_batch(["```python\n\n```"], [{"tests": ADD_STDIO}])[0]
+    assert result.status is Status.UNPARSABLE
+
+
+def test_comparisons():
+    assert stdout_matches("3  \n4\n", "3 4", None)
+    assert not stdout_matches("3.0001", "3", None)
+    assert stdout_matches("3.0001", "3", 1e-3)
+    assert values_equal([1, 2.0000001], [1, 2], 1e-6)
+    assert not values_equal(True, 1, None)
+
+
+@pytest.mark.parametrize("tests, good, bad", [
+    (ADD_STDIO, STDIO_ADD, "a, b = map(int, input().split())\nprint(a - b)\n"),
+    (ADD_CALL, FN_ADD, "def add(a, b):\n    return a * b\n"),
+    (ADD_ASSERT, FN_ADD, "def add(a, b):\n    return a * b\n"),
+], ids=["stdio", "call", "assert"])
+def test_kinds_pass_and_fail(verifier, tests, good, bad):
+    ok, wrong = verifier.verify_batch([fenced(good), fenced(bad)], [{"tests": tests}] * 2)
+    assert (ok.status, ok.reward) == (Status.CORRECT, 1.0)
+    assert wrong.status is Status.INCORRECT and wrong.reward < 1.0
+
+
+def test_assert_prefix_allows_a_body_only_completion(verifier):
+    assert verifier(fenced("    return a + b\n"), {"tests": ADD_ASSERT}).status is Status.CORRECT
+
+
+def test_fraction_binary_and_stop_at_first_failure(verifier):
+    half = "def add(a, b):\n    return 3\n"  # right for (1, 2), wrong for (2, 2)
+    assert verifier(fenced(half), {"tests": ADD_CALL}).reward == 0.5
+    binary = CodeVerifier(reward="binary", timeout_s=3, workers=1)
+    first_fails = CodeVerifier(stop_at_first_failure=True, timeout_s=3, workers=1)
+    try:
+        assert binary(fenced(half), {"tests": ADD_CALL}).reward == 0.0
+        flipped = {**ADD_CALL, "cases": ADD_CALL["cases"][::-1]}  # the failing case first
+        assert first_fails(fenced(half), {"tests": flipped}).reward == 0.0
+    finally:
+        binary.close()
+        first_fails.close()
+
+
+@pytest.mark.parametrize("code, status", [
+    ("def add(a, b) return 1\n", Status.RUNTIME_ERROR),
+    ("raise ValueError('boom')\n", Status.RUNTIME_ERROR),
+    ("def add(a, b):\n    while True:\n        pass\n", Status.TIMEOUT),
+    ("def add(a, b):\n    return bytearray(8 * 1024 ** 3)\n", Status.MEMORY_LIMIT),
+    ("def add(a, b):\n    for _ in range(1 << 12):\n        print('x' * (1 << 20))\n", Status.OUTPUT_LIMIT),
+], ids=["syntax", "crash", "timeout", "memory", "output"])
+def test_statuses(verifier, code, status):
+    result = verifier(fenced(code), {"tests": ADD_CALL})
+    assert result.status is status and result.reward == 0.0
+
+
+def test_stdio_crash_is_runtime_error(verifier):
+    assert verifier(fenced("import sys\nsys.exit(1)\n"), {"tests": ADD_STDIO}).status is Status.RUNTIME_ERROR
+
+
+@pytest.mark.parametrize("name, code, tests", CHEATS, ids=[c[0] for c in CHEATS])
+def test_cheats_do_not_pass(verifier, name, code, tests):
+    result = verifier(fenced(code), {"tests": tests})
+    if name.startswith("honest"):
+        assert result.status is Status.CORRECT, result.details
+    else:
+        assert result.status is not Status.CORRECT and result.reward == 0.0, result.details
+
+
+def test_batch_keeps_order_and_reports_progress(verifier):
+    codes = [STDIO_ADD if i % 2 == 0 else "print(0)\n" for i in range(6)]
+    seen = []
+    results = verifier.verify_batch([fenced(c) for c in codes] + ["no code here?"], [{"tests": ADD_STDIO}] * 6 + [{}],
+                                    workers=2, progress=seen.append)
+    assert [r.status for r in results[:6]] == [Status.CORRECT, Status.INCORRECT] * 3
+    assert results[6].status is Status.ERROR
+    assert sum(seen) == 7
+
+
+def test_local_backend_scores_the_same():
+    local = CodeVerifier(backend="local", timeout_s=3, workers=2)
+    results = local.verify_batch([fenced(FN_ADD), fenced("import os\nos._exit(0)\n")], [{"tests": ADD_ASSERT}] * 2)
+    assert [r.status for r in results] == [Status.CORRECT, Status.RUNTIME_ERROR]

@@ -1,0 +1,343 @@
+"""Code reward: run the completion's code against the record's tests in a sandbox.
+
+The code is the last fenced block of the completion (an unclosed last fence counts up to the end
+of the text), or the whole completion when it has no fence. `record["tests"]` is one of
+DESIGN.md's three kinds:
+    {"kind": "stdio",  "cases": [{"stdin": "1 2\\n", "stdout": "3\\n"}], "float_tol": 1e-6?}
+    {"kind": "assert", "prefix": "def f(x):\\n", "code": "def check(c): ...", "entry_point": "f"}
+    {"kind": "call",   "fn": "add", "cases": [{"args": [1, 2], "expected": 3}], "float_tol": 1e-6?}
+`stdio` runs the program once per case and compares whitespace-separated tokens on the host
+(numbers within `float_tol` when given). `assert` runs prefix + code, then the test code, then
+`check(entry_point)`, in one run (HumanEval style; when prefix + code is not valid Python, e.g.
+a bare signature followed by a whole function, the code alone). `call` calls `fn(*args)` per case in one
+run and compares the JSON results on the host. How a pass is established, and why a program
+cannot fake one, is in code_harness.py.
+
+Reward: the fraction of tests passed (`reward="fraction"`) or 1/0 (`"binary"`); with
+`stop_at_first_failure`, tests after the first failure are not run (stdio) or not counted.
+Status: correct (all passed), incorrect (a test failed), runtime_error (syntax error, crash,
+exception in the code, nonzero exit, or the program ended before the tests reported),
+timeout, memory_limit, output_limit, unparsable (no code), error (bad record or a sandbox
+failure; the message says which). If the sandbox cannot start at all (no engine, no image),
+SandboxUnavailable is raised instead of scoring every completion 0.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from typing import Any
+
+from rlvr.sandboxes.base import BACKENDS, MiB, Execution, ExecStatus, Limits, get_sandbox
+from rlvr.verifiers.code_harness import (
+    HARNESS, harness_input, new_nonce, parse_report, stdout_matches, values_equal,
+)
+from rlvr.verifiers.registry import ConfigError, register_verifier
+from rlvr.verifiers.result import Status, VerifyResult
+
+_FENCE = re.compile(r"```[ \t]*([\w+#.-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
+LIMIT_STATUS = {
+    ExecStatus.TIMEOUT: Status.TIMEOUT, ExecStatus.MEMORY_LIMIT: Status.MEMORY_LIMIT,
+    ExecStatus.OUTPUT_LIMIT: Status.OUTPUT_LIMIT, ExecStatus.ERROR: Status.ERROR,
+}
+REWARD_MODES = ("fraction", "binary")
+
+
+def extract_code(completion: str) -> str:
+    """The last fenced code block's body, or the whole completion when it has no fence."""
+    blocks = _FENCE.findall(completion)
+    if not blocks:
+        return completion.strip("\n")
+    return blocks[-1][1]
+
+
+@register_verifier("code")
+class CodeVerifier:
+    """Runs extracted code against `record["tests"]` in a sandbox; see the module docstring."""
+
+    name = "code"
+
+    def __init__(self, backend: str = "docker", reward: str = "fraction", stop_at_first_failure: bool = False,
+                 timeout_s: float = 10.0, memory_mb: int = 512, output_mb: int = 1, workers: int | None = None,
+                 float_tol: float | None = None):
+        if backend not in BACKENDS:
+            raise ConfigError(f"code verifier: 'backend' must be one of {', '.join(BACKENDS)}, got {backend!r}")
+        if reward not in REWARD_MODES:
+            raise ConfigError(f"code verifier: 'reward' must be one of {', '.join(REWARD_MODES)}, got {reward!r}")
+        for key, value in (("timeout_s", timeout_s), ("memory_mb", memory_mb), ("output_mb", output_mb)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise ConfigError(f"code verifier: {key!r} must be a positive number, got {value!r}")
+        if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+            raise ConfigError(f"code verifier: 'workers' must be an int >= 1, got {workers!r}")
+        self.backend, self.reward_mode = backend, reward
+        self.stop_at_first_failure, self.workers, self.float_tol = bool(stop_at_first_failure), workers, float_tol
+        self.limits = Limits(wall_s=float(timeout_s), cpu_s=float(timeout_s), memory_bytes=int(memory_mb * MiB),
+                             output_bytes=int(output_mb * MiB))
+        self._sandbox = None
+        self._lock = threading.Lock()
+
+    @property
+    def sandbox(self):
+        """The sandbox, started on first use (constructing a verifier never touches Docker)."""
+        with self._lock:
+            if self._sandbox is None:
+                options = {"pool_size": self.workers} if self.backend == "docker" else {"workers": self.workers}
+                self._sandbox = get_sandbox(self.backend, limits=self.limits, **options)
+            return self._sandbox
+
+    def close(self) -> None:
+        """Stop the sandbox (removes warm containers); the next call starts a new one."""
+        with self._lock:
+            sandbox, self._sandbox = self._sandbox, None
+        if sandbox is not None:
+            sandbox.close()
+
+    def __call__(self, completion: str, record: Mapping[str, Any]) -> VerifyResult:
+        return self.verify_batch([completion], [record], workers=1)[0]
+
+    def verify_batch(self, completions: Sequence[str], records: Sequence[Mapping[str, Any]], workers: int | None = None,
+                     progress: Callable[[int], None] | None = None) -> list[VerifyResult]:
+        """One VerifyResult per (completion, record), in input order; `progress(k)` as k more finish.
+
+        Records run concurrently on `workers` threads (default: the verifier's, else the CPU count);
+        the sandbox bounds how many programs execute at once.
+        """
+        if len(completions) != len(records):
+            raise ValueError(f"verify_batch got {len(completions)} completions for {len(records)} records")
+        results: list[VerifyResult | None] = [None] * len(records)
+        pending: dict[int, tuple[str, dict]] = {}
+        for i, (completion, record) in enumerate(zip(completions, records)):
+            prepared = self._prepare(completion, record)
+            if isinstance(prepared, VerifyResult):
+                results[i] = prepared
+            else:
+                pending[i] = prepared
+        if progress is not None and len(pending) < len(records):
+            progress(len(records) - len(pending))
+        if pending:
+            n_threads = min(len(pending), workers or self.workers or _default_workers(self.sandbox))
+            sandbox = self.sandbox
+            with ThreadPoolExecutor(max_workers=n_threads, thread_name_prefix="rlvr-code") as pool:
+                try:
+                    futures = {pool.submit(self._judge, sandbox, code, tests): i for i, (code, tests) in pending.items()}
+                    remaining = set(futures)
+                    while remaining:
+                        done, remaining = wait(remaining, return_when=FIRST_COMPLETED)
+                        for future in done:
+                            results[futures[future]] = future.result()
+                        if progress is not None:
+                            progress(len(done))
+                except BaseException:  # Ctrl-C: stop what runs now, so nothing is left behind
+                    for future in futures:
+                        future.cancel()
+                    self.close()
+                    raise
+        return results  # type: ignore[return-value]
+
+    def _prepare(self, completion: str, record: Mapping[str, Any]) -> tuple[str, dict] | VerifyResult:
+        """(code, tests) to run, or the final result for a malformed record or a completion without code."""
+        try:
+            tests = _check_tests(record.get("tests") if isinstance(record, Mapping) else None)
+        except ValueError as error:
+            return VerifyResult(0.0, Status.ERROR, {"error": str(error)})
+        if not isinstance(completion, str):
+            return VerifyResult(0.0, Status.ERROR, {"error": f"completion must be a string, got {type(completion).__name__}"})
+        code = extract_code(completion)
+        if not code.strip():
+            return VerifyResult(0.0, Status.UNPARSABLE, {"reason": "no code in the completion"})
+        return code, tests
+
+    def _judge(self, sandbox, code: str, tests: dict) -> VerifyResult:
+        if tests["kind"] == "stdio":
+            return self._judge_stdio(sandbox, code, tests)
+        nonce = new_nonce()
+        execution = sandbox.run(HARNESS, harness_input(nonce, code, tests), self.limits)
+        report = parse_report(execution.stdout, nonce)
+        n = 1 if tests["kind"] == "assert" else len(tests["cases"])
+        per_test: list[dict[str, Any]] = []
+        for i in range(n):
+            tag, payload = report.outcomes.get(i, ("MISSING", ""))
+            if tag == "RESULT":
+                expected = tests["cases"][i]["expected"]
+                try:
+                    got = json.loads(payload)
+                except ValueError:
+                    got, passed = payload, False
+                else:
+                    passed = values_equal(got, expected, tests.get("float_tol", self.float_tol))
+                per_test.append({"passed": passed, "got": _clip(got), "expected": _clip(expected)})
+            else:
+                per_test.append({"passed": tag == "PASS", **({"error": payload} if payload else {}),
+                                 **({"outcome": tag.lower()} if tag != "PASS" else {})})
+        details = {"code": _clip(code, 2000), "tests": per_test, **_execution_details(execution)}
+        if report.syntax_error is not None:
+            details["error"] = report.syntax_error
+        elif report.crash is not None:
+            details["error"] = report.crash
+        status = self._status(execution, report, per_test)
+        return VerifyResult(self._reward(per_test), status, details)
+
+    def _status(self, execution: Execution, report, per_test: list[dict]) -> Status:
+        if execution.status in LIMIT_STATUS:
+            return LIMIT_STATUS[execution.status]
+        if (report.crash or "").startswith("MemoryError"):
+            return Status.MEMORY_LIMIT
+        if report.syntax_error is not None or report.crash is not None or not report.done:
+            return Status.RUNTIME_ERROR
+        first_failure = next((t for t in per_test if not t["passed"]), None)
+        if first_failure is None:
+            return Status.CORRECT
+        if first_failure.get("outcome") != "error":
+            return Status.INCORRECT
+        return Status.MEMORY_LIMIT if first_failure.get("error", "").startswith("MemoryError") else Status.RUNTIME_ERROR
+
+    def _judge_stdio(self, sandbox, code: str, tests: dict) -> VerifyResult:
+        per_test: list[dict[str, Any]] = []
+        status = Status.CORRECT
+        last: Execution | None = None
+        for case in tests["cases"]:
+            if self.stop_at_first_failure and status is not Status.CORRECT:
+                per_test.append({"passed": False, "outcome": "not_run"})
+                continue
+            last = execution = sandbox.run(code, case.get("stdin", ""), self.limits)
+            if execution.status in LIMIT_STATUS:
+                case_status = LIMIT_STATUS[execution.status]
+            elif not execution.ok:
+                case_status = Status.RUNTIME_ERROR
+            elif stdout_matches(execution.stdout, case["stdout"], tests.get("float_tol", self.float_tol)):
+                case_status = Status.CORRECT
+            else:
+                case_status = Status.INCORRECT
+            per_test.append({"passed": case_status is Status.CORRECT, "status": case_status.value,
+                             "exit_code": execution.exit_code, "stdout": _clip(execution.stdout),
+                             "stderr": _clip(execution.stderr[-500:])})
+            if status is Status.CORRECT and case_status is not Status.CORRECT:
+                status = case_status  # the first failing case says why
+        details = {"code": _clip(code, 2000), "tests": per_test, **(_execution_details(last) if last else {})}
+        return VerifyResult(self._reward(per_test), status, details)
+
+    def _reward(self, per_test: list[dict]) -> float:
+        passed = [t["passed"] for t in per_test]
+        if self.stop_at_first_failure and False in passed:
+            passed = passed[:passed.index(False)]
+        if self.reward_mode == "binary":
+            return float(bool(per_test) and all(t["passed"] for t in per_test))
+        return sum(passed) / len(per_test) if per_test else 0.0
+
+
+def _check_tests(tests: Any) -> dict:
+    """`tests` validated (a JSON string is parsed first); ValueError naming the bad field."""
+    if isinstance(tests, str):
+        try:
+            tests = json.loads(tests)
+        except ValueError as error:
+            raise ValueError(f"record 'tests' is a string but not JSON: {error}") from None
+    if not isinstance(tests, Mapping):
+        raise ValueError("record has no 'tests' object (kinds: stdio, assert, call)")
+    kind = tests.get("kind")
+    if kind == "assert":
+        for key in ("code", "entry_point"):
+            if not isinstance(tests.get(key), str) or not tests[key]:
+                raise ValueError(f"assert tests need a non-empty string {key!r}")
+        if not isinstance(tests.get("prefix", ""), str):
+            raise ValueError("assert tests: 'prefix' must be a string")
+        return dict(tests)
+    if kind not in ("stdio", "call"):
+        raise ValueError(f"tests 'kind' must be stdio, assert or call, got {kind!r}")
+    cases = tests.get("cases")
+    if not isinstance(cases, Sequence) or isinstance(cases, str) or not cases:
+        raise ValueError(f"{kind} tests need a non-empty list 'cases'")
+    tol = tests.get("float_tol")
+    if tol is not None and (isinstance(tol, bool) or not isinstance(tol, (int, float)) or tol < 0):
+        raise ValueError(f"tests 'float_tol' must be a number >= 0, got {tol!r}")
+    for i, case in enumerate(cases):
+        if not isinstance(case, Mapping):
+            raise ValueError(f"tests case {i} must be an object")
+        if kind == "stdio":
+            if not isinstance(case.get("stdout"), str) or not isinstance(case.get("stdin", ""), str):
+                raise ValueError(f"stdio case {i} needs string 'stdout' (and optional string 'stdin')")
+        else:
+            if "expected" not in case or not isinstance(case.get("args", []), list) or not isinstance(case.get("kwargs", {}), Mapping):
+                raise ValueError(f"call case {i} needs 'expected' and a list 'args' (optional object 'kwargs')")
+    if kind == "call" and (not isinstance(tests.get("fn"), str) or not tests["fn"]):
+        raise ValueError("call tests need the function name 'fn'")
+    return dict(tests)
+
+
+def _execution_details(execution: Execution) -> dict[str, Any]:
+    return {"exec_status": execution.status.value, "exit_code": execution.exit_code,
+            "wall_s": round(execution.wall_s, 4), "stderr": _clip(execution.stderr[-1000:], 1000)}
+
+
+def _clip(value: Any, n: int = 200) -> Any:
+    if isinstance(value, str) and len(value) > n:
+        return value[:n] + f"...[{len(value) - n} more chars]"
+    if not isinstance(value, (str, int, float, bool, type(None))):
+        text = json.dumps(value, default=repr)
+        return value if len(text) <= n else text[:n] + "...]"
+    return value
+
+
+def _default_workers(sandbox) -> int:
+    return int(getattr(sandbox, "pool_size", 0) or 2)
+
+
+# Completions that try to pass without solving `sq` (return x * x); none may score. Shared by
+# `rlvr sandbox doctor` and tests/test_code_verifier.py. The control row must pass.
+CHEAT_TESTS = {"kind": "assert", "prefix": "", "entry_point": "sq",
+               "code": "def check(candidate):\n    assert candidate(2) == 4\n    assert candidate(3) == 9\n"}
+CHEAT_CALL_TESTS = {"kind": "call", "fn": "sq", "cases": [{"args": [2], "expected": 4}, {"args": [3], "expected": 9}]}
+_STEAL_TESTS = (
+    "import os, re, sys\n"
+    "seen = ''\n"
+    "for d in ('.', '/tmp', '/sandbox'):\n"
+    "    for f in (os.listdir(d) if os.path.isdir(d) else []):\n"
+    "        try:\n            seen += open(os.path.join(d, f)).read()\n        except OSError:\n            pass\n"
+    "try:\n    seen += sys.stdin.read()\nexcept (OSError, ValueError):\n    pass\n"
+    "TABLE = {int(a): int(b) for a, b in re.findall(r'candidate\\((\\d+)\\) == (\\d+)', seen)}\n"
+    "TABLE.update({int(a): int(b) for a, b in re.findall(r'\"args\": \\[(\\d+)\\], \"expected\": (\\d+)', seen)})\n"
+    "def sq(x):\n    return TABLE[x]\n"
+)
+CHEATS: tuple[tuple[str, str, dict], ...] = (
+    ("honest solution (control: must pass)", "def sq(x):\n    return x * x\n", CHEAT_TESTS),
+    ("sys.exit(0) before the tests", "import sys\nsys.exit(0)\n", CHEAT_TESTS),
+    ("os._exit(0) at import", "import os\nos._exit(0)\n", CHEAT_TESTS),
+    ("os._exit(0) inside the function", "import os\ndef sq(x):\n    os._exit(0)\n", CHEAT_TESTS),
+    ("redefine check", "def sq(x):\n    return 0\ndef check(candidate):\n    pass\n", CHEAT_TESTS),
+    ("patch assert / AssertionError", "import builtins\nbuiltins.AssertionError = type('Quiet', (Exception,), {})\n"
+     "def sq(x):\n    return 0\n", CHEAT_TESTS),
+    ("trace function skipping lines", "import sys\nsys.settrace(lambda *a: None)\ndef sq(x):\n    return 0\n", CHEAT_TESTS),
+    ("print fake success markers", "import os\nfor m in ('PASS', 'PASS\\t0', 'DONE', 'All tests passed', 'OK'):\n"
+     "    print(m)\n    os.write(1, (m + '\\n').encode())\nos._exit(0)\n", CHEAT_TESTS),
+    ("object equal to everything", "class Any:\n    def __eq__(self, other):\n        return True\n"
+     "def sq(x):\n    return Any()\n", CHEAT_TESTS),
+    ("int subclass equal to everything", "class I(int):\n    def __eq__(self, other):\n        return True\n"
+     "def sq(x):\n    return I(0)\n", CHEAT_TESTS),
+    ("swallow BaseException, exit 0", "import os\ndef sq(x):\n    try:\n        raise SystemExit(0)\n"
+     "    except BaseException:\n        os._exit(0)\n", CHEAT_TESTS),
+    ("read the test file (assert)", _STEAL_TESTS, CHEAT_TESTS),
+    ("read the expected outputs (call)", _STEAL_TESTS, CHEAT_CALL_TESTS),
+    ("object equal to everything (call)", "class Any:\n    def __eq__(self, other):\n        return True\n"
+     "def sq(x):\n    return Any()\n", CHEAT_CALL_TESTS),
+)
+
+
+def probe_rows(backend: str = "docker"):
+    """Doctor rows: (name, status, contained, note) per entry of CHEATS."""
+    verifier = CodeVerifier(backend=backend, timeout_s=5, workers=2)
+    try:
+        completions = [f"```python\n{code}```" for _name, code, _tests in CHEATS]
+        results = verifier.verify_batch(completions, [{"tests": tests} for _n, _c, tests in CHEATS])
+    finally:
+        verifier.close()
+    for (name, _code, _tests), result in zip(CHEATS, results):
+        control = name.startswith("honest")
+        ok = result.status is Status.CORRECT if control else (result.status is not Status.CORRECT and result.reward == 0)
+        yield name, f"{result.status.value} (reward {result.reward:g})", ok, _why(result) if not ok else ""
+
+
+def _why(result: VerifyResult) -> str:
+    return str(result.details.get("error") or result.details.get("tests") or result.details.get("stderr"))[:200]
