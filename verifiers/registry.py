@@ -132,7 +132,8 @@ def _distribution_name(ep: Any) -> str:
 
 
 verifier_registry = Registry(
-    "verifier", "rlvr.verifiers", ("rlvr.verifiers.format", "rlvr.verifiers.exact", "rlvr.verifiers.countdown", "rlvr.verifiers.code")
+    "verifier", "rlvr.verifiers", ("rlvr.verifiers.format", "rlvr.verifiers.exact", "rlvr.verifiers.countdown", "rlvr.verifiers.code",
+     "rlvr.verifiers.math_verifier")
 )
 register_verifier = verifier_registry.register
 

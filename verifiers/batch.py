@@ -1,0 +1,164 @@
+"""Scoring many completions at once, and `rlvr verify`: a JSONL file of records in, scored JSONL out.
+
+`verify_batch` uses a verifier's own `verify_batch` (the math and code verifiers have one, with
+worker pools and time limits) and otherwise loops over `verifier(completion, record)`.
+
+`verify_file` implements DESIGN.md's record contract. Records may mix verifiers: they are grouped
+by verifier and each group goes through one batch call, in chunks of `CHUNK` records, so a
+10,000-record file streams. Output order equals input order. Output is written as it goes (a
+chunk at a time, flushed) for every record up to the first one still being scored, so a killed
+run keeps everything already scored; re-running overwrites the output. A malformed record (bad
+JSON, which is echoed as {"input": LINE, ...}; not an object, no "completion", no verifier, an unknown verifier or bad params) gets
+`"status": "error"` and a message naming its line number and field, and the run goes on.
+The exit code of `rlvr verify` is the number of records with status "error", capped at 255.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from rlvr.verifiers.registry import ConfigError, UnknownNameError, build_verifier
+from rlvr.verifiers.result import Status, VerifyResult
+
+CHUNK = 1024  # records per batch call: bounds memory and the data a kill can lose
+_BUILTIN_BATCH_MODULES = ("rlvr.verifiers.math_verifier",)  # registered here until registry.py lists them
+
+
+@dataclass
+class VerifyConfig:
+    """Schema of `conf/verify.yaml` (a typo in a key fails at start)."""
+
+    input: Optional[str] = None
+    output: Optional[str] = None
+    verifier: Optional[str] = None  # null: each record's "verifier" field
+    workers: Optional[int] = None  # null: all cores
+    params: Any = field(default_factory=dict)  # keyword arguments for the verifier
+
+
+def register_schema() -> None:
+    from hydra.core.config_store import ConfigStore
+
+    ConfigStore.instance().store(name="verify_schema", node=VerifyConfig)
+
+
+def verify_batch(verifier: Any, completions: Sequence[str], records: Sequence[Mapping[str, Any]],
+                 workers: int | None = None, progress: Callable[[int], None] | None = None) -> list[VerifyResult]:
+    """Results in input order, through `verifier.verify_batch` when it has one."""
+    if hasattr(verifier, "verify_batch"):
+        return verifier.verify_batch(completions, records, workers=workers, progress=progress)
+    results = []
+    for completion, record in zip(completions, records):
+        results.append(verifier(completion, record))
+        if progress is not None:
+            progress(1)
+    return results
+
+
+def _error(message: str) -> dict[str, Any]:
+    return {"reward": 0.0, "status": Status.ERROR.value, "details": {"error": message}}
+
+
+def verify_file(input_path: str, output_path: str, verifier_name: str | None = None, workers: int | None = None,
+                verifier_params: Mapping[str, Any] | None = None, show_progress: bool = True) -> dict[str, Any]:
+    """Score every record of `input_path` into `output_path`; returns the summary that is printed."""
+    import importlib
+
+    from tqdm import tqdm
+
+    for module in _BUILTIN_BATCH_MODULES:
+        importlib.import_module(module)
+    params = dict(verifier_params or {})
+    start = time.perf_counter()
+    with open(input_path, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    records: list[Any] = []
+    outputs: list[dict[str, Any] | None] = [None] * len(lines)
+    groups: dict[str, list[int]] = {}
+    for i, line in enumerate(lines):
+        where = f"line {i + 1}"
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            records.append(None)
+            outputs[i] = {"input": line, **_error(f"{where}: not valid JSON ({error.msg} at column {error.colno})")}
+            continue
+        records.append(record)
+        if not isinstance(record, dict):
+            outputs[i] = {"input": record, **_error(f"{where}: a record must be a JSON object")}
+            continue
+        name = verifier_name or record.get("verifier")
+        if not isinstance(record.get("completion"), str):
+            outputs[i] = {**record, **_error(f"{where}: field 'completion' is missing or not a string")}
+        elif not isinstance(name, str) or not name:
+            outputs[i] = {**record, **_error(f"{where}: field 'verifier' is missing (or pass verifier=NAME)")}
+        else:
+            groups.setdefault(name, []).append(i)
+
+    verifiers: dict[str, Any] = {}
+    for name, indices in list(groups.items()):
+        try:
+            verifiers[name] = build_verifier(name, **params)
+        except (ConfigError, UnknownNameError, TypeError) as error:
+            for i in indices:
+                outputs[i] = {**records[i], **_error(f"line {i + 1}: field 'verifier': {error}")}
+            del groups[name]
+
+    counts: Counter[str] = Counter(o["status"] for o in outputs if o is not None)
+    written = 0
+    with open(output_path, "w", encoding="utf-8") as out, \
+            tqdm(total=len(lines), desc="verify", unit="rec", disable=not show_progress, file=sys.stderr) as bar:
+        bar.update(sum(o is not None for o in outputs))
+
+        def flush() -> None:  # everything scored so far, in input order
+            nonlocal written
+            while written < len(outputs) and outputs[written] is not None:
+                out.write(json.dumps(outputs[written], ensure_ascii=False) + "\n")
+                written += 1
+            out.flush()
+
+        flush()
+        for name, indices in groups.items():
+            verifier = verifiers[name]
+            for lo in range(0, len(indices), CHUNK):
+                chunk = indices[lo: lo + CHUNK]
+                try:
+                    results = verify_batch(verifier, [records[i]["completion"] for i in chunk],
+                                           [records[i] for i in chunk], workers=workers, progress=bar.update)
+                except Exception as error:  # a verifier bug: report it per record, keep going
+                    results = [VerifyResult(0.0, Status.ERROR, {"error": f"verifier {name!r} failed: "
+                                                                         f"{type(error).__name__}: {error}"})
+                               for _ in chunk]
+                    bar.update(len(chunk))
+                for i, result in zip(chunk, results):
+                    outputs[i] = {**records[i], **result.to_dict()}
+                    counts[result.status.value] += 1
+                flush()
+        for v in verifiers.values():
+            if hasattr(v, "close"):
+                v.close()
+    seconds = time.perf_counter() - start
+    return {
+        "records": len(lines),
+        "counts": dict(sorted(counts.items())),
+        "errors": counts.get(Status.ERROR.value, 0),
+        "seconds": round(seconds, 3),
+        "records_per_s": round(len(lines) / seconds, 1) if seconds > 0 else None,
+        "output": str(output_path),
+    }
+
+
+def format_summary(summary: Mapping[str, Any]) -> str:
+    counts = ", ".join(f"{k}: {v}" for k, v in summary["counts"].items()) or "none"
+    return (f"verified {summary['records']} records in {summary['seconds']:.1f} s "
+            f"({summary['records_per_s']} records/s) -> {summary['output']}\n  {counts}")
+
+
+def exit_code(summary: Mapping[str, Any]) -> int:
+    """The number of records with status "error", capped at 255 (0 when all were scored)."""
+    return min(int(summary["errors"]), 255)

@@ -1,0 +1,217 @@
+"""Finding the final answer in a model's text, before anything is parsed.
+
+Extractors are tried in a configurable order; the first that finds something wins. Each returns
+the answer as a list of strings: one string normally, several when the model wrote several boxed
+answers joined by "or"/"and"/"," (those count as one set, so hedging `\\boxed{3} or \\boxed{4}`
+does not earn credit for 3).
+
+Reasoning traces: when the text has `</think>`, only what follows the last `</think>` is searched,
+so a candidate answer drafted while thinking never counts (open-r1's accuracy reward does the same).
+
+Sources of the conventions: Minerva's "Final Answer: The final answer is X. I hope it is correct."
+(Lewkowycz et al. 2022, also lm-eval's minerva_math); GSM8K's `#### X`; the last-box rule and
+its "boxes separated by a separator form one answer" idea come from math-verify's
+`extract_boxed_content` (reimplemented here without its 10-character proximity rule).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+
+THINK_CLOSE = "</think>"
+_BOX_COMMANDS = ("\\boxed", "\\fbox")
+_BOX_JOINER_NOISE = re.compile(r"\\(?:text|mbox|textrm)\s*\{|\}|\\q?quad|\$|[\s.]")
+_BOX_JOINERS = {"", ",", ";", "or", "and", "&", ",or", ",and"}
+_MINERVA = re.compile(r"final answer is\s*(.+?)\s*\.?\s*I hope it is correct", re.IGNORECASE | re.DOTALL)
+_GSM8K = re.compile(r"####\s*([^\n]+)")
+_ANSWER_IS = re.compile(
+    r"(?:the\s+)?(?:final\s+)?answer\s*(?:is|:|=)\s*:?\s*(.+?)(?:\n|$|(?<=[^\d\s\\])\.(?:\s|$)|\.\s)",
+    re.IGNORECASE,
+)
+_LATEX_SPANS = re.compile(r"\$\$(.+?)\$\$|(?<![\\$])\$(.+?)(?<!\\)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.DOTALL)
+_LAST_NUMBER = re.compile(
+    r"(?<![\w.])[-\u2212]?(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?(?:/\d+)?(?:[eE][-+]?\d+)?\s*%?"
+)
+
+
+def answer_region(text: str) -> str:
+    """The part of the completion that may hold the final answer: after the last `</think>`."""
+    end = text.rfind(THINK_CLOSE)
+    return text if end < 0 else text[end + len(THINK_CLOSE):]
+
+
+def _braced(text: str, open_pos: int) -> int | None:
+    """Index of the `}` closing the `{` at `open_pos`, or None when it is never closed.
+
+    Escaped braces (`\\{`, `\\}`, set delimiters) are not TeX groups and are skipped."""
+    depth = 0
+    i = open_pos
+    n = len(text)
+    while i < n:
+        ch = text[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    return None
+
+
+def _boxes(text: str) -> list[tuple[int, int, str]]:
+    """Every complete `\\boxed{...}` / `\\fbox{...}` / `\\boxed 5`: (start, end, content), in order."""
+    found = []
+    pos = 0
+    while True:
+        starts = [(text.find(cmd, pos), cmd) for cmd in _BOX_COMMANDS]
+        starts = [(s, c) for s, c in starts if s >= 0]
+        if not starts:
+            return found
+        start, cmd = min(starts)
+        i = start + len(cmd)
+        if i < len(text) and text[i] == "{":
+            close = _braced(text, i)
+            if close is None:
+                return found  # an unclosed box (truncated output) ends the search
+            found.append((start, close + 1, text[i + 1: close].strip()))
+            pos = close + 1
+        elif i < len(text) and text[i] == " ":  # `\boxed 5`: one token
+            m = re.match(r"\s+([^\s$]+)", text[i:])
+            if m:
+                found.append((start, i + m.end(), m.group(1).strip()))
+            pos = i + 1
+        else:
+            pos = i  # `\boxedx` or a macro definition: not a box
+    return found
+
+
+def extract_boxed(text: str) -> list[str] | None:
+    """The last box, plus the boxes just before it when only a joiner ("or", "and", ",") separates them."""
+    boxes = _boxes(text)
+    if not boxes:
+        return None
+    group = [boxes[-1]]
+    for prev in reversed(boxes[:-1]):
+        between = text[prev[1]: group[0][0]]
+        if _BOX_JOINER_NOISE.sub("", between).casefold() not in _BOX_JOINERS:
+            break
+        group.insert(0, prev)
+    contents = [c for _, _, c in group]
+    return contents if any(contents) else None
+
+
+def extract_answer_tag(text: str) -> list[str] | None:
+    """Content of the last `<answer>...</answer>`, reduced to its box or math span when it has one."""
+    end = text.rfind("</answer>")
+    if end < 0:
+        return None
+    start = text.rfind("<answer>", 0, end)
+    if start < 0:
+        return None
+    content = text[start + len("<answer>"): end].strip()
+    if not content:
+        return None
+    return (extract_boxed(content) or _whole_span(content) or extract_answer_is(content)
+            or (extract_last_latex(content) if re.search(r"[a-zA-Z]{3,}[^$]*\$", content) else None) or [content])
+
+
+def extract_minerva(text: str) -> list[str] | None:
+    """Minerva's "Final Answer: The final answer is X. I hope it is correct." (the last such line)."""
+    matches = list(_MINERVA.finditer(text))
+    if not matches:
+        return None
+    answer = matches[-1].group(1).strip()
+    return _strip_dollars(answer) if answer else None
+
+
+def extract_gsm8k(text: str) -> list[str] | None:
+    """GSM8K's `#### X` (the last one)."""
+    matches = _GSM8K.findall(text)
+    if not matches:
+        return None
+    answer = matches[-1].strip()
+    return _strip_dollars(answer) if answer else None
+
+
+def extract_answer_is(text: str) -> list[str] | None:
+    """ "The answer is X" / "Answer: X" (the last one); X ends at a line break or a sentence's full stop."""
+    matches = list(_ANSWER_IS.finditer(text))
+    for m in reversed(matches):
+        answer = m.group(1).strip().rstrip(".").strip()
+        if answer:
+            return _whole_span(answer) or _strip_dollars(answer)
+    return None
+
+
+def extract_last_latex(text: str) -> list[str] | None:
+    """The last `$...$`, `$$...$$`, `\\(...\\)` or `\\[...\\]` span."""
+    last = None
+    for m in _LATEX_SPANS.finditer(text):
+        last = m
+    if last is None:
+        return None
+    content = next(g for g in last.groups() if g is not None).strip()
+    return [content] if content else None
+
+
+def extract_last_number(text: str) -> list[str] | None:
+    """The last number in the text (`-1,234.5`, `3/4`, `1.2e5`, `45%`)."""
+    last = None
+    for m in _LAST_NUMBER.finditer(text):
+        last = m
+    return [last.group(0).strip()] if last else None
+
+
+def _strip_dollars(answer: str) -> list[str]:
+    return [answer.strip().strip("$").strip()]
+
+
+def _whole_span(content: str) -> list[str] | None:
+    """When `content` is exactly one math span (`$...$`, `\\(...\\)`), its inside."""
+    m = _LATEX_SPANS.fullmatch(content.strip().rstrip("."))
+    if m:
+        inner = next(g for g in m.groups() if g is not None).strip()
+        return [inner] if inner else None
+    return None
+
+
+EXTRACTORS: dict[str, Callable[[str], list[str] | None]] = {
+    "answer_tag": extract_answer_tag,
+    "boxed": extract_boxed,
+    "minerva": extract_minerva,
+    "gsm8k": extract_gsm8k,
+    "answer_is": extract_answer_is,
+    "latex": extract_last_latex,
+    "last_number": extract_last_number,
+}
+DEFAULT_ORDER = ("answer_tag", "boxed", "minerva", "gsm8k", "answer_is", "latex")
+
+
+def extract(text: str, order: Sequence[str] = DEFAULT_ORDER) -> tuple[list[str], str] | None:
+    """(answer strings, extractor name) from the first extractor in `order` that finds one; else None."""
+    region = answer_region(text)
+    for name in order:
+        found = EXTRACTORS[name](region)
+        if found:
+            return found, name
+    return None
+
+
+def extract_gold(gold: str) -> str:
+    """A gold answer as datasets store it: bare, `$...$`, `\\boxed{...}`, or a GSM8K solution's `#### X`."""
+    gold = gold.strip()
+    if "\\boxed" in gold or "\\fbox" in gold:
+        found = extract_boxed(gold)
+        if found:
+            return ", ".join(found)
+    if "####" in gold:
+        found = extract_gsm8k(gold)
+        if found:
+            return found[0]
+    whole = _whole_span(gold)
+    return whole[0] if whole else gold
