@@ -11,7 +11,10 @@ Reinforcement learning from verifiable rewards.
 commands:
   train     train a policy (Hydra overrides, e.g. algo=grpo env=arithmetic train.steps=100);
             `rlvr train --help` lists the config
-  envs      list environments and verifiers, built-in and from plugins
+  eval      evaluate checkpoints on environments: 'models=[A,B]' 'envs=[arithmetic,humaneval]' n_samples=8
+            temperature=1.0 output_dir=DIR -> results.json, results.md, completions.jsonl; `rlvr eval --help`
+  envs      list environments and verifiers, built-in and from plugins;
+            `rlvr envs new NAME [--dir D]` scaffolds a pip-installable environment plugin
   verify    score a JSONL file offline: input=IN.jsonl output=OUT.jsonl [verifier=math] [workers=N];
             exit code = number of records with status "error" (max 255)
   sandbox   `rlvr sandbox build` builds the code sandbox's image; `rlvr sandbox doctor` checks it
@@ -34,6 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     command, rest = argv[0], argv[1:]
     if command == "train":
         return _train(rest)
+    if command == "eval":
+        return _eval(rest)
     if command == "envs":
         return _envs(rest)
     if command == "verify":
@@ -65,6 +70,31 @@ def _train(overrides: list[str]) -> int:
             raise SystemExit(f"rlvr train: {error}") from None
 
     sys.argv = ["rlvr train", *overrides]
+    run()
+    return 0
+
+
+def _eval(overrides: list[str]) -> int:
+    import hydra
+    from hydra.core.config_store import ConfigStore
+
+    from rlvr.envs.registry import env_registry
+    from rlvr.trainer.eval_config import register_eval_schema
+    from rlvr.verifiers.registry import ConfigError, UnknownNameError
+
+    register_eval_schema()
+    _offer_plugin_envs(ConfigStore.instance(), env_registry)
+
+    @hydra.main(version_base="1.3", config_path="pkg://rlvr.conf", config_name="eval")
+    def run(cfg) -> None:
+        from rlvr.trainer.eval_run import run_eval  # torch loads here, so `rlvr eval --help` stays fast
+
+        try:
+            run_eval(cfg)
+        except (ConfigError, UnknownNameError) as error:
+            raise SystemExit(f"rlvr eval: {error}") from None
+
+    sys.argv = ["rlvr eval", *overrides]
     run()
     return 0
 
@@ -105,25 +135,47 @@ def _offer_plugin_envs(store, env_registry) -> None:
 
 
 def _envs(args: list[str]) -> int:
+    if args and args[0] == "new":
+        from rlvr.envs.scaffold import main as scaffold_main
+
+        return scaffold_main(args[1:])
     if args:
-        print(f"rlvr envs takes no arguments (got {' '.join(args)})", file=sys.stderr)
+        print(f"rlvr envs takes no arguments but `new NAME [--dir D]` (got {' '.join(args)})", file=sys.stderr)
         return 2
     from rlvr.envs.registry import env_registry
     from rlvr.verifiers.registry import verifier_registry
 
     print("environments:")
-    for name, source in sorted(env_registry.names().items()):
+    for name, source in _listed(env_registry):
         try:
             env = env_registry.build(name)
             rows = getattr(env, "num_rows", None)
-            detail = f"verifiers: {', '.join(env.verifier_names)}; rows: {rows if rows is not None else 'procedural'}"
+            if rows is None:
+                rows = "procedural" if getattr(env, "procedural", True) else f"data ({env.data_source})"
+            detail = f"verifiers: {', '.join(env.verifier_names)}; rows: {rows}"
         except Exception as error:  # a broken plugin is reported, not fatal to the listing
-            detail = f"failed to load: {error}"
+            detail = f"failed to load: {type(error).__name__}: {error}"
         print(f"  {name:<14} {source:<24} {detail}")
     print("verifiers:")
-    for name, source in sorted(verifier_registry.names().items()):
-        print(f"  {name:<14} {source}")
+    for name, source in _listed(verifier_registry):
+        detail = ""
+        if source.startswith("plugin"):
+            try:
+                verifier_registry.get(name)
+            except Exception as error:
+                detail = f"failed to load: {type(error).__name__}: {error}"
+        print(f"  {name:<14} {source:<24} {detail}".rstrip())
     return 0
+
+
+def _listed(registry) -> list[tuple[str, str]]:
+    """(name, source) pairs; plugins that clash in name are reported as one line instead of ending the listing."""
+    try:
+        return sorted(registry.names().items())
+    except Exception as error:
+        print(f"  (plugins not listed: {type(error).__name__}: {error})")
+        registry._load_builtins()
+        return sorted((name, "built-in") for name in registry._factories)
 
 
 def _sandbox(args: list[str]) -> int:

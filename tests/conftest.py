@@ -97,3 +97,14 @@ def _compose_train(overrides: list[str]):
     register_schemas()
     with initialize_config_module(config_module="rlvr.conf", version_base="1.3"):
         return compose(config_name="train", overrides=overrides)
+
+
+@pytest.fixture
+def env_data():
+    """tests/data/env_data.py: small local data files for gsm8k, math, code_stdio (`env_data.data_overrides(env, dir)`)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("env_data", REPO_ROOT / "tests" / "data" / "env_data.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -26,8 +26,9 @@ def test_every_group_has_options():
 
 
 @pytest.mark.parametrize("group,option", OPTIONS, ids=[f"{g}={o}" for g, o in OPTIONS])
-def test_option_composes_validates_and_builds_its_env(compose_train, group, option):
-    overrides = [f"{group}={option}"]
+def test_option_composes_validates_and_builds_its_env(compose_train, group, option, tmp_path, env_data):
+    # the data-backed envs (gsm8k, math, code_stdio) read small local files: nothing downloads
+    overrides = [f"{group}={option}", *(env_data.data_overrides(option, tmp_path) if group == "env" else [])]
     if (group, option) == ("model", "hf"):
         overrides.append("model.name_or_path=/some/local/dir")
     cfg = compose_train(overrides)

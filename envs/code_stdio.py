@@ -1,0 +1,87 @@
+"""Programs that read stdin and write stdout (MBPP/Codeforces style), scored by running their tests.
+
+Data: local JSONL/Parquet with one problem a row: the statement (field `statement`; set
+`statement_field`, e.g. "description" for Codeforces dumps) and the tests (field `tests`: a list
+of `{"stdin": ..., "stdout": ...}`, or `{"input": ..., "output": ...}` as Codeforces dumps have
+them; a JSON string of that list is accepted too, as Parquet files often store it). An optional
+`solution` field becomes the row's reference completion. A row whose tests are malformed stops
+the load with its row number.
+
+Reward: the `code` verifier with the row's stdio tests, run in the Docker sandbox by default
+(`backend=local` runs the code unsandboxed on this machine: only for trusted code). The reward is
+the fraction of tests passed; the status is correct only when all pass.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar
+
+from rlvr.envs.data import DataEnv, RowError, check_template, stable_id
+from rlvr.envs.registry import register_env
+from rlvr.sandboxes.base import BACKENDS
+from rlvr.verifiers.registry import ConfigError
+
+DEFAULT_TEMPLATE = (
+    "{statement}\n\nWrite a Python 3 program that reads from standard input and writes to standard output. "
+    "Reply with the program in a ```python code block."
+)
+
+
+def stdio_cases(tests: Any) -> list[dict[str, str]]:
+    """A row's tests as code-verifier stdio cases; RowError saying what is wrong."""
+    if isinstance(tests, str):
+        try:
+            tests = json.loads(tests)
+        except ValueError as error:
+            raise RowError(f"'tests' is a string but not JSON: {error}") from None
+    if isinstance(tests, dict) and "cases" in tests:
+        tests = tests["cases"]
+    if not isinstance(tests, list) or not tests:
+        raise RowError("'tests' must be a non-empty list of {stdin, stdout} objects")
+    cases = []
+    for i, case in enumerate(tests):
+        if not isinstance(case, dict):
+            raise RowError(f"test {i} must be an object with stdin and stdout")
+        stdin = case.get("stdin", case.get("input", ""))
+        stdout = case.get("stdout", case.get("output"))
+        if not isinstance(stdin, str) or not isinstance(stdout, str):
+            raise RowError(f"test {i} needs string 'stdout' (or 'output') and optional string 'stdin' (or 'input')")
+        cases.append({"stdin": stdin, "stdout": stdout})
+    return cases
+
+
+@register_env("code_stdio")
+class CodeStdioEnv(DataEnv):
+    """Write a program for a problem statement; reward = the fraction of its stdin/stdout tests passed."""
+
+    name: ClassVar[str] = "code_stdio"
+
+    def __init__(self, *, train_file: str | None = None, test_file: str | None = None, hub: str | None = None,
+                 hub_config: str | None = None, statement_field: str = "statement", tests_field: str = "tests",
+                 backend: str = "docker", prompt_template: str = DEFAULT_TEMPLATE,
+                 reward: list[dict] | None = None, system_prompt: str | None = None):
+        self.prompt_template = check_template("code_stdio", prompt_template, statement="Print 1.")
+        for key, value in (("statement_field", statement_field), ("tests_field", tests_field)):
+            if not isinstance(value, str) or not value:
+                raise ConfigError(f"code_stdio: {key!r} must be a field name, got {value!r}")
+        if backend not in BACKENDS:
+            raise ConfigError(f"code_stdio: 'backend' must be one of {', '.join(BACKENDS)}, got {backend!r}")
+        self.statement_field, self.tests_field = statement_field, tests_field
+        self.required_fields = (statement_field, tests_field)
+        if reward is None:
+            reward = [{"verifier": "code", "params": {"backend": backend}}]
+        super().__init__(train_file=train_file, test_file=test_file, hub=hub, hub_config=hub_config,
+                         reward=reward, system_prompt=system_prompt)
+
+    def _row(self, raw: dict[str, Any]) -> dict[str, Any]:
+        statement = str(raw[self.statement_field])
+        cases = stdio_cases(raw[self.tests_field])
+        solution = raw.get("solution")
+        return {
+            "id": stable_id("code_stdio", statement),
+            "messages": [{"role": "user", "content": self.prompt_template.format(statement=statement)}],
+            "answer": solution or "",
+            "reference": f"```python\n{solution}\n```" if solution else "",
+            "tests": {"kind": "stdio", "cases": cases},
+        }

@@ -1,0 +1,315 @@
+"""`rlvr eval`: several checkpoints x several environments, sampled, verified, reported side by side.
+
+For each model, for each environment, the rows `env.rows(split, n_prompts, seed)` are generated
+in fixed chunks of `batch_prompts` prompts (`n_samples` completions each), scored by the env's
+verifiers, and appended to `completions.jsonl`; the report is then computed from that file alone.
+
+Greedy: `temperature=0` decodes greedily (n_samples must be 1), exactly as the trainer's held-out
+eval does (`evaluate_greedy`: same rows for the same seed, same chunks of 256, same max_new_tokens),
+so `rlvr eval 'models=[RUN_DIR]' temperature=0` reproduces the before/after numbers of `rlvr train`.
+
+Resume and determinism: an existing `output_dir` resumes. A (model, env, prompt) item with all its
+samples in `completions.jsonl` is skipped; a chunk with any item left is generated again whole,
+with the torch seed derived from (seed, env, chunk index), and only its missing items are kept,
+so an interrupted-then-resumed run writes the same samples as an uninterrupted one (HF engine;
+vLLM seeds through `rollout.seed`). Settings that change samples must match the first run's.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import zlib
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from importlib.resources import files
+from pathlib import Path
+
+import torch
+from omegaconf import OmegaConf
+from tqdm import tqdm
+
+from rlvr.trainer.eval_report import write_reports
+from rlvr.trainer.prompts import render_prompts
+from rlvr.trainer.rollout import SamplingParams
+from rlvr.verifiers.registry import ConfigError
+
+COMPLETIONS = "completions.jsonl"
+SETTINGS = "eval_settings.json"
+_STEP_DIR = re.compile(r"^step_(\d+)$")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    path: str  # what from_pretrained loads
+    label: str  # the name in reports
+    step: int | None = None  # training step, when the path is a run's checkpoint
+    run: str | None = None  # the run directory it belongs to (plots group by it)
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    label: str
+    name: str
+    split: str = "test"
+    params: dict = field(default_factory=dict)
+
+
+def run_eval(cfg, log=print, engine_factory: Callable | None = None) -> dict:
+    """The command. `engine_factory(ModelSpec) -> engine` replaces model loading (tests use stand-ins)."""
+    _validate(cfg)
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    models, env_specs = model_specs(cfg), env_specs_of(cfg)
+    envs = {spec.label: _build_env(spec) for spec in env_specs}
+    rows = {spec.label: _select_rows(envs[spec.label], spec, cfg.n_prompts, cfg.seed) for spec in env_specs}
+    out = Path(cfg.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    _check_settings(out, settings_of(cfg))
+    done = _load_done(out / COMPLETIONS, cfg.n_samples)
+    params = sampling_params(cfg)
+    factory = engine_factory or _hf_factory(cfg)
+
+    todo = {(m.path, e.label): [r for r in rows[e.label] if (m.path, e.label, r["id"]) not in done]
+            for m in models for e in env_specs}
+    total, skipped = sum(len(v) for v in todo.values()), sum(len(v) for v in rows.values()) * len(models)
+    skipped -= total
+    log(f"rlvr eval: {len(models)} model(s) x {len(env_specs)} env(s); {cfg.n_samples} sample(s) per prompt, "
+        f"{'greedy' if params.greedy else f'temperature {cfg.temperature}'}; "
+        f"{total} prompt(s) to run, {skipped} already done in {out / COMPLETIONS}")
+    bar = tqdm(total=total, desc="eval", unit="prompt", dynamic_ncols=True, disable=total == 0,
+               mininterval=0.2 if sys.stderr.isatty() else 15.0)
+    with open(out / COMPLETIONS, "a") as sink:
+        for model in models:
+            if not any(todo[(model.path, e.label)] for e in env_specs):
+                continue
+            engine = factory(model)
+            for spec in env_specs:
+                if todo[(model.path, spec.label)]:
+                    for records in evaluate_rows(engine, envs[spec.label], rows[spec.label], params, cfg.seed,
+                                                 model, spec, skip={r for (p, e, r) in done
+                                                                    if p == model.path and e == spec.label},
+                                                 batch_prompts=cfg.batch_prompts):
+                        sink.writelines(json.dumps(r) + "\n" for r in records)
+                        sink.flush()
+                        bar.update(len(records) // cfg.n_samples)
+            del engine
+    bar.close()
+    records = _read_records(out / COMPLETIONS)
+    results = write_reports(out, records, models, env_specs, rows, settings_of(cfg), plots=cfg.plots)
+    log((out / "results.md").read_text())
+    return results
+
+
+def evaluate_rows(engine, env, rows: list[dict], params: SamplingParams, seed: int, model: ModelSpec,
+                  spec: EnvSpec, skip: set = frozenset(), batch_prompts: int = 256):
+    """Yield, per chunk of `batch_prompts` rows with work left, the completion records of the rows not in `skip`."""
+    for index, start in enumerate(range(0, len(rows), batch_prompts)):
+        chunk = rows[start : start + batch_prompts]
+        if all(row["id"] in skip for row in chunk):
+            continue
+        torch.manual_seed(zlib.crc32(f"{seed}/{spec.label}/{index}".encode()))
+        rollout = engine.generate(render_prompts(engine.tokenizer, env, chunk), params)
+        repeated = [row for row in chunk for _ in range(params.n)]  # prompt-major, as the rollout
+        results = env.score(rollout.texts, repeated)
+        records = []
+        for i, (row, text, result) in enumerate(zip(repeated, rollout.texts, results)):
+            if row["id"] in skip:
+                continue
+            records.append({
+                "model": model.label, "model_path": model.path, "step": model.step,
+                "env": spec.label, "env_name": spec.name, "split": spec.split,
+                "prompt_id": row["id"], "sample": i % params.n, "messages": env.messages(row),
+                "answer": row.get("answer"), "completion": text, **result.to_dict(),
+                "vote": vote_of(result.details, text),
+                "response_tokens": len(rollout.completion_ids[i]), "truncated": bool(rollout.truncated[i]),
+            })
+        yield records
+
+
+_VOTE_KEYS = ("pred", "extracted", "expression", "code")  # math's normalised answer first
+_ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+_NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
+
+
+def vote_of(details: dict, completion: str) -> str | None:
+    """The answer a sample votes for in maj@k (None: it gave none).
+
+    Rule: in the details of the verifier that decides the task (a composite's first component), the
+    first present of `pred` (math: normalised answer), `extracted` (exact), `expression` (countdown),
+    `code` (code); else the last `<answer>...</answer>` of the completion. Plain numbers are
+    canonicalised (`007`, `7.0` -> `7`)."""
+    parts = details.get("components")
+    inner = next(iter(parts.values()))["details"] if parts else details
+    vote = next((inner[k] for k in _VOTE_KEYS if inner.get(k) not in (None, "", [])), None)
+    if vote is None:
+        tags = _ANSWER_TAG.findall(completion)
+        vote = tags[-1] if tags and tags[-1].strip() else None
+    if vote is None:
+        return None
+    vote = vote.strip() if isinstance(vote, str) else json.dumps(vote, sort_keys=True)
+    if _NUMBER.match(vote):
+        number = float(vote)
+        vote = str(int(number)) if number.is_integer() and abs(number) < 2**53 else repr(number)
+    return vote
+
+
+def sampling_params(cfg) -> SamplingParams:
+    greedy = cfg.temperature == 0
+    return SamplingParams(n=cfg.n_samples, max_new_tokens=cfg.rollout.max_new_tokens,
+                          temperature=1.0 if greedy else cfg.temperature, top_p=cfg.top_p, top_k=cfg.top_k,
+                          stop=tuple(cfg.rollout.stop), greedy=greedy)
+
+
+def settings_of(cfg) -> dict:
+    """The settings that decide which samples are drawn: a resumed run must match them."""
+    return {"n_samples": cfg.n_samples, "temperature": cfg.temperature, "top_p": cfg.top_p, "top_k": cfg.top_k,
+            "max_new_tokens": cfg.rollout.max_new_tokens, "stop": list(cfg.rollout.stop), "seed": cfg.seed,
+            "batch_prompts": cfg.batch_prompts, "engine": cfg.rollout.engine}
+
+
+def model_specs(cfg) -> list[ModelSpec]:
+    """`model.name_or_path` then `models`, a run directory expanded into its base model and checkpoints."""
+    given = ([cfg.model.name_or_path] if cfg.model.name_or_path else []) + [str(m) for m in cfg.models]
+    if not given:
+        raise ConfigError("no model to evaluate: give model.name_or_path=DIR or 'models=[DIR_A,DIR_B]'")
+    specs = []
+    for entry in given:
+        path = Path(entry)
+        if (path / "checkpoints").is_dir():
+            specs.extend(_run_models(path))
+        elif _STEP_DIR.match(path.name) and path.parent.name == "checkpoints":
+            run = path.parent.parent
+            specs.append(ModelSpec(entry, f"{run.name}/{path.name}", int(path.name[5:]), str(run)))
+        else:
+            specs.append(ModelSpec(entry, entry))
+    return _unique_labels(specs, ModelSpec)
+
+
+def _run_models(run: Path) -> list[ModelSpec]:
+    steps = sorted((int(p.name[5:]), p) for p in (run / "checkpoints").iterdir()
+                   if _STEP_DIR.match(p.name) and (p / "config.json").exists())
+    if not steps:
+        raise ConfigError(f"models: run directory {run} has no checkpoints/step_N with a saved model")
+    specs = []
+    state = steps[0][1] / "trainer_state.pt"
+    if state.exists():
+        base = torch.load(state, weights_only=False, mmap=True, map_location="cpu").get("base_model")
+        if base:
+            specs.append(ModelSpec(str(base), f"{run.name}/base", 0, str(run)))
+    return specs + [ModelSpec(str(p), f"{run.name}/step_{s}", s, str(run)) for s, p in steps]
+
+
+def env_specs_of(cfg) -> list[EnvSpec]:
+    """`envs` (names or mappings, each over its shipped conf/env YAML) when not empty, else `env`."""
+    entries = list(OmegaConf.to_container(cfg.envs, resolve=True)) or [OmegaConf.to_container(cfg.env, resolve=True)]
+    specs = []
+    for i, entry in enumerate(entries):
+        if isinstance(entry, str):
+            entry = {"name": entry}
+        if not isinstance(entry, dict) or not entry.get("name"):
+            raise ConfigError(f"envs[{i}] must be an env name or a mapping with 'name', got {entry!r}")
+        params = {**_shipped_env(entry["name"]), **entry}
+        name, split = params.pop("name"), params.pop("split", "test")
+        specs.append(EnvSpec(name, name, split, params))
+    return _unique_labels(specs, EnvSpec)
+
+
+def _shipped_env(name: str) -> dict:
+    path = files("rlvr.conf").joinpath("env", f"{name}.yaml")
+    return OmegaConf.to_container(OmegaConf.create(path.read_text())) if path.is_file() else {}
+
+
+def _unique_labels(specs, kind):
+    labels = [s.label for s in specs]
+    return [kind(**{**asdict(s), "label": f"{s.label}#{i}"}) if labels.count(s.label) > 1 else s
+            for i, s in enumerate(specs)]
+
+
+def _build_env(spec: EnvSpec):
+    from rlvr.trainer.run import build_env
+
+    return build_env(OmegaConf.create({"name": spec.name, **spec.params}))
+
+
+def _select_rows(env, spec: EnvSpec, n_prompts: int | None, seed: int) -> list[dict]:
+    finite = getattr(env, "num_rows", None)
+    if n_prompts is None and finite is None:
+        raise ConfigError(f"n_prompts=null (every row) needs an env of fixed size; {spec.name} is procedural")
+    n = finite if n_prompts is None else min(n_prompts, finite) if finite is not None else n_prompts
+    try:
+        rows = env.rows(spec.split, n, seed=seed)
+    except ValueError as error:
+        raise ConfigError(f"{spec.label}: n_prompts={n_prompts}, split={spec.split}: {error}") from None
+    ids = [r["id"] for r in rows]
+    if len(set(ids)) != len(ids):
+        raise ConfigError(f"{spec.label}: split {spec.split!r} repeats prompt ids; evaluate on a split of distinct rows")
+    return rows
+
+
+def _validate(cfg) -> None:
+    if cfg.n_samples < 1:
+        raise ConfigError(f"n_samples must be >= 1, got {cfg.n_samples}")
+    if cfg.temperature < 0:
+        raise ConfigError(f"temperature must be >= 0 (0 = greedy), got {cfg.temperature}")
+    if cfg.temperature == 0 and cfg.n_samples > 1:
+        raise ConfigError(f"temperature=0 is greedy decoding, which gives n_samples={cfg.n_samples} identical "
+                          "completions: set temperature > 0 or n_samples=1")
+    if cfg.n_prompts is not None and cfg.n_prompts < 1:
+        raise ConfigError(f"n_prompts must be >= 1 or null (every row), got {cfg.n_prompts}")
+    if cfg.batch_prompts < 1:
+        raise ConfigError(f"batch_prompts must be >= 1, got {cfg.batch_prompts}")
+
+
+def _check_settings(out: Path, settings: dict) -> None:
+    path = out / SETTINGS
+    if path.exists():
+        before = json.loads(path.read_text())
+        changed = [f"{k}: {before.get(k)!r} -> {v!r}" for k, v in settings.items() if before.get(k) != v]
+        if changed:
+            raise ConfigError(f"output_dir={out} holds an eval with other settings ({'; '.join(changed)}); "
+                              "resume with the same settings or choose a new output_dir")
+    else:
+        path.write_text(json.dumps(settings, indent=2) + "\n")
+
+
+def _read_records(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    records = []
+    for line in path.read_text().splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:  # a line cut by a kill mid-write; its item is redone
+            pass
+    return records
+
+
+def _load_done(path: Path, n_samples: int) -> set[tuple[str, str, str]]:
+    """Items with all samples written; the file is rewritten without partial items and torn lines."""
+    records = _read_records(path)
+    lines = [line for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+    counts: dict[tuple, set] = {}
+    for r in records:
+        counts.setdefault((r["model_path"], r["env"], r["prompt_id"]), set()).add(r["sample"])
+    done = {key for key, samples in counts.items() if len(samples) == n_samples}
+    kept = [r for r in records if (r["model_path"], r["env"], r["prompt_id"]) in done]
+    if len(kept) != len(lines):
+        path.write_text("".join(json.dumps(r) + "\n" for r in kept))
+    return done
+
+
+def _hf_factory(cfg):
+    def factory(model: ModelSpec):
+        from rlvr.trainer.model import load_policy, load_tokenizer
+        from rlvr.trainer.rollout import build_engine
+
+        try:
+            tokenizer, policy = load_tokenizer(model.path), load_policy(model.path)
+        except (OSError, ValueError) as error:
+            raise ConfigError(f"model {model.path!r} does not load: {error}") from None
+        options = {**OmegaConf.to_container(cfg.rollout, resolve=True), "seed": cfg.seed}
+        return build_engine(cfg.rollout.engine, policy, tokenizer, options)
+
+    return factory
