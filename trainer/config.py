@@ -60,12 +60,19 @@ class ModelConfig:
 
 @dataclass
 class RolloutConfig:
-    engine: str = "hf"  # hf | auto
+    engine: str = "hf"  # hf | vllm | auto (vllm when it imports, else hf)
     max_new_tokens: int = 16
     temperature: float = 1.0
     top_p: float = 1.0
     top_k: int = 0
     stop: list = field(default_factory=list)
+    # Truncated importance weights min(pi_trainer / pi_engine, cap) on the surrogate; null turns them off.
+    importance_cap: Optional[float] = 2.0
+    # vLLM only (ignored by hf); the first three matter on GPUs.
+    gpu_memory_utilization: float = 0.3  # share of GPU memory vLLM takes (weights + KV cache)
+    tensor_parallel_size: int = 1
+    enable_sleep_mode: bool = False  # free vLLM's GPU memory during the update (sleep/wake)
+    dtype: str = "float32"  # vLLM's compute dtype; float32 keeps its logprobs within 1e-3 of the trainer's
 
 
 @dataclass

@@ -13,6 +13,10 @@ Departures from the paper, each a config switch (see conf/algo/grpo.yaml):
     zero) but, unlike DAPO's dynamic sampling, does not resample to refill the batch.
   * With `mu == 1` the old logprobs equal the current ones, so the ratio is 1 and they are not
     recomputed (the gradient is the same); with `mu > 1` they are computed once before the epochs.
+  * The paper assumes the sampler and the trainer share one model. Here the engine (vLLM, or HF
+    generate) may compute slightly different probabilities, so the surrogate is reweighted per token
+    by min(pi_old_trainer / pi_engine, rollout.importance_cap) (null: off), and the mismatch is
+    logged as rollout/logprob_diff_mean and rollout/logprob_diff_max (kept rows only).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import torch
 
 from rlvr.trainer.advantages import group_advantages, zero_variance_groups
 from rlvr.trainer.logprobs import PackedBatch, pack, token_logprobs
-from rlvr.trainer.losses import grpo_loss
+from rlvr.trainer.losses import grpo_loss, truncated_importance_weights
 from rlvr.trainer.prompts import render_prompts
 from rlvr.trainer.seeding import derive_seed
 
@@ -48,7 +52,9 @@ def grpo_step(ctx, step: int) -> tuple[dict, list[dict]]:
     keep = torch.ones(prompts_per_step * group_size, dtype=torch.bool)  # [B*G]
     if algo.filter_zero_variance_groups:
         keep = ~flat_groups.repeat_interleave(group_size)  # [B*G]
-    batch = pack(rollout.prompt_ids, rollout.completion_ids, ctx.tokenizer.pad_token_id).select(keep)
+    batch = pack(rollout.prompt_ids, rollout.completion_ids, ctx.tokenizer.pad_token_id)
+    engine_logprobs = _packed_engine_logprobs(rollout, batch.completion_mask.shape[1])[keep]  # [N, L-1]
+    batch = batch.select(keep)
     advantages = advantages[keep]  # [N]
 
     update_metrics: dict = {}
@@ -61,7 +67,8 @@ def grpo_step(ctx, step: int) -> tuple[dict, list[dict]]:
                 update_metrics = accumulate_gradients(
                     ctx.model, batch, advantages, old_logprobs, ref_logprobs, algo,
                     micro_batch_size=cfg.train.micro_batch_size, temperature=cfg.rollout.temperature,
-                    max_tokens=cfg.rollout.max_new_tokens,
+                    max_tokens=cfg.rollout.max_new_tokens, engine_logprobs=engine_logprobs,
+                    importance_cap=cfg.rollout.importance_cap,
                 )
                 update_metrics["grad_norm"] = torch.nn.utils.clip_grad_norm_(
                     ctx.model.parameters(), cfg.optim.max_grad_norm
@@ -93,8 +100,13 @@ def grpo_step(ctx, step: int) -> tuple[dict, list[dict]]:
 
 
 def accumulate_gradients(model, batch: PackedBatch, advantages, old_logprobs, ref_logprobs, algo, *,
-                         micro_batch_size: int, temperature: float, max_tokens: int) -> dict:
+                         micro_batch_size: int, temperature: float, max_tokens: int,
+                         engine_logprobs=None, importance_cap: float | None = None) -> dict:
     """Backward over micro-batches so that the summed gradient equals the full batch's.
+
+    With `engine_logprobs` [N, L-1] (the sampler's, packed like `batch`) the trainer/engine mismatch
+    is measured on the old logprobs and, when `importance_cap` is set, corrected by truncated
+    importance weights.
 
     Each micro-batch loss is normalised by the whole batch's sequence and token counts
     (see `losses.aggregate`), so no division by the number of micro-batches is needed and
@@ -103,16 +115,26 @@ def accumulate_gradients(model, batch: PackedBatch, advantages, old_logprobs, re
     num_sequences = len(batch)
     num_tokens = batch.completion_mask.sum()
     totals: Counter = Counter()
+    diff_max = 0.0
     for start in range(0, num_sequences, micro_batch_size):
         rows = slice(start, start + micro_batch_size)
         micro = batch.select(rows)
         logprobs, entropy = token_logprobs(model, micro, temperature, with_entropy=True)  # [n, L-1]
         old = logprobs.detach() if old_logprobs is None else old_logprobs[rows]  # [n, L-1]
         ref = None if ref_logprobs is None else ref_logprobs[rows]
+        weights = None
+        if engine_logprobs is not None:
+            engine = engine_logprobs[rows]  # [n, L-1]
+            diff = (old - engine).abs() * micro.completion_mask  # [n, L-1]
+            totals["rollout/logprob_diff_mean"] += (diff.sum() / num_tokens).item()
+            diff_max = max(diff_max, diff.max().item())
+            if importance_cap is not None:
+                weights = truncated_importance_weights(old, engine, importance_cap)  # [n, L-1]
         loss, parts = grpo_loss(
             logprobs, old, advantages[rows], micro.completion_mask, ref_logprobs=ref, beta=algo.beta,
             kl_estimator=algo.kl_estimator, clip_eps_low=algo.clip_eps_low, clip_eps_high=algo.clip_eps_high,
             aggregation=algo.aggregation, max_tokens=max_tokens, num_sequences=num_sequences, num_tokens=num_tokens,
+            importance_weights=weights,
         )
         loss.backward()
         share = (micro.completion_mask.sum() / num_tokens).item()  # token-weighted averages of per-token stats
@@ -121,7 +143,18 @@ def accumulate_gradients(model, batch: PackedBatch, advantages, old_logprobs, re
         for name in ("clip_frac", "kl", "ratio_mean"):
             if name in parts:
                 totals[name] += share * parts[name].item()
+    if engine_logprobs is not None:
+        totals["rollout/logprob_diff_max"] = diff_max
     return dict(totals)
+
+
+def _packed_engine_logprobs(rollout, width: int) -> torch.Tensor:
+    """The engine's per-completion logprobs scattered into `pack`'s [N, L-1] layout (0 elsewhere):
+    completion tokens of row i sit at columns len(prompt_i) - 1 onwards."""
+    packed = torch.zeros(len(rollout.completion_ids), width)  # [N, L-1]
+    for i, (prompt, logprobs) in enumerate(zip(rollout.prompt_ids, rollout.logprobs)):
+        packed[i, len(prompt) - 1 : len(prompt) - 1 + len(logprobs)] = logprobs.float()
+    return packed
 
 
 def _reward_metrics(rewards: torch.Tensor, results) -> dict:

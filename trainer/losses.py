@@ -18,6 +18,10 @@ The math is GRPO (Shao et al. 2024, "DeepSeekMath", eq. 3) built from PPO-clip (
   paper and TRL do. The paper's beta is 0.04; ours defaults to 0.0 (no reference model needed),
   as TRL's does and as DAPO and Dr. GRPO recommend.
 * Empty denominators (a fully masked row or batch) are clamped to 1 rather than giving NaN.
+* The engine that sampled (vLLM) and the trainer compute slightly different probabilities for the
+  same tokens; the surrogate may be multiplied per token by truncated importance weights
+  min(pi_old_trainer / pi_engine, cap) (Yao et al. 2025, "Your efficient RL framework secretly
+  brings you off-policy RL training"), which the papers, written for one engine, do not have.
 """
 
 from __future__ import annotations
@@ -112,6 +116,18 @@ def clipped_surrogate(
     return per_token_loss, ratio, clipped_low | clipped_high  # [N, T], [N, T], [N, T]
 
 
+def truncated_importance_weights(old_logprobs: Tensor, engine_logprobs: Tensor, cap: float) -> Tensor:
+    """Per-token correction for sampling with an engine whose probabilities differ from the trainer's
+    (truncated importance sampling, Yao et al. 2025):
+
+        w_t = min(pi_old_trainer(o_t) / pi_engine(o_t), cap)
+
+    Detached: it reweights the gradient, it is not differentiated. Padding positions get w = 1
+    (their logprobs are 0 on both sides); the loss masks them anyway.
+    """
+    return torch.exp(old_logprobs - engine_logprobs).clamp(max=cap).detach()  # [N, T]
+
+
 def grpo_loss(
     logprobs: Tensor,
     old_logprobs: Tensor,
@@ -127,6 +143,7 @@ def grpo_loss(
     max_tokens: int | None = None,
     num_sequences: float | None = None,
     num_tokens: float | None = None,
+    importance_weights: Tensor | None = None,
 ) -> tuple[Tensor, dict[str, Tensor]]:
     """GRPO loss (DeepSeekMath eq. 3, negated):
 
@@ -135,7 +152,8 @@ def grpo_loss(
 
     with the 1/G sum_i 1/|o_i| sum_t reduction chosen by `aggregation` (see `aggregate`, which
     also explains num_sequences / num_tokens). The KL term is computed only when beta != 0.
-    Returns (loss, metrics); metrics are detached 0-d tensors.
+    `importance_weights` [N, T] (detached; see `truncated_importance_weights`) multiply the
+    surrogate per token, not the KL term. Returns (loss, metrics); metrics are detached 0-d tensors.
     """
     if beta != 0.0 and ref_logprobs is None:
         raise ValueError(f"beta={beta} needs ref_logprobs (set beta=0.0 to train without a reference model)")
@@ -143,6 +161,8 @@ def grpo_loss(
     surrogate, ratio, clipped = clipped_surrogate(
         logprobs, old_logprobs, advantages, clip_eps_low, clip_eps_high
     )  # [N, T], [N, T], [N, T]
+    if importance_weights is not None:
+        surrogate = surrogate * importance_weights.detach()  # [N, T]
     per_token_loss = surrogate  # [N, T]
     mask_f = mask.to(logprobs.dtype)  # [N, T]
     num_masked = mask_f.sum().clamp(min=1.0)  # []

