@@ -48,7 +48,7 @@ def test_model_hf_without_a_path_is_refused_by_validation(compose_train):
 
 def test_defaults_are_the_documented_demo(compose_train):
     cfg = compose_train([])
-    assert (cfg.algo.name, cfg.env.name, cfg.model.name, cfg.rollout.engine) == ("grpo", "arithmetic", "tiny", "hf")
+    assert (cfg.algo.name, cfg.env.name, cfg.model.name, cfg.rollout.engine) == ("grpo", "arithmetic", "tiny", "auto")
     assert cfg.model.name_or_path is None
 
 

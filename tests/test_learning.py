@@ -23,6 +23,7 @@ import pytest
 
 MARGIN = 0.08
 OVERRIDES = [
+    "rollout=hf",  # tests/test_grpo_vllm.py runs the same with vLLM
     "env.digits=1", "model.warm_start.target_accuracy=[0.3,0.6]", "model.warm_start.lr=3e-3",
     "model.warm_start.eval_every=10", "model.warm_start.eval_rows=50", "train.steps=200", "train.eval_every=100",
     "train.eval_prompts=20", "rollout.max_new_tokens=10", "optim.lr=3e-4", "seed=0", "threads=1",

@@ -18,6 +18,7 @@ from safetensors.torch import load_file
 
 STEPS = 12
 OVERRIDES = [
+    "rollout=hf",  # the HF engine: its sampling is seeded by torch's RNG, which the checkpoint restores
     "model.warm_start.max_steps=50", "model.warm_start.eval_every=50", "model.warm_start.eval_rows=20",
     "model.warm_start.lr=1e-2",  # enough for the answer format, so rewards vary and the weights move
     "model.arch.hidden_size=32", "model.arch.num_layers=2", "model.arch.num_heads=2", "model.arch.num_kv_heads=1",
