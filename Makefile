@@ -39,5 +39,10 @@ test: $(VENV)/.test docker
 test-fast: $(VENV)/.test
 	$(BIN)/python -m pytest -m "not slow"
 
+# Every benchmark in bench/ in turn, each with its fast defaults (all of them: under 30 min on 2 cores);
+# each prints its table and writes JSON (and plots) under bench/results/. BENCHMARKS.md records them.
+bench: $(VENV)/.test docker
+	@set -e; for script in bench/bench_*.py; do echo "== $$script"; $(BIN)/python $$script; done
+
 clean:
 	rm -rf $(VENV) build dist *.egg-info outputs

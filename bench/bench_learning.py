@@ -1,0 +1,221 @@
+"""Learning efficiency: held-out accuracy on `arithmetic` after the same wall-clock budget, rlvr vs TRL.
+
+    python bench/bench_learning.py [--budget-s 90] [--eval-every-s 15] [--eval-prompts 200]
+                                   [--systems rlvr-hf,trl] (+ the batch arguments of bench_grpo_trl.py)
+
+Both start from the same warm-started tiny model with the same hyperparameters and the same prompt
+sequence (see bench_grpo_trl.py, whose helpers this reuses). Each trains in its own subprocess
+until its training time reaches the budget; training time is wall time since its first step
+minus the time spent in this benchmark's evaluations. At t=0, every `--eval-every-s` and at the
+end, both are evaluated the same way: rlvr's `evaluate_greedy` (HF generate, greedy) on the same
+`--eval-prompts` rows of the test split. Writes bench/results/learning.json and learning.png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import bench_grpo_trl as common
+
+
+class BudgetSpent(Exception):
+    pass
+
+
+class Curve:
+    """Accuracy against training time, evaluating off the clock."""
+
+    def __init__(self, args, env):
+        self.args, self.env = args, env
+        self.test_rows = env.rows("test", args.eval_prompts, seed=0)
+        self.points: list[dict] = []
+        self.start = None
+        self.eval_seconds = 0.0
+        self.steps = 0
+
+    def train_seconds(self) -> float:
+        return 0.0 if self.start is None else time.perf_counter() - self.start - self.eval_seconds
+
+    def evaluate(self, model, tokenizer) -> None:
+        from rlvr.trainer.evaluate import evaluate_greedy
+        from rlvr.trainer.rollout_hf import HFEngine
+
+        began = time.perf_counter()
+        result = evaluate_greedy(HFEngine(model, tokenizer), self.env, self.test_rows, self.args.max_new_tokens)
+        self.points.append({"train_s": self.train_seconds(), "step": self.steps, "accuracy": result["accuracy"],
+                            "reward_mean": result["reward_mean"]})
+        self.eval_seconds += time.perf_counter() - began
+
+    def step_begins(self, model, tokenizer) -> None:
+        if self.start is None:
+            self.evaluate(model, tokenizer)
+            self.start, self.eval_seconds = time.perf_counter(), 0.0
+
+    def step_ends(self, model, tokenizer) -> bool:
+        """Evaluate when due; True once the budget is spent (after the final evaluation)."""
+        self.steps += 1
+        spent = self.train_seconds()
+        due = self.args.eval_every_s * len(self.points)  # points[0] is t=0
+        if spent >= self.args.budget_s or spent >= due:
+            self.evaluate(model, tokenizer)
+        return spent >= self.args.budget_s
+
+
+def worker_rlvr(args, env) -> dict:
+    import rlvr.trainer.run as run
+
+    curve = Curve(args, env)
+
+    def on_budget(grpo_step):
+        def step_on_budget(ctx, step):
+            curve.step_begins(ctx.model, ctx.tokenizer)
+            result = grpo_step(ctx, step)
+            if curve.step_ends(ctx.model, ctx.tokenizer):
+                raise BudgetSpent
+            return result
+
+        return step_on_budget
+
+    common.wrap_grpo_step(run, on_budget)
+    with tempfile.TemporaryDirectory() as out:
+        try:
+            run.train(common.rlvr_config(args, args.model, "hf", out, 1_000_000), log=lambda *_: None)
+        except BudgetSpent:
+            pass
+    if not curve.points:
+        raise RuntimeError("no step was timed: rlvr.trainer.run no longer calls the step we wrap")
+    return {"points": curve.points, "steps": curve.steps, "peak_rss_mb": common.peak_rss_mb()}
+
+
+def worker_trl(args, env) -> dict:
+    from transformers import TrainerCallback
+
+    curve = Curve(args, env)
+    max_steps = int(args.budget_s * 20)  # more than any run reaches within the budget (>= 50 ms a step)
+    holder = {}
+
+    class OnBudget(TrainerCallback):
+        def on_step_begin(self, *_, **__):
+            curve.step_begins(holder["trainer"].model, holder["tokenizer"])
+
+        def on_step_end(self, _args, _state, control, **__):
+            if curve.step_ends(holder["trainer"].model, holder["tokenizer"]):
+                control.should_training_stop = True
+
+    with tempfile.TemporaryDirectory() as out:
+        trainer = common.trl_trainer(args, args.model, common.step_rows(env, 0, max_steps, args.prompts), env, out,
+                                     max_steps, [OnBudget()])
+        holder.update(trainer=trainer, tokenizer=trainer.processing_class)
+        trainer.train()
+    return {"points": curve.points, "steps": curve.steps, "peak_rss_mb": common.peak_rss_mb()}
+
+
+def run_worker(name: str, args, model_path: str) -> tuple[dict | None, str | None]:
+    import subprocess
+
+    with tempfile.TemporaryDirectory() as tmp:
+        result = Path(tmp) / "result.json"
+        passed = ("budget_s", "eval_every_s", "eval_prompts", "prompts", "group", "max_new_tokens", "temperature",
+                  "beta", "lr", "threads")
+        argv = [sys.executable, __file__, "--worker", name, "--model", model_path, "--result", str(result),
+                *(f"--{k.replace('_', '-')}={v}" for k, v in vars(args).items() if k in passed)]
+        proc = subprocess.run(argv, capture_output=True, text=True)
+        if proc.returncode != 0 or not result.exists():
+            return None, f"exit {proc.returncode}: " + (proc.stderr or proc.stdout).strip().splitlines()[-1][-300:]
+        return json.loads(result.read_text()), None
+
+
+def plot(results: dict, budget: float, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for name, r in results.items():
+        ax.plot([p["train_s"] for p in r["points"]], [100 * p["accuracy"] for p in r["points"]], marker="o",
+                label=f"{name} ({r['steps']} steps)")
+    ax.axvline(budget, color="grey", linestyle=":")
+    ax.set(xlabel="training seconds (evaluation excluded)", ylabel="held-out greedy accuracy (%)",
+           title="arithmetic: accuracy vs wall-clock")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--budget-s", type=float, default=90.0)
+    parser.add_argument("--eval-every-s", type=float, default=15.0)
+    parser.add_argument("--eval-prompts", type=int, default=200)
+    parser.add_argument("--prompts", type=int, default=8)
+    parser.add_argument("--group", type=int, default=8)
+    parser.add_argument("--max-new-tokens", type=int, default=16)
+    parser.add_argument("--temperature", type=float, default=1.0)
+    parser.add_argument("--beta", type=float, default=0.0)
+    parser.add_argument("--lr", type=float, default=1e-4)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads in every system (0: torch's default)")
+    parser.add_argument("--systems", default="rlvr-hf,trl")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--model", help=argparse.SUPPRESS)
+    parser.add_argument("--result", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+
+    if args.worker:
+        import torch
+
+        from rlvr.trainer.run import build_env
+
+        if args.threads:
+            torch.set_num_threads(args.threads)
+        env = build_env(common.compose([]).env)
+        raw = (worker_trl if args.worker == "trl" else worker_rlvr)(args, env)
+        Path(args.result).write_text(json.dumps(raw))
+        return
+
+    import torch
+
+    if args.threads:  # the tiny model's warm start, when not cached yet, runs here
+        torch.set_num_threads(args.threads)
+    model_path = common.tiny_model_path()
+    print(f"model: {model_path}; budget {args.budget_s:.0f} s of training each; load average {os.getloadavg()}")
+    results, failed = {}, {}
+    for name in args.systems.split(","):
+        raw, error = run_worker(name, args, model_path)
+        if error:
+            failed[name] = error
+            print(f"{name}: FAILED ({error})")
+            continue
+        results[name] = raw
+        print(f"{name}: {raw['steps']} steps, accuracy {raw['points'][0]['accuracy']:.1%} -> "
+              f"{raw['points'][-1]['accuracy']:.1%}")
+    print(f"\n| system | steps in {args.budget_s:.0f} s | s/step | accuracy at 0 s | accuracy at end | change | peak RSS MB |")
+    print("|---|---|---|---|---|---|---|")
+    for name, r in results.items():
+        first, last = r["points"][0], r["points"][-1]
+        print(f"| {name} | {r['steps']} | {last['train_s'] / max(1, r['steps']):.3f} | {first['accuracy']:.1%} | "
+              f"{last['accuracy']:.1%} | {100 * (last['accuracy'] - first['accuracy']):+.1f} pts | "
+              f"{r['peak_rss_mb']:.0f} |")
+    print("\nCurve (training seconds: accuracy):")
+    for name, r in results.items():
+        print(f"  {name}: " + ", ".join(f"{p['train_s']:.0f}s {p['accuracy']:.1%}" for p in r["points"]))
+    common.RESULTS.mkdir(parents=True, exist_ok=True)
+    out = {"benchmark": "learning", "date": time.strftime("%Y-%m-%d %H:%M:%S"), "command": " ".join(sys.argv),
+           "args": vars(args), "model": model_path, "machine": common.machine(),
+           "load_average_after": os.getloadavg(), "results": results, "failed": failed}
+    (common.RESULTS / "learning.json").write_text(json.dumps(out, indent=2))
+    if results:
+        plot(results, args.budget_s, common.RESULTS / "learning.png")
+    print(f"wrote {common.RESULTS / 'learning.json'} and learning.png")
+    if failed:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
