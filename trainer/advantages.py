@@ -40,3 +40,71 @@ def zero_variance_groups(rewards: Tensor) -> Tensor:
     (Yu et al. 2025, eq. 11) drops them and samples more prompts.
     """
     return (rewards == rewards[:, :1]).all(dim=1)  # [B]
+
+
+BASELINES = ("none", "mean", "rloo")
+
+
+def leave_one_out_advantages(rewards: Tensor) -> Tensor:
+    """RLOO (Kool et al. 2019; Ahmadian et al. 2024): each completion's baseline is the mean reward
+    of the OTHER G-1 completions of its prompt:
+
+        A_i = r_i - 1/(G-1) sum_{j != i} r_j  =  G/(G-1) * (r_i - mean(r))
+    """
+    if rewards.dim() != 2 or rewards.shape[1] < 2:
+        raise ValueError(f"leave-one-out needs rewards [B, G] with G >= 2, got shape {tuple(rewards.shape)}")
+    rewards = rewards.to(torch.promote_types(rewards.dtype, torch.float32))  # [B, G]
+    group = rewards.shape[1]
+    others = (rewards.sum(dim=1, keepdim=True) - rewards) / (group - 1)  # [B, G]
+    return rewards - others  # [B, G]
+
+
+def outcome_advantages(rewards: Tensor, baseline: str) -> Tensor:
+    """REINFORCE advantages for one reward per completion, [B, G] -> [B, G] (Williams 1992):
+
+        none   A_i = r_i                        (vanilla policy gradient)
+        mean   A_i = r_i - mean over the whole batch of B*G rewards
+        rloo   A_i = r_i - mean of the other G-1 rewards of the same prompt
+    """
+    rewards = rewards.to(torch.promote_types(rewards.dtype, torch.float32))  # [B, G]
+    if baseline == "none":
+        return rewards.clone()  # [B, G]
+    if baseline == "mean":
+        return rewards - rewards.mean()  # [B, G]
+    if baseline == "rloo":
+        return leave_one_out_advantages(rewards)  # [B, G]
+    raise ValueError(f"unknown baseline {baseline!r}; expected one of {BASELINES}")
+
+
+def gae(rewards: Tensor, values: Tensor, mask: Tensor, gamma: float, lam: float) -> tuple[Tensor, Tensor]:
+    """Generalised advantage estimation (Schulman et al. 2016, eq. 16) over token-level rewards.
+
+        delta_t = r_t + gamma * V_{t+1} - V_t          (V after the last token = 0: the episode ends)
+        A_t     = delta_t + gamma * lam * A_{t+1}
+        R_t     = A_t + V_t                            (the value target, "returns")
+
+    `rewards`, `values`, `mask` are [N, T]; each row's mask must be one contiguous run of 1s (a
+    completion), as `logprobs.pack` lays it out. Positions outside the mask get A = R = 0.
+    Returns (advantages, returns), both [N, T] and detached.
+    """
+    rewards, values, mask = rewards.detach(), values.detach(), mask.to(values.dtype)
+    advantages = torch.zeros_like(values)  # [N, T]
+    next_value = torch.zeros_like(values[:, 0])  # [N]
+    next_advantage = torch.zeros_like(values[:, 0])  # [N]
+    for t in reversed(range(values.shape[1])):
+        m = mask[:, t]  # [N]
+        delta = rewards[:, t] + gamma * next_value - values[:, t]  # [N]
+        advantages[:, t] = (delta + gamma * lam * next_advantage) * m  # [N]
+        next_value = values[:, t] * m  # [N]; 0 past the end of a completion
+        next_advantage = advantages[:, t]  # [N]
+    returns = (advantages + values) * mask  # [N, T]
+    return advantages, returns
+
+
+def whiten(values: Tensor, mask: Tensor, eps: float = 1e-8) -> Tensor:
+    """(x - mean) / std over the masked entries (PPO implementations normalise GAE advantages so)."""
+    mask = mask.to(values.dtype)  # [N, T]
+    count = mask.sum().clamp(min=1.0)  # []
+    mean = (values * mask).sum() / count  # []
+    var = (((values - mean) * mask) ** 2).sum() / count  # []
+    return (values - mean) / (var.sqrt() + eps) * mask  # [N, T]

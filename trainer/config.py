@@ -26,6 +26,22 @@ class AlgoConfig:
     scale_advantages_by_std: bool = True  # False: Dr. GRPO
     filter_zero_variance_groups: bool = False  # DAPO dynamic sampling (filtering only, no resampling)
     mu: int = 1  # inner epochs over one batch; old logprobs computed once before them
+    # reinforce, trpo, npg: the baseline subtracted from each completion's reward
+    baseline: str = "rloo"  # none | mean (batch mean) | rloo (leave-one-out over the G completions)
+    # ppo
+    objective: str = "clip"  # clip | penalty (adaptive-KL PPO-penalty)
+    gamma: float = 1.0  # GAE discount over tokens
+    lam: float = 0.95  # GAE lambda
+    vf_coef: float = 0.1  # weight of the value loss
+    clip_eps_value: Optional[float] = 0.2  # value clipping around the old values; null: off
+    penalty_beta: float = 1.0  # PPO-penalty's initial KL(old || new) coefficient (adapted each step)
+    kl_target: float = 0.01  # PPO-penalty's target KL d0
+    # trpo, npg
+    max_kl: float = 0.01  # trust-region size delta on the mean per-token KL(old || new)
+    cg_iters: int = 10
+    cg_damping: float = 0.1
+    line_search_steps: int = 10  # trpo only; npg takes the full step
+    backtrack_ratio: float = 0.5
 
 
 @dataclass

@@ -21,17 +21,14 @@ Departures from the paper, each a config switch (see conf/algo/grpo.yaml):
 
 from __future__ import annotations
 
-import time
 from collections import Counter
-from contextlib import contextmanager
 
 import torch
 
 from rlvr.trainer.advantages import group_advantages, zero_variance_groups
-from rlvr.trainer.logprobs import PackedBatch, pack, token_logprobs
+from rlvr.trainer.logprobs import PackedBatch, token_logprobs
 from rlvr.trainer.losses import grpo_loss, truncated_importance_weights
-from rlvr.trainer.prompts import render_prompts
-from rlvr.trainer.seeding import derive_seed
+from rlvr.trainer.sampling import sample_and_score, step_metrics_and_samples, timed
 
 
 def grpo_step(ctx, step: int) -> tuple[dict, list[dict]]:
@@ -40,29 +37,23 @@ def grpo_step(ctx, step: int) -> tuple[dict, list[dict]]:
     prompts_per_step, group_size = cfg.train.prompts_per_step, cfg.train.completions_per_prompt
     timings: dict[str, float] = {}
 
-    rows = ctx.env.rows("train", prompts_per_step, seed=derive_seed("train-rows", cfg.seed, step))
-    with _timed(timings, "generate"):
-        rollout = ctx.engine.generate(render_prompts(ctx.tokenizer, ctx.env, rows), ctx.sampling)
-    with _timed(timings, "score"):
-        results = ctx.env.score(rollout.texts, [row for row in rows for _ in range(group_size)])
-
-    rewards = torch.tensor([r.reward for r in results], dtype=torch.float32).view(prompts_per_step, group_size)  # [B, G]
+    sampled = sample_and_score(ctx, step, timings)
+    rewards = sampled.rewards  # [B, G]
     advantages = group_advantages(rewards, scale_by_std=algo.scale_advantages_by_std).flatten()  # [B*G]
     flat_groups = zero_variance_groups(rewards)  # [B]
     keep = torch.ones(prompts_per_step * group_size, dtype=torch.bool)  # [B*G]
     if algo.filter_zero_variance_groups:
         keep = ~flat_groups.repeat_interleave(group_size)  # [B*G]
-    batch = pack(rollout.prompt_ids, rollout.completion_ids, ctx.tokenizer.pad_token_id)
-    engine_logprobs = _packed_engine_logprobs(rollout, batch.completion_mask.shape[1])[keep]  # [N, L-1]
-    batch = batch.select(keep)
+    engine_logprobs = sampled.engine_logprobs[keep]  # [N, L-1]
+    batch = sampled.batch.select(keep)
     advantages = advantages[keep]  # [N]
 
     update_metrics: dict = {}
     if len(batch) > 0:
-        with _timed(timings, "logprobs"), torch.no_grad():
+        with timed(timings, "logprobs"), torch.no_grad():
             old_logprobs = token_logprobs(ctx.model, batch, cfg.rollout.temperature)[0] if algo.mu > 1 else None
             ref_logprobs = token_logprobs(ctx.reference, batch, cfg.rollout.temperature)[0] if algo.beta else None
-        with _timed(timings, "update"):
+        with timed(timings, "update"):
             for _ in range(algo.mu):
                 update_metrics = accumulate_gradients(
                     ctx.model, batch, advantages, old_logprobs, ref_logprobs, algo,
@@ -76,27 +67,13 @@ def grpo_step(ctx, step: int) -> tuple[dict, list[dict]]:
                 ctx.optimizer.step()
                 ctx.optimizer.zero_grad(set_to_none=True)
     ctx.scheduler.step()
-    with _timed(timings, "sync"):
+    with timed(timings, "sync"):
         ctx.engine.sync_weights(ctx.model)
 
-    metrics = {"step": step, **_reward_metrics(rewards, results), **update_metrics}
-    lengths = torch.tensor([len(c) for c in rollout.completion_ids], dtype=torch.float32)  # [B*G]
-    metrics.update({
-        "response_len/mean": lengths.mean().item(),
-        "truncated_frac": sum(rollout.truncated) / len(rollout.truncated),
+    return step_metrics_and_samples(ctx, step, sampled, timings, update_metrics, {
         "zero_adv_frac": flat_groups.float().mean().item(),
         "kept_frac": keep.float().mean().item(),
-        "lr": ctx.scheduler.get_last_lr()[0],
-        "tokens_per_s": rollout.num_tokens / max(sum(timings.values()), 1e-9),
-        **{f"time/{name}": seconds for name, seconds in timings.items()},
     })
-    samples = [
-        {"step": step, "prompt": ctx.env.messages(rows[i]), "answer": rows[i].get("answer"),
-         "completions": [{"text": rollout.texts[i * group_size + j], **results[i * group_size + j].to_dict()}
-                         for j in range(group_size)]}
-        for i in range(min(cfg.train.samples_per_step, prompts_per_step))
-    ]
-    return metrics, samples
 
 
 def accumulate_gradients(model, batch: PackedBatch, advantages, old_logprobs, ref_logprobs, algo, *,
@@ -146,31 +123,3 @@ def accumulate_gradients(model, batch: PackedBatch, advantages, old_logprobs, re
     if engine_logprobs is not None:
         totals["rollout/logprob_diff_max"] = diff_max
     return dict(totals)
-
-
-def _packed_engine_logprobs(rollout, width: int) -> torch.Tensor:
-    """The engine's per-completion logprobs scattered into `pack`'s [N, L-1] layout (0 elsewhere):
-    completion tokens of row i sit at columns len(prompt_i) - 1 onwards."""
-    packed = torch.zeros(len(rollout.completion_ids), width)  # [N, L-1]
-    for i, (prompt, logprobs) in enumerate(zip(rollout.prompt_ids, rollout.logprobs)):
-        packed[i, len(prompt) - 1 : len(prompt) - 1 + len(logprobs)] = logprobs.float()
-    return packed
-
-
-def _reward_metrics(rewards: torch.Tensor, results) -> dict:
-    metrics = {"reward/mean": rewards.mean().item(), "reward/std": rewards.std().item()}
-    components: dict[str, list[float]] = {}
-    for result in results:
-        for name, part in result.details.get("components", {}).items():
-            components.setdefault(name, []).append(part["reward"])
-    metrics.update({f"reward/{name}": sum(v) / len(v) for name, v in components.items()})
-    statuses = Counter(r.status.value for r in results)
-    metrics.update({f"status/{s}": c / len(results) for s, c in sorted(statuses.items())})
-    return metrics
-
-
-@contextmanager
-def _timed(timings: dict, name: str):
-    start = time.perf_counter()
-    yield
-    timings[name] = timings.get(name, 0.0) + time.perf_counter() - start

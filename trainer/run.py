@@ -13,7 +13,7 @@ import math
 import random
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -25,6 +25,9 @@ from rlvr.verifiers.registry import ConfigError
 from rlvr.trainer.checkpoint import latest_checkpoint, load_trainer_state, save_checkpoint
 from rlvr.trainer.evaluate import evaluate_greedy
 from rlvr.trainer.grpo import grpo_step
+from rlvr.trainer.ppo import build_value_head, ppo_step
+from rlvr.trainer.reinforce import reinforce_step
+from rlvr.trainer.trpo import trpo_step
 from rlvr.trainer.model import load_policy, load_reference, load_tokenizer, resolve_model_path
 from rlvr.trainer.rollout import SamplingParams, build_engine
 from rlvr.trainer.run_dir import RunFiles
@@ -42,6 +45,12 @@ class RunContext:
     sampling: SamplingParams
     optimizer: torch.optim.Optimizer
     scheduler: torch.optim.lr_scheduler.LambdaLR
+    value_head: torch.nn.Module | None = None  # ppo's critic
+    state: dict = field(default_factory=dict)  # what an algorithm carries across steps (ppo's penalty_beta)
+
+
+STEPS = {"grpo": grpo_step, "dr_grpo": grpo_step, "dapo": grpo_step,  # presets of one step
+         "reinforce": reinforce_step, "ppo": ppo_step, "trpo": trpo_step, "npg": trpo_step}
 
 
 def build_env(env_cfg):
@@ -73,12 +82,17 @@ def train(cfg, log=print) -> dict:
     reference = load_reference(base_path) if cfg.algo.beta else None
     random.seed(cfg.seed)  # after the model build, which draws from the RNG only when not cached
     torch.manual_seed(cfg.seed)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.optim.lr, betas=tuple(cfg.optim.betas),
+    value_head = build_value_head(model) if cfg.algo.name == "ppo" else None
+    params = list(model.parameters()) + (list(value_head.parameters()) if value_head is not None else [])
+    optimizer = torch.optim.AdamW(params, lr=cfg.optim.lr, betas=tuple(cfg.optim.betas),
                                   weight_decay=cfg.optim.weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_lambda(cfg))
-    start_step = 0
+    start_step, algo_state = 0, {}
     if checkpoint:
-        start_step = load_trainer_state(checkpoint, optimizer, scheduler)["step"]
+        trainer_state = load_trainer_state(checkpoint, optimizer, scheduler)
+        start_step, algo_state = trainer_state["step"], trainer_state.get("algo_state", {})
+        if value_head is not None:
+            value_head.load_state_dict(trainer_state["value_head"])
         files.truncate_after(start_step)
         log(f"resuming {run_dir} from {checkpoint.name}")
     files.write_config(cfg)
@@ -88,7 +102,9 @@ def train(cfg, log=print) -> dict:
                               stop=tuple(cfg.rollout.stop))
     engine = build_engine(cfg.rollout.engine, model, tokenizer,
                           {**OmegaConf.to_container(cfg.rollout, resolve=True), "seed": cfg.seed})
-    ctx = RunContext(cfg, env, tokenizer, model, reference, engine, sampling, optimizer, scheduler)
+    ctx = RunContext(cfg, env, tokenizer, model, reference, engine, sampling, optimizer, scheduler, value_head,
+                     algo_state)
+    algo_step = STEPS[cfg.algo.name]
     completions = cfg.train.prompts_per_step * cfg.train.completions_per_prompt
     log(f"run directory: {run_dir}\n"
         f"per step: {cfg.train.prompts_per_step} prompts x {cfg.train.completions_per_prompt} completions = "
@@ -103,10 +119,10 @@ def train(cfg, log=print) -> dict:
         files.log_metrics({"step": 0, **held_out_eval()})
     started = time.time()
     bar = tqdm(range(start_step + 1, cfg.train.steps + 1), initial=start_step, total=cfg.train.steps,
-               desc="grpo", unit="step", dynamic_ncols=True,
+               desc=cfg.algo.name, unit="step", dynamic_ncols=True,
                mininterval=0.2 if sys.stderr.isatty() else 15.0)  # a log file gets a line every 15 s
     for step in bar:
-        metrics, samples = grpo_step(ctx, step)
+        metrics, samples = algo_step(ctx, step)
         if step % cfg.train.eval_every == 0 or step == cfg.train.steps:
             metrics.update(held_out_eval())
         files.log_metrics(metrics)
@@ -116,7 +132,10 @@ def train(cfg, log=print) -> dict:
             postfix["eval_acc"] = f"{metrics['eval/accuracy']:.1%}"
         bar.set_postfix(postfix, refresh=False)
         if step % cfg.train.save_every == 0 or step == cfg.train.steps:
-            save_checkpoint(run_dir, step, model, tokenizer, optimizer, scheduler, {"base_model": base_path})
+            extra = {"base_model": base_path, "algo_state": dict(ctx.state)}
+            if value_head is not None:
+                extra["value_head"] = value_head.state_dict()
+            save_checkpoint(run_dir, step, model, tokenizer, optimizer, scheduler, extra)
     bar.close()
     summary = summarise(files.read_metrics(), time.time() - started, run_dir)
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))

@@ -1,0 +1,130 @@
+"""PPO (Schulman et al. 2017) with a critic, as one readable step.
+
+    sample -> verify -> token rewards (+ per-token KL to the reference) -> values -> GAE
+    -> mu epochs of [clipped (or KL-penalised) surrogate + clipped value loss] -> log
+
+The critic is a value head, `nn.Linear(hidden_size, 1)`, on the policy's last hidden state
+(`ctx.value_head`, trained by the same optimizer, saved in trainer_state.pt). Rewards are token
+level: the verifier's reward sits on the last completion token and, when `algo.beta > 0`, every
+token pays beta * (log pi_old - log pi_ref), the per-token KL penalty of InstructGPT (Ouyang et al.
+2022). `algo.objective=penalty` swaps the clip for PPO-penalty (the paper's eq. 8) with the adaptive
+coefficient of section 4, kept in `ctx.state["penalty_beta"]` across steps and resumes.
+Departures from the paper:
+  * a separate critic model is not offered yet: the value head shares the policy's trunk, so the
+    value loss (weight `algo.vf_coef`) also moves the policy's weights;
+  * GAE advantages are whitened over the batch's tokens, and the value loss is clipped around the
+    old values (`algo.clip_eps_value`, null: off), as OpenAI's baselines do (neither is in the paper);
+  * one optimizer step per epoch over the whole batch (no minibatch shuffling); the trainer/engine
+    logprob mismatch is not corrected (`rollout.importance_cap` is GRPO's).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from rlvr.trainer.advantages import gae, whiten
+from rlvr.trainer.logprobs import token_logprobs
+from rlvr.trainer.losses import adaptive_beta, grpo_loss, ppo_penalty_loss, value_loss
+from rlvr.trainer.sampling import sample_and_score, step_metrics_and_samples, timed
+
+
+def build_value_head(model) -> torch.nn.Linear:
+    head = torch.nn.Linear(model.config.hidden_size, 1)
+    torch.nn.init.zeros_(head.weight)
+    torch.nn.init.zeros_(head.bias)
+    return head
+
+
+def logprobs_and_values(model, value_head, batch, temperature: float):
+    """(logprobs [N, L-1], values [N, L-1], entropy [N, L-1]); column t's value is the state after
+    token t, i.e. before the token whose logprob sits in column t."""
+    out = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, output_hidden_states=True)
+    logits = out.logits[:, :-1].float() / temperature  # [N, L-1, V]
+    logprobs_all = torch.log_softmax(logits, dim=-1)  # [N, L-1, V]
+    logprobs = logprobs_all.gather(-1, batch.input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)  # [N, L-1]
+    values = value_head(out.hidden_states[-1][:, :-1].float()).squeeze(-1)  # [N, L-1]
+    with torch.no_grad():
+        entropy = -(logprobs_all.exp() * logprobs_all).sum(-1)  # [N, L-1]
+    return logprobs, values, entropy
+
+
+def token_rewards(rewards, mask, old_logprobs, ref_logprobs, beta: float):
+    """The verifier's reward on each row's last completion token, minus beta * (log pi_old - log pi_ref)
+    on every token when beta > 0. rewards [N], mask [N, T] -> [N, T]."""
+    mask = mask.to(torch.float32)  # [N, T]
+    last = (mask * torch.arange(mask.shape[1])).argmax(dim=1)  # [N] column of the last completion token
+    per_token = torch.zeros_like(mask)  # [N, T]
+    per_token[torch.arange(mask.shape[0]), last] = rewards.float()
+    if beta:
+        per_token = per_token - beta * (old_logprobs - ref_logprobs) * mask  # [N, T]
+    return per_token
+
+
+def ppo_step(ctx, step: int) -> tuple[dict, list[dict]]:
+    cfg, algo = ctx.cfg, ctx.cfg.algo
+    timings: dict[str, float] = {}
+    sampled = sample_and_score(ctx, step, timings)
+    batch, mask = sampled.batch, sampled.batch.completion_mask  # [N, L-1]
+    micro_batch_size, temperature = cfg.train.micro_batch_size, cfg.rollout.temperature
+    chunks = [slice(s, s + micro_batch_size) for s in range(0, len(batch), micro_batch_size)]
+
+    with timed(timings, "logprobs"), torch.no_grad():
+        old = [logprobs_and_values(ctx.model, ctx.value_head, batch.select(c), temperature) for c in chunks]
+        old_logprobs = torch.cat([o[0] for o in old])  # [N, L-1]
+        old_values = torch.cat([o[1] for o in old]) * mask  # [N, L-1]
+        ref_logprobs = (torch.cat([token_logprobs(ctx.reference, batch.select(c), temperature)[0] for c in chunks])
+                        if algo.beta else None)  # [N, L-1]
+        rewards = token_rewards(sampled.rewards.flatten(), mask, old_logprobs, ref_logprobs, algo.beta)  # [N, L-1]
+        advantages, returns = gae(rewards, old_values, mask, algo.gamma, algo.lam)  # [N, L-1], [N, L-1]
+        advantages = whiten(advantages, mask)  # [N, L-1]
+
+    penalty_beta = ctx.state.setdefault("penalty_beta", algo.penalty_beta)
+    num_tokens = mask.sum()
+    counts = dict(max_tokens=cfg.rollout.max_new_tokens, num_sequences=len(batch), num_tokens=num_tokens)
+    totals: dict[str, float] = {}
+    with timed(timings, "update"):
+        for _ in range(algo.mu):
+            totals = {}
+            for c in chunks:
+                micro = batch.select(c)
+                logprobs, values, entropy = logprobs_and_values(ctx.model, ctx.value_head, micro, temperature)
+                if algo.objective == "penalty":
+                    pg_loss, parts = ppo_penalty_loss(logprobs, old_logprobs[c], advantages[c], micro.completion_mask,
+                                                      penalty_beta, aggregation=algo.aggregation, **counts)
+                else:
+                    pg_loss, parts = grpo_loss(logprobs, old_logprobs[c], advantages[c], micro.completion_mask,
+                                               clip_eps_low=algo.clip_eps_low, clip_eps_high=algo.clip_eps_high,
+                                               aggregation=algo.aggregation, **counts)
+                vf_loss, vf_parts = value_loss(values, old_values[c], returns[c], micro.completion_mask,
+                                               algo.clip_eps_value, num_tokens=num_tokens)
+                loss = pg_loss + algo.vf_coef * vf_loss
+                loss.backward()
+                share = (micro.completion_mask.sum() / num_tokens).item()
+                totals["loss"] = totals.get("loss", 0.0) + loss.item()
+                totals["entropy"] = totals.get("entropy", 0.0) + (
+                    (entropy * micro.completion_mask).sum() / num_tokens).item()
+                for name, value in {**parts, **vf_parts}.items():
+                    scale = 1.0 if name in ("policy_loss", "vf_loss") else share  # losses already add up
+                    totals[name] = totals.get(name, 0.0) + scale * value.item()
+            params = list(ctx.model.parameters()) + list(ctx.value_head.parameters())
+            totals["grad_norm"] = torch.nn.utils.clip_grad_norm_(params, cfg.optim.max_grad_norm).item()
+            ctx.optimizer.step()
+            ctx.optimizer.zero_grad(set_to_none=True)
+        if algo.objective == "penalty":  # the adaptive rule measures KL(pi_old || pi_new) after the update
+            with torch.no_grad():
+                new_logprobs = torch.cat([token_logprobs(ctx.model, batch.select(c), temperature)[0] for c in chunks])
+                kl = ((old_logprobs - new_logprobs) * mask).sum() / num_tokens  # k1 estimate on pi_old's tokens
+            ctx.state["penalty_beta"] = adaptive_beta(penalty_beta, kl.item(), algo.kl_target)
+            totals.update({"kl_old_new": kl.item(), "penalty_beta": ctx.state["penalty_beta"]})
+    ctx.scheduler.step()
+    with timed(timings, "sync"):
+        ctx.engine.sync_weights(ctx.model)
+    totals["value/mean"] = ((old_values * mask).sum() / num_tokens).item()
+    totals["value/explained_var"] = _explained_variance(old_values, returns, mask)
+    return step_metrics_and_samples(ctx, step, sampled, timings, totals)
+
+
+def _explained_variance(values, returns, mask) -> float:
+    m = mask.bool()
+    var = returns[m].var()
+    return 0.0 if var == 0 else (1 - (returns[m] - values[m]).var() / var).item()

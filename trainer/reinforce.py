@@ -1,0 +1,56 @@
+"""REINFORCE (Williams 1992) as one readable step: the vanilla policy gradient.
+
+    sample G completions per prompt -> verify -> A = reward - baseline -> -A * log pi -> optimizer step
+
+`algo.baseline` picks the baseline (`advantages.outcome_advantages`): `none` (the plain estimator,
+unbiased but high variance), `mean` (the batch's mean reward) or `rloo` (the mean of the other
+G-1 completions of the same prompt: REINFORCE Leave-One-Out, Ahmadian et al. 2024).
+Departures: the update is a single gradient step on on-policy samples (no ratio, no clip), so
+`algo.mu`, the clip range and `rollout.importance_cap` are not used; `algo.beta > 0` adds
+beta * KL(pi_theta || pi_ref) to the loss as GRPO does (Williams had no reference model).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from rlvr.trainer.advantages import outcome_advantages
+from rlvr.trainer.logprobs import token_logprobs
+from rlvr.trainer.losses import aggregate, kl_penalty, reinforce_loss
+from rlvr.trainer.sampling import sample_and_score, step_metrics_and_samples, timed
+
+
+def reinforce_step(ctx, step: int) -> tuple[dict, list[dict]]:
+    cfg, algo = ctx.cfg, ctx.cfg.algo
+    timings: dict[str, float] = {}
+    sampled = sample_and_score(ctx, step, timings)
+    advantages = outcome_advantages(sampled.rewards, algo.baseline).flatten()  # [B*G]
+    batch = sampled.batch
+    num_sequences, num_tokens = len(batch), batch.completion_mask.sum()
+    counts = dict(max_tokens=cfg.rollout.max_new_tokens, num_sequences=num_sequences, num_tokens=num_tokens)
+
+    totals = {"loss": 0.0, "entropy": 0.0}
+    with timed(timings, "update"):
+        for start in range(0, num_sequences, cfg.train.micro_batch_size):
+            rows = slice(start, start + cfg.train.micro_batch_size)
+            micro = batch.select(rows)
+            logprobs, entropy = token_logprobs(ctx.model, micro, cfg.rollout.temperature, with_entropy=True)  # [n, L-1]
+            loss, _ = reinforce_loss(logprobs, advantages[rows], micro.completion_mask,
+                                     aggregation=algo.aggregation, **counts)
+            if algo.beta:
+                with torch.no_grad():
+                    ref = token_logprobs(ctx.reference, micro, cfg.rollout.temperature)[0]  # [n, L-1]
+                kl = kl_penalty(logprobs, ref, algo.kl_estimator)  # [n, L-1]
+                loss = loss + algo.beta * aggregate(kl, micro.completion_mask, algo.aggregation, **counts)
+                totals["kl"] = totals.get("kl", 0.0) + ((kl * micro.completion_mask).sum() / num_tokens).item()
+            loss.backward()
+            totals["loss"] += loss.item()
+            totals["entropy"] += ((entropy * micro.completion_mask).sum() / num_tokens).item()
+        totals["grad_norm"] = torch.nn.utils.clip_grad_norm_(ctx.model.parameters(), cfg.optim.max_grad_norm).item()
+        ctx.optimizer.step()
+        ctx.optimizer.zero_grad(set_to_none=True)
+    ctx.scheduler.step()
+    with timed(timings, "sync"):
+        ctx.engine.sync_weights(ctx.model)
+    return step_metrics_and_samples(ctx, step, sampled, timings, totals,
+                                    {"zero_adv_frac": (advantages == 0).float().mean().item()})

@@ -1,0 +1,99 @@
+"""What every policy-gradient step shares before and after its update: sample G completions per
+prompt, verify them, pack them; then the step's common metrics and logged samples.
+
+The algorithms (`grpo.py`, `reinforce.py`, `ppo.py`, `trpo.py`) differ only in between.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import torch
+
+from rlvr.trainer.logprobs import PackedBatch, pack
+from rlvr.trainer.prompts import render_prompts
+from rlvr.trainer.seeding import derive_seed
+
+
+@dataclass
+class Sampled:
+    rows: list  # B prompts' data rows
+    rollout: object  # the engine's Rollout: texts, prompt_ids, completion_ids, logprobs, truncated
+    results: list  # B*G VerifyResults
+    rewards: torch.Tensor  # [B, G]
+    batch: PackedBatch  # B*G packed rows
+    engine_logprobs: torch.Tensor  # [B*G, L-1] the engine's logprobs in `batch`'s layout
+
+
+def sample_and_score(ctx, step: int, timings: dict) -> Sampled:
+    cfg = ctx.cfg
+    prompts_per_step, group_size = cfg.train.prompts_per_step, cfg.train.completions_per_prompt
+    rows = ctx.env.rows("train", prompts_per_step, seed=derive_seed("train-rows", cfg.seed, step))
+    with timed(timings, "generate"):
+        rollout = ctx.engine.generate(render_prompts(ctx.tokenizer, ctx.env, rows), ctx.sampling)
+    with timed(timings, "score"):
+        results = ctx.env.score(rollout.texts, [row for row in rows for _ in range(group_size)])
+    rewards = torch.tensor([r.reward for r in results], dtype=torch.float32).view(prompts_per_step, group_size)  # [B, G]
+    batch = pack(rollout.prompt_ids, rollout.completion_ids, ctx.tokenizer.pad_token_id)
+    engine_logprobs = packed_engine_logprobs(rollout, batch.completion_mask.shape[1])  # [B*G, L-1]
+    return Sampled(rows, rollout, results, rewards, batch, engine_logprobs)
+
+
+def step_metrics_and_samples(ctx, step: int, sampled: Sampled, timings: dict, update_metrics: dict,
+                             batch_metrics: dict | None = None) -> tuple[dict, list[dict]]:
+    """The metrics every algorithm logs (reward, statuses, lengths, throughput, timings), with the
+    algorithm's `update_metrics` after the rewards and its `batch_metrics` after the lengths, and
+    the first `train.samples_per_step` prompts' completions."""
+    cfg, rollout, results = ctx.cfg, sampled.rollout, sampled.results
+    group_size = cfg.train.completions_per_prompt
+    metrics = {"step": step, **reward_metrics(sampled.rewards, results), **update_metrics}
+    lengths = torch.tensor([len(c) for c in rollout.completion_ids], dtype=torch.float32)  # [B*G]
+    metrics.update({
+        "response_len/mean": lengths.mean().item(),
+        "truncated_frac": sum(rollout.truncated) / len(rollout.truncated),
+    })
+    metrics.update(batch_metrics or {})
+    metrics.update({
+        "lr": ctx.scheduler.get_last_lr()[0],
+        "tokens_per_s": rollout.num_tokens / max(sum(timings.values()), 1e-9),
+        **{f"time/{name}": seconds for name, seconds in timings.items()},
+    })
+    rows = sampled.rows
+    samples = [
+        {"step": step, "prompt": ctx.env.messages(rows[i]), "answer": rows[i].get("answer"),
+         "completions": [{"text": rollout.texts[i * group_size + j], **results[i * group_size + j].to_dict()}
+                         for j in range(group_size)]}
+        for i in range(min(cfg.train.samples_per_step, len(rows)))
+    ]
+    return metrics, samples
+
+
+def packed_engine_logprobs(rollout, width: int) -> torch.Tensor:
+    """The engine's per-completion logprobs scattered into `pack`'s [N, L-1] layout (0 elsewhere):
+    completion tokens of row i sit at columns len(prompt_i) - 1 onwards."""
+    packed = torch.zeros(len(rollout.completion_ids), width)  # [N, L-1]
+    for i, (prompt, logprobs) in enumerate(zip(rollout.prompt_ids, rollout.logprobs)):
+        packed[i, len(prompt) - 1 : len(prompt) - 1 + len(logprobs)] = logprobs.float()
+    return packed
+
+
+def reward_metrics(rewards: torch.Tensor, results) -> dict:
+    metrics = {"reward/mean": rewards.mean().item(), "reward/std": rewards.std().item()}
+    components: dict[str, list[float]] = {}
+    for result in results:
+        for name, part in result.details.get("components", {}).items():
+            components.setdefault(name, []).append(part["reward"])
+    metrics.update({f"reward/{name}": sum(v) / len(v) for name, v in components.items()})
+    statuses = Counter(r.status.value for r in results)
+    metrics.update({f"status/{s}": c / len(results) for s, c in sorted(statuses.items())})
+    return metrics
+
+
+@contextmanager
+def timed(timings: dict, name: str):
+    start = time.perf_counter()
+    yield
+    timings[name] = timings.get(name, 0.0) + time.perf_counter() - start

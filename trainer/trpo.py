@@ -1,0 +1,137 @@
+"""TRPO (Schulman et al. 2015) and the natural policy gradient (Kakade 2001) as one readable step.
+
+    sample -> verify -> advantages (REINFORCE baselines) -> g = grad of the surrogate
+    -> x = F^-1 g by conjugate gradient, F x by Hessian-vector products of the KL
+    -> step sqrt(2 delta / x.F x) * x -> (TRPO only) backtracking line search -> log
+
+The Fisher matrix F is never formed: F v is the Hessian-vector product of the mean KL(pi_old || pi_theta)
+over the batch's completion tokens at theta = theta_old (two backward passes, the second through the
+first, `torch.autograd.grad(..., create_graph=True)`). The KL is the exact one over the vocabulary,
+so its Hessian is positive semi-definite; `algo.cg_damping` * I is added, as in the paper's code.
+`algo=npg` takes the full step sqrt(2 delta / x.F x) x (the quadratic model's KL equals delta);
+`algo=trpo` then halves it (`algo.backtrack_ratio`) until the REAL mean KL <= `algo.max_kl` and the
+REAL surrogate improves, for at most `algo.line_search_steps` tries, and keeps theta_old if none holds.
+The optimizer and `optim.lr` are not used (the step size comes from delta).
+
+Memory cost, per micro-batch of n rows of L tokens with P parameters and vocabulary V:
+  * the old distribution pi_old(. | s_t) is stored for the whole batch: N x L x V floats
+    (N = 64, L = 512, V = 150k in fp32 is 20 GB: on large models subsample rows for the Fisher);
+  * each Fisher-vector product keeps the forward graph plus the first backward's graph
+    (create_graph=True): about 2-3x the activation memory of an ordinary backward;
+  * conjugate gradient holds about 6 parameter-sized vectors (g, x, r, p, F p, theta_old) in fp32,
+    i.e. 24 bytes x P beside the model (a 7B model: about 170 GB), which is why the LLM-scale
+    algorithms (PPO, GRPO) replaced TRPO's trust region by a clipped ratio.
+  * time: cg_iters + 1 forward/double-backward passes per step, plus one forward per line-search try;
+    the double backward needs the unfused "math" attention (flash / memory-efficient kernels have no
+    second derivative), so those passes also hold the full attention matrices (n x heads x L x L).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.nn.utils import parameters_to_vector, vector_to_parameters
+
+from rlvr.trainer.advantages import outcome_advantages
+from rlvr.trainer.logprobs import PackedBatch
+from rlvr.trainer.losses import aggregate, conjugate_gradient
+from rlvr.trainer.sampling import sample_and_score, step_metrics_and_samples, timed
+
+
+def trpo_step(ctx, step: int) -> tuple[dict, list[dict]]:
+    """One TRPO step (algo=trpo) or natural-gradient step (algo=npg) on freshly sampled completions."""
+    cfg, algo = ctx.cfg, ctx.cfg.algo
+    timings: dict[str, float] = {}
+    sampled = sample_and_score(ctx, step, timings)
+    advantages = outcome_advantages(sampled.rewards, algo.baseline).flatten()  # [B*G]
+    with timed(timings, "update"):
+        update = natural_gradient_update(
+            ctx.model, sampled.batch, advantages, max_kl=algo.max_kl, cg_iters=algo.cg_iters,
+            cg_damping=algo.cg_damping, line_search_steps=algo.line_search_steps if algo.name == "trpo" else 0,
+            backtrack_ratio=algo.backtrack_ratio, aggregation=algo.aggregation,
+            micro_batch_size=cfg.train.micro_batch_size, temperature=cfg.rollout.temperature,
+            max_tokens=cfg.rollout.max_new_tokens)
+    # no scheduler.step(): the step size comes from max_kl, the optimizer's lr is never used
+    with timed(timings, "sync"):
+        ctx.engine.sync_weights(ctx.model)
+    return step_metrics_and_samples(ctx, step, sampled, timings, update,
+                                    {"zero_adv_frac": (advantages == 0).float().mean().item()})
+
+
+def natural_gradient_update(model, batch: PackedBatch, advantages, *, max_kl: float, cg_iters: int = 10,
+                            cg_damping: float = 0.1, line_search_steps: int = 10, backtrack_ratio: float = 0.5,
+                            aggregation: str = "token_mean", micro_batch_size: int = 64, temperature: float = 1.0,
+                            max_tokens: int | None = None) -> dict:
+    """Update `model` in place by one natural-gradient step of KL size `max_kl`; line_search_steps=0
+    is NPG (take the step), > 0 is TRPO. Returns metrics: surrogate improvement, KL, accepted step fraction."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    chunks = [slice(s, s + micro_batch_size) for s in range(0, len(batch), micro_batch_size)]
+    num_tokens = batch.completion_mask.sum()
+    counts = dict(max_tokens=max_tokens, num_sequences=len(batch), num_tokens=num_tokens)
+
+    def log_dists(c):  # log pi_theta(. | s_t) on rows c: [n, L-1, V]
+        micro = batch.select(c)
+        logits = model(input_ids=micro.input_ids, attention_mask=micro.attention_mask).logits  # [n, L, V]
+        return torch.log_softmax(logits[:, :-1].float() / temperature, dim=-1)
+
+    def sampled(log_dist, c):  # log pi_theta(o_t) of the sampled tokens: [n, L-1]
+        return log_dist.gather(-1, batch.input_ids[c, 1:].unsqueeze(-1)).squeeze(-1)
+
+    def mean_kl(log_dist, c):  # this chunk's share of mean_t KL(pi_old || pi_theta), exact over the vocabulary
+        old = old_log_dists[c]  # [n, L-1, V]
+        per_token = (old.exp() * (old - log_dist)).sum(-1)  # [n, L-1]
+        return (per_token * batch.completion_mask[c]).sum() / num_tokens  # []
+
+    def surrogate(log_dist, c):  # this chunk's share of the surrogate sum ratio * A (to maximise)
+        ratio = torch.exp(sampled(log_dist, c) - old_logprobs[c])  # [n, L-1]
+        per_token = ratio * advantages[c].unsqueeze(-1)  # [n, L-1]
+        return aggregate(per_token, batch.completion_mask[c], aggregation, **counts)  # []
+
+    with torch.no_grad():
+        old_log_dists = torch.cat([log_dists(c) for c in chunks])  # [N, L-1, V]
+        old_logprobs = torch.cat([sampled(old_log_dists[c], c) for c in chunks])  # [N, L-1]
+
+    g = torch.zeros(sum(p.numel() for p in params))  # [P]
+    for c in chunks:
+        g += parameters_to_vector(_grads(surrogate(log_dists(c), c), params))  # the surrogate's gradient
+
+    def fisher_vector_product(v):  # (F + damping I) v, F = Hessian of the mean KL at theta_old
+        out = torch.zeros_like(v)  # [P]
+        for c in chunks:
+            with sdpa_kernel(SDPBackend.MATH):  # fused attention kernels have no double backward
+                grads = _grads(mean_kl(log_dists(c), c), params, create_graph=True)
+            grad_v = parameters_to_vector(grads) @ v  # []
+            out += parameters_to_vector(_grads(grad_v, params))
+        return out + cg_damping * v
+
+    x = conjugate_gradient(fisher_vector_product, g, iters=cg_iters)  # [P] ~ F^-1 g
+    x_f_x = (x @ fisher_vector_product(x)).clamp(min=1e-12)  # []
+    full_step = torch.sqrt(2 * max_kl / x_f_x) * x  # [P]  0.5 step.F.step = max_kl
+    theta_old = parameters_to_vector(params).detach().clone()  # [P]
+
+    def evaluate(fraction):  # (real surrogate improvement, real mean KL) at theta_old + fraction * full_step
+        vector_to_parameters(theta_old + fraction * full_step, params)
+        with torch.no_grad():
+            dists = [(log_dists(c), c) for c in chunks]
+            return sum(surrogate(d, c) for d, c in dists).item() - surrogate_old, sum(mean_kl(d, c) for d, c in dists).item()
+
+    surrogate_old = aggregate(advantages.unsqueeze(-1).expand_as(old_logprobs), batch.completion_mask, aggregation,
+                              **counts).item()  # ratio = 1 at theta_old
+    metrics = {"expected_improve": (g @ full_step).item(), "step_norm": full_step.norm().item(),
+               "surrogate_old": surrogate_old}
+    if line_search_steps == 0:  # NPG
+        improve, kl = evaluate(1.0)
+        return {**metrics, "improve": improve, "kl": kl, "step_frac": 1.0, "line_search_tries": 0}
+    for tries in range(1, line_search_steps + 1):
+        fraction = backtrack_ratio ** (tries - 1)
+        improve, kl = evaluate(fraction)
+        if kl <= max_kl and improve > 0:
+            return {**metrics, "improve": improve, "kl": kl, "step_frac": fraction, "line_search_tries": tries}
+    vector_to_parameters(theta_old, params)  # no step satisfied both: keep theta_old
+    return {**metrics, "improve": 0.0, "kl": 0.0, "step_frac": 0.0, "line_search_tries": line_search_steps}
+
+
+def _grads(scalar, params, create_graph: bool = False):
+    """d scalar / d params, zeros for parameters it does not depend on."""
+    grads = torch.autograd.grad(scalar, params, allow_unused=True, create_graph=create_graph)
+    return [torch.zeros_like(p) if g is None else g for g, p in zip(grads, params)]
