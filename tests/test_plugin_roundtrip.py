@@ -1,4 +1,5 @@
-"""A scaffolded plugin installs, lists, trains and evaluates; every built-in env trains one step from the CLI.
+"""A scaffolded plugin installs, lists, trains and evaluates; every built-in env trains one step and
+evaluates the checkpoint from the CLI.
 
 Real subprocesses (`python -m rlvr ...`) on the tiny model; nothing downloads. The plugin is
 pip-installed into the current environment and uninstalled afterwards.
@@ -96,3 +97,10 @@ def test_every_builtin_env_trains_one_step_from_the_command_line(env, tmp_path, 
                   "train.steps=1", *TINY, "output_dir=run", cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     assert (tmp_path / "run" / "metrics.jsonl").read_text().strip()
+    # ... and evaluates the checkpoint it wrote
+    result = rlvr("eval", f"model.name_or_path={tmp_path / 'run' / 'checkpoints' / 'step_1'}", f"env={env}",
+                  *env_data.data_overrides(env, tmp_path), "n_prompts=2", "rollout=hf", "rollout.max_new_tokens=8",
+                  "output_dir=ev", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    results = json.loads((tmp_path / "ev" / "results.json").read_text())["results"]
+    assert len(results) == 1 and results[0]["n_prompts"] == 2 and 0.0 <= results[0]["pass@1"] <= 1.0
