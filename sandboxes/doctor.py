@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Iterable
 
 from rlvr.sandboxes.base import get_sandbox
-from rlvr.sandboxes.probes import AFTERMATH, PROBES, HostFixtures, aftermath_problem, probe_limits
+from rlvr.sandboxes.probes import PROBES, HostFixtures, run_probe
 
 Row = tuple[str, str, bool, str]  # probe, outcome, contained, note
 
@@ -43,12 +43,8 @@ def probe_rows(backend: str = "docker") -> Iterable[Row]:
                 if backend not in probe.backends:
                     yield probe.name, "n/a", True, probe.note
                     continue
-                limits = probe_limits(probe)
                 start = time.monotonic()
-                execution = sandbox.run(probe.program(host.ctx), "", limits)
-                problem = probe.judge(execution, host.ctx) or aftermath_problem(sandbox.run(AFTERMATH, "", limits))
-                if host.connections:
-                    problem = problem or "the host listener received a connection"
+                execution, problem = run_probe(sandbox, probe, host)
                 outcome = f"{execution.status.value} (exit {execution.exit_code}, {time.monotonic() - start:.1f}s)"
                 yield probe.name, outcome, problem is None, problem or probe.note
     finally:

@@ -186,3 +186,14 @@ class HostFixtures:
 
 def probe_limits(probe: Probe) -> Limits:
     return probe.limits.with_(memory_bytes=256 * MiB)
+
+
+def run_probe(sandbox, probe: Probe, host: HostFixtures) -> tuple[Execution, str | None]:
+    """Run `probe`, then the clean-up check, in `sandbox`: its execution and the first problem found
+    (the probe's own verdict, a connection to the host listener, or what the next run found left over)."""
+    limits = probe_limits(probe)
+    execution = sandbox.run(probe.program(host.ctx), "", limits)
+    problem = probe.judge(execution, host.ctx)
+    if problem is None and host.connections:
+        problem = "the host listener received a connection"
+    return execution, problem or aftermath_problem(sandbox.run(AFTERMATH, "", limits))

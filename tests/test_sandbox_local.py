@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rlvr.sandboxes.base import ExecStatus
-from rlvr.sandboxes.probes import AFTERMATH, PROBES, HostFixtures, aftermath_problem, probe_limits
+from rlvr.sandboxes.probes import PROBES, HostFixtures, run_probe
 
 LOCAL_PROBES = [p for p in PROBES if "local" in p.backends]
 
@@ -25,11 +25,8 @@ def host():
 
 @pytest.mark.parametrize("probe", LOCAL_PROBES, ids=[p.name for p in LOCAL_PROBES])
 def test_probe_is_contained(probe, sandbox, host):
-    limits = probe_limits(probe)
-    execution = sandbox.run(probe.program(host.ctx), "", limits)
-    assert probe.judge(execution, host.ctx) is None, probe.judge(execution, host.ctx)
-    assert host.connections == 0
-    assert aftermath_problem(sandbox.run(AFTERMATH, "", limits)) is None
+    _, problem = run_probe(sandbox, probe, host)  # the probe's verdict, no host connection, a clean next run
+    assert problem is None, problem
 
 
 def test_stdin_stdout_exit_code(sandbox):
