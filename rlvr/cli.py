@@ -49,8 +49,30 @@ def main(argv: list[str] | None = None) -> int:
     return 2
 
 
-def _train(overrides: list[str]) -> int:
+def _run_hydra(command: str, overrides: list[str], task, errors: tuple[type[BaseException], ...]) -> int:
+    """Run `task(cfg)` as `rlvr COMMAND` with Hydra on rlvr.conf/COMMAND.yaml and the given overrides.
+
+    An exception of a type in `errors` (bad input the user can fix) ends the command with a one-line
+    message instead of a traceback; `task`'s return value, when an int, is the exit status.
+    """
     import hydra
+
+    code = 0
+
+    @hydra.main(version_base="1.3", config_path="pkg://rlvr.conf", config_name=command)
+    def run(cfg) -> None:
+        nonlocal code
+        try:
+            code = task(cfg) or 0
+        except errors as error:
+            raise SystemExit(f"rlvr {command}: {error}") from None
+
+    sys.argv = [f"rlvr {command}", *overrides]
+    run()
+    return code
+
+
+def _train(overrides: list[str]) -> int:
     from hydra.core.config_store import ConfigStore
 
     from rlvr.envs.registry import env_registry
@@ -60,22 +82,15 @@ def _train(overrides: list[str]) -> int:
     register_schemas()
     _offer_plugin_envs(ConfigStore.instance(), env_registry)
 
-    @hydra.main(version_base="1.3", config_path="pkg://rlvr.conf", config_name="train")
-    def run(cfg) -> None:
+    def task(cfg) -> None:
         from rlvr.trainer.run import train  # torch loads here, so `rlvr train --help` stays fast
 
-        try:
-            train(cfg)
-        except (ConfigError, UnknownNameError) as error:
-            raise SystemExit(f"rlvr train: {error}") from None
+        train(cfg)
 
-    sys.argv = ["rlvr train", *overrides]
-    run()
-    return 0
+    return _run_hydra("train", overrides, task, (ConfigError, UnknownNameError))
 
 
 def _eval(overrides: list[str]) -> int:
-    import hydra
     from hydra.core.config_store import ConfigStore
 
     from rlvr.envs.registry import env_registry
@@ -85,43 +100,28 @@ def _eval(overrides: list[str]) -> int:
     register_eval_schema()
     _offer_plugin_envs(ConfigStore.instance(), env_registry)
 
-    @hydra.main(version_base="1.3", config_path="pkg://rlvr.conf", config_name="eval")
-    def run(cfg) -> None:
+    def task(cfg) -> None:
         from rlvr.trainer.eval_run import run_eval  # torch loads here, so `rlvr eval --help` stays fast
 
-        try:
-            run_eval(cfg)
-        except (ConfigError, UnknownNameError) as error:
-            raise SystemExit(f"rlvr eval: {error}") from None
+        run_eval(cfg)
 
-    sys.argv = ["rlvr eval", *overrides]
-    run()
-    return 0
+    return _run_hydra("eval", overrides, task, (ConfigError, UnknownNameError))
 
 
 def _verify(overrides: list[str]) -> int:
-    import hydra
     from omegaconf import OmegaConf
 
     from rlvr.verifiers.batch import exit_code, format_summary, register_schema, verify_file
 
     register_schema()
-    code = 0
 
-    @hydra.main(version_base="1.3", config_path="pkg://rlvr.conf", config_name="verify")
-    def run(cfg) -> None:
-        nonlocal code
-        try:
-            summary = verify_file(cfg.input, cfg.output, verifier_name=cfg.verifier, workers=cfg.workers,
-                                  verifier_params=OmegaConf.to_container(cfg.params, resolve=True))
-        except OSError as error:
-            raise SystemExit(f"rlvr verify: {error}") from None
+    def task(cfg) -> int:
+        summary = verify_file(cfg.input, cfg.output, verifier_name=cfg.verifier, workers=cfg.workers,
+                              verifier_params=OmegaConf.to_container(cfg.params, resolve=True))
         print(format_summary(summary))
-        code = exit_code(summary)
+        return exit_code(summary)
 
-    sys.argv = ["rlvr verify", *overrides]
-    run()
-    return code
+    return _run_hydra("verify", overrides, task, (OSError,))
 
 
 def _offer_plugin_envs(store, env_registry) -> None:
