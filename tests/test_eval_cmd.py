@@ -191,3 +191,24 @@ def test_eval_yaml_composes_with_every_option(group):
         if path.name.endswith(".yaml"):
             cfg = compose_eval([f"{group}={path.name.removesuffix('.yaml')}", "temperature=0.5"])
             assert cfg.rollout.temperature == 0.5 and cfg.env.split == "test"
+
+
+def test_two_runs_with_the_same_name_keep_both_plots_and_one_sample_has_no_at_k_columns(tmp_path):
+    from rlvr.trainer.eval_report import build_results, format_markdown, write_plots
+    from rlvr.trainer.eval_run import EnvSpec, ModelSpec
+
+    models, records = [], []
+    for run, statuses in (("a/run", [["correct"], ["incorrect"]]), ("b/run", [["correct"], ["correct"]])):
+        for step in (0, 10):
+            label = f"{run}@{step}"
+            models.append(ModelSpec(label, label, step=step, run=run))
+            records += _records(label, statuses)
+    rows = {"arithmetic": [{"id": "p0"}, {"id": "p1"}]}
+    settings = {"n_samples": 1, "temperature": 0.0, "top_p": 1.0, "max_new_tokens": 8, "seed": 0}
+    results = build_results(records, models, [EnvSpec("arithmetic", "arithmetic")], rows, settings)
+    assert sorted(p.name for p in write_plots(tmp_path, results)) == ["run.png", "run_2.png"]
+    table = format_markdown(results).splitlines()
+    header = next(line for line in table if line.startswith("| model |"))
+    assert "pass@1" in header and "maj@" not in header
+    row = next(line for line in table if line.startswith("| b/run@10 |"))
+    assert row.count("|") == header.count("|") and "100.0%" in row

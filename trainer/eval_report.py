@@ -174,18 +174,20 @@ def format_markdown(results: dict) -> str:
     steps = {m["label"]: m["step"] for m in results["models"]}
     for env in results["envs"]:
         rows = [r for r in results["results"] if r["env"] == env["label"]]
+        at_k = f" pass@{n} | maj@{n} |" if n > 1 else ""  # with one sample both equal pass@1
         lines += [f"\n## {env['label']} ({env['n_prompts']} {env['split']} prompts)\n",
-                  f"| model | step | pass@1 [95% CI] | pass@{n} | maj@{n} | mean reward | per verifier | statuses "
+                  f"| model | step | pass@1 [95% CI] |{at_k} mean reward | per verifier | statuses "
                   "| tokens mean / p50 / p95 | truncated |",
-                  "|---|---|---|---|---|---|---|---|---|---|"]
+                  "|---|---|---|" + ("---|---|" if n > 1 else "") + "---|---|---|---|---|"]
         for r in rows:
             lo, hi = r["pass@1_ci95"]
             verifiers = ", ".join(f"{k} {v:.3f}" for k, v in r["verifier_means"].items())
             statuses = ", ".join(f"{k} {v}" for k, v in r["status_counts"].items())
             t = r["response_tokens"]
             step = steps[r["model"]]
+            at_k = f" {r['pass@k'][str(n)]:.1%} | {r['maj@k'][str(n)]:.1%} |" if n > 1 else ""
             lines.append(f"| {r['model']} | {'' if step is None else step} | {r['pass@1']:.1%} [{lo:.1%}, {hi:.1%}] "
-                         f"| {r['pass@k'][str(n)]:.1%} | {r['maj@k'][str(n)]:.1%} | {r['reward_mean']:.3f} | {verifiers} "
+                         f"|{at_k} {r['reward_mean']:.3f} | {verifiers} "
                          f"| {statuses} | {t['mean']:.1f} / {t['p50']} / {t['p95']} | {r['truncated_frac']:.1%} |")
         if len(rows) >= 2:
             lines += ["", before_after(rows[0], rows[-1], steps, env["n_prompts"], env["split"])]
@@ -223,7 +225,7 @@ def write_plots(out: Path, results: dict) -> list[Path]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    written = []
+    written, used = [], set()
     (out / "plots").mkdir(exist_ok=True)
     for run, ms in runs.items():
         fig, axes = plt.subplots(1, 2, figsize=(10, 4))
@@ -239,7 +241,13 @@ def write_plots(out: Path, results: dict) -> list[Path]:
             ax.legend()
         fig.suptitle(run)
         fig.tight_layout()
-        path = out / "plots" / f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', Path(run).name or 'run')}.png"
+        base = stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(run).name or "run")
+        copy = 1
+        while stem in used:  # two runs with the same directory name (a/run, b/run) keep both plots
+            copy += 1
+            stem = f"{base}_{copy}"
+        used.add(stem)
+        path = out / "plots" / f"{stem}.png"
         fig.savefig(path, dpi=100)
         plt.close(fig)
         written.append(path)
