@@ -3,7 +3,9 @@
 `checkpoints/step_N/` loads with `AutoModelForCausalLM.from_pretrained` as it is. The
 trainer state (optimizer, scheduler, RNG, step) sits beside the weights. A directory is
 written under a temporary name and renamed when complete, so a run killed while saving
-leaves the previous checkpoint as the latest one.
+leaves the previous checkpoint as the latest one. A LoRA policy is saved merged, with its
+adapter under `adapter/` for resuming (trainer/lora.py); under torchrun rank 0 alone writes,
+the weights and optimizer state it is given being the full ones (trainer/distributed.py).
 """
 
 from __future__ import annotations
@@ -14,18 +16,26 @@ from pathlib import Path
 
 import torch
 
+from rlvr.trainer.lora import ADAPTER_DIR, is_lora, merged_copy
+
 _STEP_DIR = re.compile(r"^step_(\d+)$")
 
 
-def save_checkpoint(run_dir: Path, step: int, model, tokenizer, optimizer, scheduler, extra: dict) -> Path:
+def save_checkpoint(run_dir: Path, step: int, model, tokenizer, optimizer, scheduler, extra: dict,
+                    optimizer_state: dict | None = None) -> Path:
+    """`optimizer_state` replaces `optimizer.state_dict()` when given (FSDP2's gathered full state)."""
     final = run_dir / "checkpoints" / f"step_{step}"
     tmp = final.with_name(final.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(tmp)
+    if is_lora(model):  # the merged model, as any HF model; the adapter beside it for resume (trainer/lora.py)
+        merged_copy(model).save_pretrained(tmp)
+        model.save_pretrained(tmp / ADAPTER_DIR)
+    else:
+        model.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
     state = {
         "step": step,
-        "optimizer": optimizer.state_dict(),
+        "optimizer": optimizer.state_dict() if optimizer_state is None else optimizer_state,
         "scheduler": scheduler.state_dict(),
         "torch_rng": torch.get_rng_state(),
         **extra,
@@ -45,9 +55,12 @@ def latest_checkpoint(run_dir: Path) -> Path | None:
     return max(steps)[1] if steps else None
 
 
-def load_trainer_state(checkpoint: Path, optimizer, scheduler) -> dict:
+def load_trainer_state(checkpoint: Path, optimizer, scheduler, load_optimizer=None, rank: int = 0) -> dict:
+    """`load_optimizer(state)` replaces `optimizer.load_state_dict` when given (FSDP2 re-shards the full state).
+    Rank r of a data-parallel run restores its own RNG stream (`rank_rng`) when the checkpoint has one for it."""
     state = torch.load(checkpoint / "trainer_state.pt", weights_only=False)
-    optimizer.load_state_dict(state["optimizer"])
+    (load_optimizer or optimizer.load_state_dict)(state["optimizer"])
     scheduler.load_state_dict(state["scheduler"])
-    torch.set_rng_state(state["torch_rng"])
+    rank_rng = state.get("rank_rng") or []
+    torch.set_rng_state(rank_rng[rank] if rank < len(rank_rng) else state["torch_rng"])
     return state

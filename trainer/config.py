@@ -26,12 +26,18 @@ class AlgoConfig:
     scale_advantages_by_std: bool = True  # False: Dr. GRPO
     filter_zero_variance_groups: bool = False  # DAPO dynamic sampling (filtering only, no resampling)
     mu: int = 1  # inner epochs over one batch; old logprobs computed once before them
+    importance_level: str = "token"  # token | sequence (GSPO: one clipped ratio per sequence)
+    # DAPO's soft overlong punishment (eq. 13): the last `overlong_buffer` tokens before rollout.max_new_tokens
+    # cost up to `overlong_penalty` reward, linearly; 0 tokens: off
+    overlong_buffer: int = 0
+    overlong_penalty: float = 1.0
     # reinforce, trpo, npg: the baseline subtracted from each completion's reward
     baseline: str = "rloo"  # none | mean (batch mean) | rloo (leave-one-out over the G completions)
     # ppo
     objective: str = "clip"  # clip | penalty (adaptive-KL PPO-penalty)
     gamma: float = 1.0  # GAE discount over tokens
     lam: float = 0.95  # GAE lambda
+    critic: str = "head"  # head: a value head on the policy's trunk | model: a separate copy of the base model + head
     vf_coef: float = 0.1  # weight of the value loss
     clip_eps_value: Optional[float] = 0.2  # value clipping around the old values; null: off
     penalty_beta: float = 1.0  # PPO-penalty's initial KL(old || new) coefficient (adapted each step)
@@ -42,6 +48,15 @@ class AlgoConfig:
     cg_damping: float = 0.1
     line_search_steps: int = 10  # trpo only; npg takes the full step
     backtrack_ratio: float = 0.5
+    # dpo (beta above is DPO's temperature there; conf/algo/dpo.yaml quotes each default's source)
+    loss_type: str = "sigmoid"  # sigmoid (DPO; cDPO with label_smoothing > 0) | ipo
+    label_smoothing: float = 0.0  # cDPO's probability that a preference label is flipped, in [0, 0.5)
+    pair_strategy: str = "all"  # all (every chosen x rejected, capped) | best_vs_worst (one pair per prompt)
+    max_pairs_per_prompt: int = 8
+    min_margin: float = 0.0  # a pair needs chosen reward - rejected reward >= this (and > 0)
+    length_match: bool = False  # prefer pairs of similar completion length
+    dpo_updates_per_round: int = 1  # online: optimizer steps over each round's pairs
+    pairs_per_step: int = 64  # offline (data=PATH): pairs per optimizer step
 
 
 @dataclass
@@ -67,11 +82,25 @@ class WarmStartConfig:
 
 
 @dataclass
+class LoraConfig:
+    r: int = 0  # 0: full fine-tuning; > 0: LoRA adapters of this rank, e.g. 16 (trainer/lora.py)
+    alpha: float = 32.0  # scale alpha / r on B A
+    dropout: float = 0.0
+    target_modules: list = field(default_factory=lambda: ["all-linear"])  # peft names; all-linear: all but the head
+
+
+@dataclass
 class ModelConfig:
     name: str = "tiny"
     name_or_path: Optional[str] = None  # local HF directory or Hub name; null builds the tiny model
     arch: ArchConfig = field(default_factory=ArchConfig)
     warm_start: WarmStartConfig = field(default_factory=WarmStartConfig)
+    lora: LoraConfig = field(default_factory=LoraConfig)
+    # recompute activations in backward (HF gradient_checkpointing_enable, use_reentrant=False): less memory, more time
+    gradient_checkpointing: bool = False
+    # none | bf16: the policy's forward passes under torch.autocast(bfloat16), weights and optimizer in float32;
+    # allowed on CPU too (slower there without bf16 units); trainer/model.py
+    autocast: str = "none"
 
 
 @dataclass
@@ -114,6 +143,19 @@ class OptimConfig:
 
 
 @dataclass
+class WandbConfig:
+    project: str = "rlvr"
+    entity: Optional[str] = None
+    mode: str = "offline"  # offline | online | disabled; offline needs no network (`wandb sync` later)
+
+
+@dataclass
+class TrainerConfig:
+    # none: one process. ddp | fsdp2: under torchrun, data parallel over ranks (trainer/distributed.py)
+    strategy: str = "none"
+
+
+@dataclass
 class TrainConfig:
     algo: AlgoConfig = field(default_factory=AlgoConfig)
     env: Any = field(default_factory=lambda: {"name": "arithmetic"})
@@ -121,10 +163,14 @@ class TrainConfig:
     rollout: RolloutConfig = field(default_factory=RolloutConfig)
     train: TrainSection = field(default_factory=TrainSection)
     optim: OptimConfig = field(default_factory=OptimConfig)
+    trainer: TrainerConfig = field(default_factory=TrainerConfig)
     seed: int = 0
     output_dir: str = "outputs/${now:%Y-%m-%d}/${now:%H-%M-%S}"
     resume: Optional[str] = None  # a run directory; continue from its last checkpoint
     threads: int = 0  # torch CPU threads; 0 leaves torch's default
+    data: Optional[str] = None  # algo=dpo only: a scored-completions JSONL for offline DPO (trainer/dpo.py)
+    logger: list = field(default_factory=list)  # besides metrics.jsonl: tensorboard, wandb (trainer/loggers.py)
+    wandb: WandbConfig = field(default_factory=WandbConfig)
 
 
 def register_schemas() -> None:

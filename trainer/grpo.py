@@ -11,6 +11,11 @@ Departures from the paper, each a config switch (see conf/algo/grpo.yaml):
     paper's per-sequence mean, DAPO's token mean or Dr. GRPO's constant normaliser.
   * `filter_zero_variance_groups` drops groups whose rewards are all equal (their advantage is
     zero) but, unlike DAPO's dynamic sampling, does not resample to refill the batch.
+  * `overlong_buffer > 0` adds DAPO's soft overlong penalty (`reward_shaping.overlong_penalty`) to
+    the rewards before the advantages; `reward/mean` stays the verifiers' reward, the penalty's mean
+    is logged as reward/overlong_penalty, and the filter above looks at the verifiers' rewards only.
+  * `importance_level=sequence` is GSPO's sequence ratio (`losses.grpo_loss`); the preset gspo.yaml
+    sets mu = 4, since at mu = 1 its gradient is exactly GRPO's.
   * With `mu == 1` the old logprobs equal the current ones, so the ratio is 1 and they are not
     recomputed (the gradient is the same); with `mu > 1` they are computed once before the epochs.
   * The paper assumes the sampler and the trainer share one model. Here the engine (vLLM, or HF
@@ -26,8 +31,10 @@ from collections import Counter
 import torch
 
 from rlvr.trainer.advantages import group_advantages, zero_variance_groups
+from rlvr.trainer.distributed import any_rows, global_counts, loss_scale
 from rlvr.trainer.logprobs import PackedBatch, token_logprobs
 from rlvr.trainer.losses import grpo_loss, truncated_importance_weights
+from rlvr.trainer.reward_shaping import overlong_penalty
 from rlvr.trainer.sampling import sample_and_score, step_metrics_and_samples, timed
 
 
@@ -38,18 +45,21 @@ def grpo_step(ctx, step: int) -> tuple[dict, list[dict]]:
     timings: dict[str, float] = {}
 
     sampled = sample_and_score(ctx, step, timings)
-    rewards = sampled.rewards  # [B, G]
+    lengths = torch.tensor([len(c) for c in sampled.rollout.completion_ids])  # [B*G]
+    length_penalty = overlong_penalty(lengths, cfg.rollout.max_new_tokens, algo.overlong_buffer,
+                                      algo.overlong_penalty).view_as(sampled.rewards)  # [B, G]
+    rewards = sampled.rewards + length_penalty  # [B, G]
     advantages = group_advantages(rewards, scale_by_std=algo.scale_advantages_by_std).flatten()  # [B*G]
     flat_groups = zero_variance_groups(rewards)  # [B]
     keep = torch.ones(prompts_per_step * group_size, dtype=torch.bool)  # [B*G]
-    if algo.filter_zero_variance_groups:
-        keep = ~flat_groups.repeat_interleave(group_size)  # [B*G]
+    if algo.filter_zero_variance_groups:  # on the verifiers' rewards: DAPO eq. 11 counts correct answers
+        keep = ~zero_variance_groups(sampled.rewards).repeat_interleave(group_size)  # [B*G]
     engine_logprobs = sampled.engine_logprobs[keep]  # [N, L-1]
     batch = sampled.batch.select(keep)
     advantages = advantages[keep]  # [N]
 
     update_metrics: dict = {}
-    if len(batch) > 0:
+    if any_rows(len(batch)):  # with ranks: all update, or none, so their collective calls match
         with timed(timings, "logprobs"), torch.no_grad():
             old_logprobs = token_logprobs(ctx.model, batch, cfg.rollout.temperature)[0] if algo.mu > 1 else None
             ref_logprobs = token_logprobs(ctx.reference, batch, cfg.rollout.temperature)[0] if algo.beta else None
@@ -73,6 +83,7 @@ def grpo_step(ctx, step: int) -> tuple[dict, list[dict]]:
     return step_metrics_and_samples(ctx, step, sampled, timings, update_metrics, {
         "zero_adv_frac": flat_groups.float().mean().item(),
         "kept_frac": keep.float().mean().item(),
+        **({"reward/overlong_penalty": length_penalty.mean().item()} if algo.overlong_buffer else {}),
     })
 
 
@@ -88,19 +99,22 @@ def accumulate_gradients(model, batch: PackedBatch, advantages, old_logprobs, re
     Each micro-batch loss is normalised by the whole batch's sequence and token counts
     (see `losses.aggregate`), so no division by the number of micro-batches is needed and
     micro-batch 1 x accumulation 8 gives the gradient of micro-batch 8 x accumulation 1.
+    Under trainer.strategy=ddp|fsdp2 the counts are summed over ranks, the loss is scaled by the world
+    size, and a rank with fewer micro-batches than the busiest one runs empty (zero-weight) ones
+    (trainer/distributed.py); with one process all three are no-ops.
     """
-    num_sequences = len(batch)
-    num_tokens = batch.completion_mask.sum()
+    num_sequences, num_tokens, micro_batches = global_counts(len(batch), batch.completion_mask.sum(),
+                                                             micro_batch_size)
     totals: Counter = Counter()
     diff_max = 0.0
-    for start in range(0, num_sequences, micro_batch_size):
-        rows = slice(start, start + micro_batch_size)
-        micro = batch.select(rows)
+    for index in range(micro_batches):
+        rows = slice(index * micro_batch_size, (index + 1) * micro_batch_size)
+        micro = batch.select(rows)  # 0 rows once this rank has run out
         logprobs, entropy = token_logprobs(model, micro, temperature, with_entropy=True)  # [n, L-1]
         old = logprobs.detach() if old_logprobs is None else old_logprobs[rows]  # [n, L-1]
         ref = None if ref_logprobs is None else ref_logprobs[rows]
         weights = None
-        if engine_logprobs is not None:
+        if engine_logprobs is not None and len(micro) > 0:
             engine = engine_logprobs[rows]  # [n, L-1]
             diff = (old - engine).abs() * micro.completion_mask  # [n, L-1]
             totals["rollout/logprob_diff_mean"] += (diff.sum() / num_tokens).item()
@@ -111,9 +125,11 @@ def accumulate_gradients(model, batch: PackedBatch, advantages, old_logprobs, re
             logprobs, old, advantages[rows], micro.completion_mask, ref_logprobs=ref, beta=algo.beta,
             kl_estimator=algo.kl_estimator, clip_eps_low=algo.clip_eps_low, clip_eps_high=algo.clip_eps_high,
             aggregation=algo.aggregation, max_tokens=max_tokens, num_sequences=num_sequences, num_tokens=num_tokens,
-            importance_weights=weights,
+            importance_weights=weights, importance_level=algo.importance_level,
         )
-        loss.backward()
+        (loss * loss_scale()).backward()
+        if len(micro) == 0:
+            continue
         share = (micro.completion_mask.sum() / num_tokens).item()  # token-weighted averages of per-token stats
         totals["loss"] += loss.item()
         totals["entropy"] += share * ((entropy * micro.completion_mask).sum() / micro.completion_mask.sum()).item()

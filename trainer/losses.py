@@ -18,6 +18,9 @@ The math is GRPO (Shao et al. 2024, "DeepSeekMath", eq. 3) built from PPO-clip (
   paper and TRL do. The paper's beta is 0.04; ours defaults to 0.0 (no reference model needed),
   as TRL's does and as DAPO and Dr. GRPO recommend.
 * Empty denominators (a fully masked row or batch) are clamped to 1 rather than giving NaN.
+* `importance_level="sequence"` is GSPO (Zheng et al. 2025, "Group Sequence Policy Optimization",
+  eq. 5-7): one ratio per sequence, the geometric mean of its token ratios, clipped per sequence.
+  GSPO's objective has no KL term; here beta * KL is still added per token when beta != 0.
 * The engine that sampled (vLLM) and the trainer compute slightly different probabilities for the
   same tokens; the surrogate may be multiplied per token by truncated importance weights
   min(pi_old_trainer / pi_engine, cap) (Yao et al. 2025, "Your efficient RL framework secretly
@@ -31,6 +34,7 @@ from torch import Tensor
 
 KL_ESTIMATORS = ("k1", "k2", "k3")
 AGGREGATIONS = ("token_mean", "seq_mean_token_mean", "seq_mean_token_sum_norm")
+IMPORTANCE_LEVELS = ("token", "sequence")
 
 
 def kl_penalty(logprobs: Tensor, ref_logprobs: Tensor, estimator: str) -> Tensor:
@@ -116,6 +120,19 @@ def clipped_surrogate(
     return per_token_loss, ratio, clipped_low | clipped_high  # [N, T], [N, T], [N, T]
 
 
+def sequence_log_ratio(logprobs: Tensor, old_logprobs: Tensor, mask: Tensor) -> Tensor:
+    """GSPO's log importance ratio (Zheng et al. 2025, eq. 7), one per sequence:
+
+        log s_i = 1/|o_i| sum_t (log pi_theta(o_it) - log pi_old(o_it))
+
+    i.e. s_i is the geometric mean of the token ratios, so its size does not grow with the length.
+    A fully masked row gets log s = 0. Returns [N, 1], differentiable through `logprobs`.
+    """
+    mask = mask.to(logprobs.dtype)  # [N, T]
+    log_ratio = ((logprobs - old_logprobs) * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)  # [N]
+    return log_ratio.unsqueeze(-1)  # [N, 1]
+
+
 def truncated_importance_weights(old_logprobs: Tensor, engine_logprobs: Tensor, cap: float) -> Tensor:
     """Per-token correction for sampling with an engine whose probabilities differ from the trainer's
     (truncated importance sampling, Yao et al. 2025):
@@ -144,6 +161,7 @@ def grpo_loss(
     num_sequences: float | None = None,
     num_tokens: float | None = None,
     importance_weights: Tensor | None = None,
+    importance_level: str = "token",
 ) -> tuple[Tensor, dict[str, Tensor]]:
     """GRPO loss (DeepSeekMath eq. 3, negated):
 
@@ -154,13 +172,33 @@ def grpo_loss(
     also explains num_sequences / num_tokens). The KL term is computed only when beta != 0.
     `importance_weights` [N, T] (detached; see `truncated_importance_weights`) multiply the
     surrogate per token, not the KL term. Returns (loss, metrics); metrics are detached 0-d tensors.
+
+    `importance_level="sequence"` is GSPO (Zheng et al. 2025, eq. 5): ratio_it is replaced by the
+    sequence ratio s_i (`sequence_log_ratio`), clipped once per sequence, so every token of a sequence
+    carries the same surrogate; with aggregation "seq_mean_token_mean" the loss is then GSPO's
+    1/G sum_i min(s_i A_i, clip(s_i, 1-eps_low, 1+eps_high) A_i). `clip_frac` and `ratio_mean` are
+    token-weighted (the share of tokens in clipped sequences), so micro-batches average them as in
+    the token case; TRL logs the fraction of sequences instead. `importance_weights` still act per
+    token: a sequence's surrogate is then scaled by the mean weight of its tokens (as TRL's token-level
+    vLLM correction does).
+    At ratio 1 (mu == 1, no engine correction) GSPO's gradient, -1/G sum_i A_i/|o_i| sum_t grad log pi,
+    is exactly GRPO's with "seq_mean_token_mean": the two differ only off-policy (mu > 1).
     """
     if beta != 0.0 and ref_logprobs is None:
         raise ValueError(f"beta={beta} needs ref_logprobs (set beta=0.0 to train without a reference model)")
     counts = dict(max_tokens=max_tokens, num_sequences=num_sequences, num_tokens=num_tokens)
-    surrogate, ratio, clipped = clipped_surrogate(
-        logprobs, old_logprobs, advantages, clip_eps_low, clip_eps_high
-    )  # [N, T], [N, T], [N, T]
+    if importance_level == "token":
+        surrogate, ratio, clipped = clipped_surrogate(
+            logprobs, old_logprobs, advantages, clip_eps_low, clip_eps_high
+        )  # [N, T], [N, T], [N, T]
+    elif importance_level == "sequence":
+        log_s = sequence_log_ratio(logprobs, old_logprobs, mask)  # [N, 1]
+        surrogate, ratio, clipped = clipped_surrogate(
+            log_s, torch.zeros_like(log_s), advantages, clip_eps_low, clip_eps_high
+        )  # [N, 1], [N, 1], [N, 1]
+        surrogate, ratio, clipped = (x.expand_as(logprobs) for x in (surrogate, ratio, clipped))  # [N, T] each
+    else:
+        raise ValueError(f"unknown importance_level {importance_level!r}; expected one of {IMPORTANCE_LEVELS}")
     if importance_weights is not None:
         surrogate = surrogate * importance_weights.detach()  # [N, T]
     per_token_loss = surrogate  # [N, T]

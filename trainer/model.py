@@ -1,4 +1,4 @@
-"""Loading the policy, its tokenizer and the frozen reference model."""
+"""Loading the policy (full or LoRA; gradient checkpointing, bf16 autocast), its tokenizer and the frozen reference."""
 
 from __future__ import annotations
 
@@ -39,9 +39,66 @@ def load_policy(path: str):
     return model
 
 
+def build_policy(model_cfg, base_path: str, checkpoint=None, seed: int = 0):
+    """The policy to train: the checkpoint's weights (resume) or the base model's; with `model.lora.r > 0`
+    the base model plus LoRA adapters, fresh (initialised from `seed`) or the checkpoint's `adapter/`."""
+    lora = model_cfg.lora.r > 0
+    model = load_policy(base_path if lora or not checkpoint else str(checkpoint))
+    if model_cfg.gradient_checkpointing:  # on the base model, before peft wraps it
+        _checkpoint_activations(model)
+    if model_cfg.autocast == "bf16":
+        autocast_forward(model)
+    if not lora:
+        return model
+    from rlvr.trainer.lora import ADAPTER_DIR, add_adapters, load_adapters
+
+    if checkpoint:
+        return load_adapters(model, checkpoint / ADAPTER_DIR)
+    with torch.random.fork_rng():  # A's random init, reproducible and without moving the run's RNG
+        torch.manual_seed(seed)
+        return add_adapters(model, model_cfg.lora)
+
+
+def _checkpoint_activations(model) -> None:
+    """Non-reentrant checkpointing (torch's recommended mode; the reentrant one needs inputs that require grad)."""
+    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+
+
+def build_reference(policy, base_path: str):
+    """The frozen reference: with LoRA the policy with adapters disabled (no copy), else a copy of the base model."""
+    from rlvr.trainer.lora import AdaptersOff, is_lora
+
+    if is_lora(policy):
+        return AdaptersOff(policy)
+    reference = load_reference(base_path)
+    if hasattr(policy, "_autocast_device"):  # model.autocast: the reference computes as the policy does
+        autocast_forward(reference)
+    return reference
+
+
 def load_reference(path: str):
     """A frozen copy of the starting policy for the KL term (never trained, never saved)."""
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
     model.eval()
     model.requires_grad_(False)
     return model
+
+
+def autocast_forward(model) -> None:
+    """Every forward of `model` (training, logprobs, HF generate) under torch.autocast(bfloat16) on the
+    device its weights live on; weights, gradients and AdamW state stay float32 (mixed precision).
+    Hooks rather than a wrapped `forward`, so copies (FSDP2's generation copy, LoRA's merge) carry their own."""
+    model._autocast_device = next(model.parameters()).device.type
+    model._autocast_stack = []
+    model.register_forward_pre_hook(_enter_autocast)
+    model.register_forward_hook(_exit_autocast, always_call=True)
+
+
+def _enter_autocast(module, args):
+    context = torch.autocast(module._autocast_device, dtype=torch.bfloat16)
+    context.__enter__()
+    module._autocast_stack.append(context)
+
+
+def _exit_autocast(module, args, output):
+    module._autocast_stack.pop().__exit__(None, None, None)

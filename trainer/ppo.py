@@ -3,15 +3,23 @@
     sample -> verify -> token rewards (+ per-token KL to the reference) -> values -> GAE
     -> mu epochs of [clipped (or KL-penalised) surrogate + clipped value loss] -> log
 
-The critic is a value head, `nn.Linear(hidden_size, 1)`, on the policy's last hidden state
-(`ctx.value_head`, trained by the same optimizer, saved in trainer_state.pt). Rewards are token
+The critic (`ctx.value_head`) is chosen by `algo.critic`:
+  * `head` (default): a value head, `nn.Linear(hidden_size, 1)`, on the policy's last hidden state. Cheap
+    (no second forward), but the value loss (weight `algo.vf_coef`) also moves the policy's trunk.
+  * `model`: a separate critic, `CriticModel`: a copy of the base model's trunk (without its LM head) with
+    its own value head, as in the PPO paper and InstructGPT. The value loss then never reaches the policy;
+    it costs a second forward/backward and a second copy of the trunk's weights, gradients and Adam state.
+Either way the critic's parameters sit in the same AdamW as the policy's, with the same `optim.lr`
+(TRL's PPOTrainer also gives policy and value model one optimizer), and its whole state dict is saved
+as "value_head" in trainer_state.pt, so `resume=` restores it. Rewards are token
 level: the verifier's reward sits on the last completion token and, when `algo.beta > 0`, every
 token pays beta * (log pi_old - log pi_ref), the per-token KL penalty of InstructGPT (Ouyang et al.
 2022). `algo.objective=penalty` swaps the clip for PPO-penalty (the paper's eq. 8) with the adaptive
 coefficient of section 4, kept in `ctx.state["penalty_beta"]` across steps and resumes.
 Departures from the paper:
-  * a separate critic model is not offered yet: the value head shares the policy's trunk, so the
-    value loss (weight `algo.vf_coef`) also moves the policy's weights;
+  * the default critic (`algo.critic=head`) shares the policy's trunk (see above);
+  * the separate critic starts from the base model's weights (its value head from zero), and its
+    gradient is clipped jointly with the policy's (`optim.max_grad_norm` over both);
   * GAE advantages are whitened over the batch's tokens, and the value loss is clipped around the
     old values (`algo.clip_eps_value`, null: off), as OpenAI's baselines do (neither is in the paper);
   * one optimizer step per epoch over the whole batch (no minibatch shuffling); the trainer/engine
@@ -19,6 +27,8 @@ Departures from the paper:
 """
 
 from __future__ import annotations
+
+import copy
 
 import torch
 
@@ -28,21 +38,54 @@ from rlvr.trainer.losses import adaptive_beta, grpo_loss, ppo_penalty_loss, valu
 from rlvr.trainer.sampling import sample_and_score, step_metrics_and_samples, timed
 
 
-def build_value_head(model) -> torch.nn.Linear:
-    head = torch.nn.Linear(model.config.hidden_size, 1)
+CRITICS = ("head", "model")
+
+
+def _zero_linear(hidden_size: int) -> torch.nn.Linear:
+    head = torch.nn.Linear(hidden_size, 1)  # zero at start: V = 0 until the value loss has trained it
     torch.nn.init.zeros_(head.weight)
     torch.nn.init.zeros_(head.bias)
     return head
 
 
+class CriticModel(torch.nn.Module):
+    """`algo.critic=model`: a value network of its own, the base model's trunk (a deep copy of
+    `model.base_model`, the transformer without the LM head) plus a zero-initialised value head."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.trunk = copy.deepcopy(model.base_model)
+        self.head = _zero_linear(model.config.hidden_size)
+
+    def forward(self, batch):  # values [N, L-1], laid out as `logprobs_and_values` describes
+        out = self.trunk(input_ids=batch.input_ids, attention_mask=batch.attention_mask)
+        hidden = out.last_hidden_state  # [N, L, H]
+        return self.head(hidden[:, :-1].float()).squeeze(-1)  # [N, L-1]
+
+
+def build_value_head(model, critic: str = "head") -> torch.nn.Module:
+    """PPO's critic for `algo.critic`: "head" -> a Linear on the policy's hidden states; "model" -> CriticModel.
+    Built from the policy as loaded, i.e. the base model, so the "model" critic starts from the base weights;
+    on `resume=` the checkpoint's critic state then replaces them."""
+    if critic == "head":
+        return _zero_linear(model.config.hidden_size)
+    if critic == "model":
+        return CriticModel(model)
+    raise ValueError(f"unknown critic {critic!r}; expected one of {CRITICS}")
+
+
 def logprobs_and_values(model, value_head, batch, temperature: float):
     """(logprobs [N, L-1], values [N, L-1], entropy [N, L-1]); column t's value is the state after
     token t, i.e. before the token whose logprob sits in column t."""
-    out = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, output_hidden_states=True)
+    separate = isinstance(value_head, CriticModel)
+    out = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, output_hidden_states=not separate)
     logits = out.logits[:, :-1].float() / temperature  # [N, L-1, V]
     logprobs_all = torch.log_softmax(logits, dim=-1)  # [N, L-1, V]
     logprobs = logprobs_all.gather(-1, batch.input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)  # [N, L-1]
-    values = value_head(out.hidden_states[-1][:, :-1].float()).squeeze(-1)  # [N, L-1]
+    if separate:
+        values = value_head(batch)  # [N, L-1]
+    else:
+        values = value_head(out.hidden_states[-1][:, :-1].float()).squeeze(-1)  # [N, L-1]
     with torch.no_grad():
         entropy = -(logprobs_all.exp() * logprobs_all).sum(-1)  # [N, L-1]
     return logprobs, values, entropy

@@ -15,6 +15,7 @@ from __future__ import annotations
 import torch
 
 from rlvr.trainer.advantages import outcome_advantages
+from rlvr.trainer.distributed import global_counts, loss_scale
 from rlvr.trainer.logprobs import token_logprobs
 from rlvr.trainer.losses import aggregate, kl_penalty, reinforce_loss
 from rlvr.trainer.sampling import sample_and_score, step_metrics_and_samples, timed
@@ -26,13 +27,15 @@ def reinforce_step(ctx, step: int) -> tuple[dict, list[dict]]:
     sampled = sample_and_score(ctx, step, timings)
     advantages = outcome_advantages(sampled.rewards, algo.baseline).flatten()  # [B*G]
     batch = sampled.batch
-    num_sequences, num_tokens = len(batch), batch.completion_mask.sum()
+    # with ranks: counts over all ranks and the busiest rank's micro-batch count (trainer/distributed.py)
+    num_sequences, num_tokens, micro_batches = global_counts(len(batch), batch.completion_mask.sum(),
+                                                             cfg.train.micro_batch_size)
     counts = dict(max_tokens=cfg.rollout.max_new_tokens, num_sequences=num_sequences, num_tokens=num_tokens)
 
     totals = {"loss": 0.0, "entropy": 0.0}
     with timed(timings, "update"):
-        for start in range(0, num_sequences, cfg.train.micro_batch_size):
-            rows = slice(start, start + cfg.train.micro_batch_size)
+        for index in range(micro_batches):
+            rows = slice(index * cfg.train.micro_batch_size, (index + 1) * cfg.train.micro_batch_size)
             micro = batch.select(rows)
             logprobs, entropy = token_logprobs(ctx.model, micro, cfg.rollout.temperature, with_entropy=True)  # [n, L-1]
             loss, _ = reinforce_loss(logprobs, advantages[rows], micro.completion_mask,
@@ -43,7 +46,7 @@ def reinforce_step(ctx, step: int) -> tuple[dict, list[dict]]:
                 kl = kl_penalty(logprobs, ref, algo.kl_estimator)  # [n, L-1]
                 loss = loss + algo.beta * aggregate(kl, micro.completion_mask, algo.aggregation, **counts)
                 totals["kl"] = totals.get("kl", 0.0) + ((kl * micro.completion_mask).sum() / num_tokens).item()
-            loss.backward()
+            (loss * loss_scale()).backward()  # DDP/FSDP2 average over ranks; x world size makes it the sum
             totals["loss"] += loss.item()
             totals["entropy"] += ((entropy * micro.completion_mask).sum() / num_tokens).item()
         totals["grad_norm"] = torch.nn.utils.clip_grad_norm_(ctx.model.parameters(), cfg.optim.max_grad_norm).item()

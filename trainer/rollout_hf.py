@@ -25,7 +25,7 @@ class HFEngine:
     @torch.no_grad()
     def generate(self, prompts: list[str], params: SamplingParams) -> Rollout:
         tok = self.tokenizer
-        encoded = [tok(p, add_special_tokens=False)["input_ids"] for p in prompts]
+        encoded = tok(prompts, add_special_tokens=False)["input_ids"]  # one batched call into the Rust tokenizer
         n = params.n
         width = max(len(ids) for ids in encoded)
         input_ids = torch.full((len(encoded), width), tok.pad_token_id, dtype=torch.long)  # [B, P]
@@ -58,28 +58,31 @@ class HFEngine:
 
         sequences = out.sequences[:, width:]  # [B*G, T]
         scores = torch.stack(out.scores, dim=1).float()  # [B*G, T, V]
-        token_logprobs = torch.log_softmax(scores, dim=-1).gather(-1, sequences.unsqueeze(-1)).squeeze(-1)  # [B*G, T]
+        # log p(x) = score(x) - logsumexp(scores): the sampled token's logprob without a [B*G, T, V] log-softmax.
+        token_logprobs = scores.gather(-1, sequences.unsqueeze(-1)).squeeze(-1) - scores.logsumexp(-1)  # [B*G, T]
 
-        completion_ids, logprobs, truncated, texts = [], [], [], []
-        for row in range(sequences.shape[0]):
-            ids = sequences[row].tolist()
-            length, stopped = _completion_length(ids, tok, params.stop)
+        eos = tok.eos_token_id  # a property lookup on HF tokenizers: read once, not per row
+        completion_ids, logprobs, truncated = [], [], []
+        for row, ids in enumerate(sequences.tolist()):
+            length, stopped = _completion_length(ids, tok, params.stop, eos=eos)
             completion_ids.append(ids[:length])
             logprobs.append(token_logprobs[row, :length].clone())
             truncated.append(not stopped)
-            texts.append(tok.decode(ids[:length], skip_special_tokens=True))
+        texts = tok.batch_decode(completion_ids, skip_special_tokens=True)
         prompt_ids = [encoded[i // n] for i in range(len(encoded) * n)]
         return Rollout(prompt_ids, completion_ids, texts, logprobs, truncated)
 
 
-def _completion_length(ids: list[int], tok, stop: tuple[str, ...]) -> tuple[int, bool]:
+def _completion_length(ids: list[int], tok, stop: tuple[str, ...], eos: int | None = None) -> tuple[int, bool]:
     """Tokens up to and including the first EOS or the token that completes a stop string.
 
     A pad token inside a row is not taken as a stop: when pad differs from EOS the model may
     sample it like any other token, and `generate` only pads rows that already stopped.
+    `eos` defaults to `tok.eos_token_id` (pass it when calling once per row: the lookup is slow).
     """
-    if tok.eos_token_id in ids:
-        return ids.index(tok.eos_token_id) + 1, True
+    eos = tok.eos_token_id if eos is None else eos
+    if eos in ids:
+        return ids.index(eos) + 1, True
     if stop and any(s in tok.decode(ids) for s in stop):
         for t in range(1, len(ids) + 1):
             if any(s in tok.decode(ids[:t]) for s in stop):

@@ -48,7 +48,7 @@ class VLLMEngine:
         self._enable_sleep_mode = enable_sleep_mode
         self._asleep = False
         self._model_dir = tempfile.mkdtemp(prefix="rlvr-vllm-")
-        model.save_pretrained(self._model_dir)
+        _save_on_this_rank(model, self._model_dir)
         tokenizer.save_pretrained(self._model_dir)
         set_num_threads = torch.set_num_threads  # vLLM's CPU worker replaces it with a no-op for the whole process
         self.llm = vllm.LLM(
@@ -132,6 +132,16 @@ class VLLMEngine:
             _destroy_distributed()
         shutil.rmtree(self._model_dir, ignore_errors=True)
         atexit.unregister(self.shutdown)
+
+
+def _save_on_this_rank(model, directory: str) -> None:
+    """`save_pretrained`, on every rank: once torch.distributed is up (torchrun), transformers 5 writes
+    on rank 0 only (`should_save_on_this_rank`), but each rank's engine starts from its own copy."""
+    model.should_save_on_this_rank = lambda is_main_process: True  # shadows the method on this instance only
+    try:
+        model.save_pretrained(directory)
+    finally:
+        del model.should_save_on_this_rank
 
 
 def _quiet_sync_logs() -> None:

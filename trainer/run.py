@@ -23,15 +23,19 @@ from tqdm import tqdm
 from rlvr.envs import load_env
 from rlvr.verifiers.registry import ConfigError
 from rlvr.trainer.checkpoint import latest_checkpoint, load_trainer_state, save_checkpoint
+from rlvr.trainer.distributed import Parallel, QuietRunFiles, RankModel
 from rlvr.trainer.evaluate import evaluate_greedy
+from rlvr.trainer.dpo import dpo_step
 from rlvr.trainer.grpo import grpo_step
+from rlvr.trainer.loggers import build_loggers
 from rlvr.trainer.ppo import build_value_head, ppo_step
 from rlvr.trainer.reinforce import reinforce_step
 from rlvr.trainer.trpo import trpo_step
-from rlvr.trainer.model import load_policy, load_reference, load_tokenizer, resolve_model_path
+from rlvr.trainer.lora import engine_for_policy
+from rlvr.trainer.model import build_policy, build_reference, load_tokenizer, resolve_model_path
 from rlvr.trainer.rollout import SamplingParams, build_engine
 from rlvr.trainer.run_dir import RunFiles
-from rlvr.trainer.validate import validate_train_config
+from rlvr.trainer.validate import validate_train_config, validate_world_size
 
 
 @dataclass
@@ -47,10 +51,11 @@ class RunContext:
     scheduler: torch.optim.lr_scheduler.LambdaLR
     value_head: torch.nn.Module | None = None  # ppo's critic
     state: dict = field(default_factory=dict)  # what an algorithm carries across steps (ppo's penalty_beta)
+    cache: dict = field(default_factory=dict)  # what an algorithm rebuilds rather than checkpoints (dpo's offline pairs)
 
 
-STEPS = {"grpo": grpo_step, "dr_grpo": grpo_step, "dapo": grpo_step,  # presets of one step
-         "reinforce": reinforce_step, "ppo": ppo_step, "trpo": trpo_step, "npg": trpo_step}
+STEPS = {"grpo": grpo_step, "dr_grpo": grpo_step, "dapo": grpo_step, "gspo": grpo_step,  # presets of one step
+         "reinforce": reinforce_step, "ppo": ppo_step, "trpo": trpo_step, "npg": trpo_step, "dpo": dpo_step}
 
 
 def build_env(env_cfg):
@@ -63,6 +68,10 @@ def build_env(env_cfg):
 
 def train(cfg, log=print) -> dict:
     validate_train_config(cfg)
+    parallel = Parallel.from_env(cfg.trainer.strategy)  # under torchrun: joins the process group
+    validate_world_size(cfg, parallel.world_size)
+    if not parallel.is_main:  # rank 0 alone prints and writes
+        log = lambda *args, **kwargs: None  # noqa: E731
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     run_dir = Path(cfg.resume or cfg.output_dir)
@@ -75,35 +84,46 @@ def train(cfg, log=print) -> dict:
     checkpoint = latest_checkpoint(run_dir) if cfg.resume else None
     if cfg.resume and checkpoint is None:
         raise ConfigError(f"resume={cfg.resume}: no checkpoint with trainer_state.pt under {run_dir}/checkpoints")
-    files = RunFiles(run_dir)  # created only once the config has passed every check
-    base_path = resolve_model_path(cfg, env, log=log)
+    files = RunFiles(run_dir) if parallel.is_main else QuietRunFiles()  # created once the config has passed every check
+    with parallel.main_first():  # one rank builds the cached tiny model, the others load it
+        base_path = resolve_model_path(cfg, env, log=log)
     tokenizer = load_tokenizer(base_path)
-    model = load_policy(str(checkpoint) if checkpoint else base_path)
-    reference = load_reference(base_path) if cfg.algo.beta else None
+    # ddp | fsdp2 wrap before the optimizer is built; model.lora adds adapters (trainer/lora.py)
+    model = parallel.wrap(build_policy(cfg.model, base_path, checkpoint, seed=cfg.seed))
+    # DPO always needs its reference (algo.beta is its temperature there, never 0); the others only for a KL term
+    reference = build_reference(parallel.plain(model), base_path) if cfg.algo.beta or cfg.algo.name == "dpo" else None
     random.seed(cfg.seed)  # after the model build, which draws from the RNG only when not cached
-    torch.manual_seed(cfg.seed)
-    value_head = build_value_head(model) if cfg.algo.name == "ppo" else None
+    torch.manual_seed(cfg.seed + parallel.rank)  # rank 0 draws as one process would
+    if reference is not None and parallel.world_size > 1:
+        reference = RankModel(reference)  # a rank left with no rows after filtering still runs its forward
+    value_head = build_value_head(model, cfg.algo.critic) if cfg.algo.name == "ppo" else None  # critic=model: own trunk
     params = list(model.parameters()) + (list(value_head.parameters()) if value_head is not None else [])
     optimizer = torch.optim.AdamW(params, lr=cfg.optim.lr, betas=tuple(cfg.optim.betas),
                                   weight_decay=cfg.optim.weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_lambda(cfg))
     start_step, algo_state = 0, {}
     if checkpoint:
-        trainer_state = load_trainer_state(checkpoint, optimizer, scheduler)
+        trainer_state = load_trainer_state(checkpoint, optimizer, scheduler, rank=parallel.rank,
+                                           load_optimizer=lambda s: parallel.load_optimizer_state(model, optimizer, s))
         start_step, algo_state = trainer_state["step"], trainer_state.get("algo_state", {})
         if value_head is not None:
             value_head.load_state_dict(trainer_state["value_head"])
         files.truncate_after(start_step)
         log(f"resuming {run_dir} from {checkpoint.name}")
     files.write_config(cfg)
+    if parallel.is_main:
+        files.loggers = build_loggers(cfg.logger, run_dir, OmegaConf.to_container(cfg, resolve=True), cfg.wandb,
+                                      resume_step=start_step if checkpoint else None)
 
     sampling = SamplingParams(n=cfg.train.completions_per_prompt, max_new_tokens=cfg.rollout.max_new_tokens,
                               temperature=cfg.rollout.temperature, top_p=cfg.rollout.top_p, top_k=cfg.rollout.top_k,
                               stop=tuple(cfg.rollout.stop))
-    engine = build_engine(cfg.rollout.engine, model, tokenizer,
-                          {**OmegaConf.to_container(cfg.rollout, resolve=True), "seed": cfg.seed})
-    ctx = RunContext(cfg, env, tokenizer, model, reference, engine, sampling, optimizer, scheduler, value_head,
-                     algo_state)
+    engine = parallel.engine(engine_for_policy(build_engine, cfg.rollout.engine, parallel.plain(model), tokenizer,
+                                               {**OmegaConf.to_container(cfg.rollout, resolve=True),
+                                                "seed": cfg.seed + parallel.rank}))
+    # with ranks, the step sees its rank's share of the prompts (trainer/distributed.py)
+    ctx = RunContext(parallel.local_config(cfg), parallel.shard_env(env), tokenizer, model, reference, engine, sampling,
+                     optimizer, scheduler, value_head, algo_state)
     algo_step = STEPS[cfg.algo.name]
     completions = cfg.train.prompts_per_step * cfg.train.completions_per_prompt
     log(f"run directory: {run_dir}\n"
@@ -112,6 +132,8 @@ def train(cfg, log=print) -> dict:
         f"<= {cfg.train.micro_batch_size}; {cfg.train.steps} steps; held-out eval on {len(test_rows)} test prompts")
 
     def held_out_eval() -> dict:
+        if not parallel.is_main:  # rank 0 alone evaluates, on the plain model (no collective)
+            return {}
         result = evaluate_greedy(engine, env, test_rows, cfg.rollout.max_new_tokens)
         return {f"eval/{k}": v for k, v in result.items()}
 
@@ -120,14 +142,16 @@ def train(cfg, log=print) -> dict:
     started = time.time()
     bar = tqdm(range(start_step + 1, cfg.train.steps + 1), initial=start_step, total=cfg.train.steps,
                desc=cfg.algo.name, unit="step", dynamic_ncols=True,
-               mininterval=0.2 if sys.stderr.isatty() else 15.0)  # a log file gets a line every 15 s
+               mininterval=0.2 if sys.stderr.isatty() else 15.0,  # a log file gets a line every 15 s
+               disable=not parallel.is_main)
     for step in bar:
         metrics, samples = algo_step(ctx, step)
+        metrics = parallel.reduce_metrics(metrics, completions // parallel.world_size)
         if step % cfg.train.eval_every == 0 or step == cfg.train.steps:
             metrics.update(held_out_eval())
         files.log_metrics(metrics)
         files.log_samples(samples)
-        postfix = {"reward": f"{metrics['reward/mean']:.3f}"}
+        postfix = {"reward": f"{metrics['reward/mean']:.3f}"} if "reward/mean" in metrics else {}  # offline dpo: none
         if "eval/accuracy" in metrics:
             postfix["eval_acc"] = f"{metrics['eval/accuracy']:.1%}"
         bar.set_postfix(postfix, refresh=False)
@@ -135,8 +159,17 @@ def train(cfg, log=print) -> dict:
             extra = {"base_model": base_path, "algo_state": dict(ctx.state)}
             if value_head is not None:
                 extra["value_head"] = value_head.state_dict()
-            save_checkpoint(run_dir, step, model, tokenizer, optimizer, scheduler, extra)
+            weights, optimizer_state = parallel.plain(model), parallel.optimizer_state(model, optimizer)  # collectives
+            extra["rank_rng"] = parallel.rng_states()
+            if parallel.is_main:
+                save_checkpoint(run_dir, step, weights, tokenizer, optimizer, scheduler, extra, optimizer_state)
     bar.close()
+    if hasattr(engine, "shutdown"):  # vLLM tears down its process groups: before ours goes, not at exit after it
+        engine.shutdown()
+    parallel.close()
+    if not parallel.is_main:
+        return {}
+    files.close()
     summary = summarise(files.read_metrics(), time.time() - started, run_dir)
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     log(format_summary(summary))
@@ -165,11 +198,11 @@ def summarise(history: list[dict], seconds: float, run_dir: Path) -> dict:
     first, last = evals[0], evals[-1]
 
     def window(rows):  # mean training reward over up to 10 steps
-        return sum(m["reward/mean"] for m in rows) / len(rows) if rows else float("nan")
+        return sum(m["reward/mean"] for m in rows) / len(rows) if rows else None  # offline dpo samples nothing
 
     return {
         "run_dir": str(run_dir),
-        "steps": train[-1]["step"] if train else 0,
+        "steps": max((m["step"] for m in history), default=0),  # offline dpo logs no reward/mean
         "seconds_this_session": round(seconds, 1),
         "eval_prompts": last["eval/n"],
         "before": {"step": first["step"], "accuracy": first["eval/accuracy"], "reward_mean": first["eval/reward_mean"],
@@ -186,9 +219,10 @@ def format_summary(s: dict) -> str:
          f"{100 * (a['accuracy'] - b['accuracy']):+.1f} pts"),
         ("held-out mean reward", f"{b['reward_mean']:.3f}", f"{a['reward_mean']:.3f}",
          f"{a['reward_mean'] - b['reward_mean']:+.3f}"),
-        ("train reward (10-step mean)", f"{b['train_reward_first_10']:.3f}", f"{a['train_reward_last_10']:.3f}",
-         f"{a['train_reward_last_10'] - b['train_reward_first_10']:+.3f}"),
     ]
+    if b["train_reward_first_10"] is not None:
+        rows.append(("train reward (10-step mean)", f"{b['train_reward_first_10']:.3f}",
+                     f"{a['train_reward_last_10']:.3f}", f"{a['train_reward_last_10'] - b['train_reward_first_10']:+.3f}"))
     header = f"| metric ({s['eval_prompts']} test prompts) | before (step {b['step']}) | after (step {a['step']}) | change |"
     lines = [header, "|---|---|---|---|"] + [f"| {m} | {x} | {y} | {d} |" for m, x, y, d in rows]
     return "\n".join(lines) + f"\n{s['steps']} steps in {s['seconds_this_session']:.0f} s; run directory {s['run_dir']}"

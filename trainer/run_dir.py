@@ -1,4 +1,5 @@
-"""The run directory's files: resolved config, `metrics.jsonl`, `samples.jsonl`."""
+"""The run directory's files: resolved config, `metrics.jsonl`, `samples.jsonl`; metrics are also
+handed to the chosen loggers (trainer/loggers.py: TensorBoard, W&B)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ class RunFiles:
         run_dir.mkdir(parents=True, exist_ok=True)
         self.metrics_path = run_dir / "metrics.jsonl"
         self.samples_path = run_dir / "samples.jsonl"
+        self.loggers: list = []  # set by the trainer once the run is set up (trainer/loggers.py)
 
     def write_config(self, cfg) -> None:
         (self.dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
@@ -28,6 +30,13 @@ class RunFiles:
 
     def log_metrics(self, metrics: dict) -> None:
         _append(self.metrics_path, {k: _jsonable(v) for k, v in metrics.items()})
+        for logger in self.loggers:
+            logger.log(metrics)
+
+    def close(self) -> None:
+        for logger in self.loggers:
+            logger.close()
+        self.loggers = []
 
     def log_samples(self, samples: list[dict]) -> None:
         for sample in samples:

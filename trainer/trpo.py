@@ -18,9 +18,10 @@ Memory cost, per micro-batch of n rows of L tokens with P parameters and vocabul
     (N = 64, L = 512, V = 150k in fp32 is 20 GB: on large models subsample rows for the Fisher);
   * each Fisher-vector product keeps the forward graph plus the first backward's graph
     (create_graph=True): about 2-3x the activation memory of an ordinary backward;
-  * conjugate gradient holds about 6 parameter-sized vectors (g, x, r, p, F p, theta_old) in fp32,
-    i.e. 24 bytes x P beside the model (a 7B model: about 170 GB), which is why the LLM-scale
-    algorithms (PPO, GRPO) replaced TRPO's trust region by a clipped ratio.
+  * conjugate gradient holds about 8 parameter-sized fp32 vectors beside the weights (g, x, r, p, F p, the
+    F v accumulator and its per-chunk gradients, then theta_old and the step), i.e. about 36 bytes x P with
+    the weights (a 7B model: about 250 GB, against 112 GB for GRPO with AdamW; docs/algorithms.md has the
+    table), which is why the LLM-scale algorithms (PPO, GRPO) replaced TRPO's trust region by a clipped ratio.
   * time: cg_iters + 1 forward/double-backward passes per step, plus one forward per line-search try;
     the double backward needs the unfused "math" attention (flash / memory-efficient kernels have no
     second derivative), so those passes also hold the full attention matrices (n x heads x L x L).

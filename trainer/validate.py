@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
-from rlvr.trainer.losses import AGGREGATIONS, KL_ESTIMATORS
+from pathlib import Path
+
+from rlvr.trainer.losses import AGGREGATIONS, IMPORTANCE_LEVELS, KL_ESTIMATORS
 from rlvr.verifiers.registry import ConfigError
 
 from rlvr.trainer.advantages import BASELINES
+from rlvr.trainer.distributed import PARALLEL_ALGOS
+from rlvr.trainer.distributed import STRATEGIES as PARALLEL_STRATEGIES
+from rlvr.trainer.ppo import CRITICS
+from rlvr.trainer.dpo import read_scored_completions
+from rlvr.trainer.dpo_loss import LOSS_TYPES
+from rlvr.trainer.loggers import LOGGERS
+from rlvr.trainer.pairs import STRATEGIES
 
-ALGOS = ("grpo", "dr_grpo", "dapo", "reinforce", "ppo", "trpo", "npg")  # dpo arrives with its issue
+ALGOS = ("grpo", "dr_grpo", "dapo", "gspo", "reinforce", "ppo", "trpo", "npg", "dpo")
 OBJECTIVES = ("clip", "penalty")
+GROUP_ALGOS = ("grpo", "dr_grpo", "dapo", "gspo")  # presets of grpo_step
 ENGINES = ("hf", "vllm", "auto")
 SCHEDULES = ("constant", "linear", "cosine")
+WANDB_MODES = ("offline", "online", "disabled")
 
 
 def validate_train_config(cfg) -> None:
@@ -28,6 +39,23 @@ def validate_train_config(cfg) -> None:
     need(cfg.algo.clip_eps_high >= 0, f"algo.clip_eps_high={cfg.algo.clip_eps_high} must be >= 0")
     need(cfg.algo.mu >= 1, f"algo.mu={cfg.algo.mu} must be >= 1")
     need(cfg.algo.baseline in BASELINES, f"algo.baseline={cfg.algo.baseline!r}; choose one of {', '.join(BASELINES)}")
+    need(cfg.algo.importance_level in IMPORTANCE_LEVELS,
+         f"algo.importance_level={cfg.algo.importance_level!r}; choose one of {', '.join(IMPORTANCE_LEVELS)}")
+    need(cfg.algo.importance_level == "token" or (
+        cfg.algo.name in GROUP_ALGOS and cfg.algo.aggregation == "seq_mean_token_mean"),
+         f"algo.importance_level=sequence (GSPO) needs a GRPO-family algo (not {cfg.algo.name!r}) and "
+         f"algo.aggregation=seq_mean_token_mean, not {cfg.algo.aggregation!r}: GSPO averages one loss per "
+         f"sequence; a token sum would weight each sequence by its length")
+    need(cfg.algo.overlong_buffer >= 0 and cfg.algo.overlong_penalty >= 0,
+         f"algo.overlong_buffer={cfg.algo.overlong_buffer} and algo.overlong_penalty={cfg.algo.overlong_penalty} "
+         f"must be >= 0")
+    need(cfg.algo.overlong_buffer < cfg.rollout.max_new_tokens,
+         f"algo.overlong_buffer={cfg.algo.overlong_buffer} must be < rollout.max_new_tokens="
+         f"{cfg.rollout.max_new_tokens} (the buffer is the last tokens before the length limit)")
+    need(cfg.algo.overlong_buffer == 0 or cfg.algo.name in GROUP_ALGOS,
+         f"algo.overlong_buffer={cfg.algo.overlong_buffer}: overlong reward shaping is applied by the GRPO family "
+         f"({', '.join(GROUP_ALGOS)}), not algo={cfg.algo.name}")
+    need(cfg.algo.critic in CRITICS, f"algo.critic={cfg.algo.critic!r}; choose one of {', '.join(CRITICS)}")
     need(cfg.algo.objective in OBJECTIVES,
          f"algo.objective={cfg.algo.objective!r}; choose one of {', '.join(OBJECTIVES)}")
     need(0 <= cfg.algo.gamma <= 1 and 0 <= cfg.algo.lam <= 1,
@@ -47,13 +75,16 @@ def validate_train_config(cfg) -> None:
          f"rollout.gpu_memory_utilization={cfg.rollout.gpu_memory_utilization} must be in (0, 1]")
     need(cfg.rollout.tensor_parallel_size >= 1,
          f"rollout.tensor_parallel_size={cfg.rollout.tensor_parallel_size} must be >= 1")
+    for name in cfg.logger:
+        need(name in LOGGERS, f"logger={list(cfg.logger)}: unknown logger {name!r}; choose some of {', '.join(LOGGERS)}")
+    need(cfg.wandb.mode in WANDB_MODES, f"wandb.mode={cfg.wandb.mode!r}; choose one of {', '.join(WANDB_MODES)}")
     need(cfg.optim.schedule in SCHEDULES, f"optim.schedule={cfg.optim.schedule!r}; choose one of {', '.join(SCHEDULES)}")
     need(cfg.optim.lr > 0, f"optim.lr={cfg.optim.lr} must be > 0")
     train = cfg.train
     for name in ("steps", "prompts_per_step", "micro_batch_size", "save_every", "eval_every", "eval_prompts"):
         need(train[name] >= 1, f"train.{name}={train[name]} must be >= 1")
-    group_baseline = cfg.algo.name in ("grpo", "dr_grpo", "dapo") or (
-        cfg.algo.name != "ppo" and cfg.algo.baseline == "rloo")
+    group_baseline = cfg.algo.name in GROUP_ALGOS or (
+        cfg.algo.name not in ("ppo", "dpo") and cfg.algo.baseline == "rloo")
     need(train.completions_per_prompt >= 2 or not group_baseline,
          f"train.completions_per_prompt={train.completions_per_prompt}: algo={cfg.algo.name} needs >= 2 "
          f"(the group is the baseline)")
@@ -66,3 +97,66 @@ def validate_train_config(cfg) -> None:
     band = list(cfg.model.warm_start.target_accuracy)
     need(len(band) == 2 and 0 <= band[0] <= band[1] <= 1,
          f"model.warm_start.target_accuracy={band} must be [low, high] with 0 <= low <= high <= 1")
+    _validate_dpo(cfg)
+    _validate_strategy(cfg)
+
+
+def _validate_strategy(cfg) -> None:
+    """`trainer.strategy` (trainer/distributed.py): which algorithms run data parallel; `model.lora` with it."""
+    strategy = cfg.trainer.strategy
+    if strategy not in PARALLEL_STRATEGIES:
+        raise ConfigError(f"trainer.strategy={strategy!r}; choose one of {', '.join(PARALLEL_STRATEGIES)}")
+    if strategy != "none" and cfg.algo.name not in PARALLEL_ALGOS:
+        raise ConfigError(f"trainer.strategy={strategy} supports algo={'|'.join(PARALLEL_ALGOS)}, not "
+                          f"algo={cfg.algo.name} (its critic, conjugate-gradient or pair step is one-process only): "
+                          "use trainer.strategy=none")
+    if cfg.model.autocast not in ("none", "bf16"):
+        raise ConfigError(f"model.autocast={cfg.model.autocast!r}; choose one of none, bf16")
+    lora = cfg.model.lora
+    if lora.r < 0 or (lora.r > 0 and (lora.alpha <= 0 or not 0 <= lora.dropout < 1 or not lora.target_modules)):
+        raise ConfigError(f"model.lora: r={lora.r} must be >= 0 (0: off) and, when on, alpha={lora.alpha} > 0, "
+                          f"dropout={lora.dropout} in [0, 1) and target_modules={list(lora.target_modules)} non-empty")
+    if lora.r > 0 and strategy == "fsdp2":
+        raise ConfigError("model.lora.r > 0 runs with trainer.strategy=none or ddp, not fsdp2 (frozen base "
+                          "weights and adapters in one FSDP unit are not supported here)")
+    if strategy != "none" and cfg.algo.name == "reinforce" and cfg.algo.baseline == "mean":
+        raise ConfigError(f"algo.baseline=mean is the batch mean, which each rank would take over its share only: "
+                          f"use algo.baseline=rloo or none with trainer.strategy={strategy}")
+
+
+def validate_world_size(cfg, world_size: int) -> None:
+    """Each rank takes an equal, contiguous share of the step's prompts."""
+    if cfg.train.prompts_per_step % world_size:
+        raise ConfigError(f"train.prompts_per_step={cfg.train.prompts_per_step} must divide by the number of "
+                          f"processes (WORLD_SIZE={world_size}) under trainer.strategy={cfg.trainer.strategy}")
+
+
+def _validate_dpo(cfg) -> None:
+    """DPO's keys (trainer/dpo.py); `data` belongs to algo=dpo alone."""
+    algo = cfg.algo
+    if algo.name != "dpo":
+        if cfg.data:
+            raise ConfigError(f"data={cfg.data} (offline preference data) is read only by algo=dpo, not algo={algo.name}")
+        return
+    checks = [
+        (algo.beta > 0, f"algo.beta={algo.beta}: DPO's beta (its temperature) must be > 0"),
+        (algo.loss_type in LOSS_TYPES, f"algo.loss_type={algo.loss_type!r}; choose one of {', '.join(LOSS_TYPES)}"),
+        (0 <= algo.label_smoothing < 0.5, f"algo.label_smoothing={algo.label_smoothing} must be in [0, 0.5)"),
+        (algo.label_smoothing == 0 or algo.loss_type == "sigmoid",
+         f"algo.label_smoothing={algo.label_smoothing} (cDPO) applies to algo.loss_type=sigmoid, not {algo.loss_type!r}"),
+        (algo.pair_strategy in STRATEGIES,
+         f"algo.pair_strategy={algo.pair_strategy!r}; choose one of {', '.join(STRATEGIES)}"),
+        (algo.max_pairs_per_prompt >= 1, f"algo.max_pairs_per_prompt={algo.max_pairs_per_prompt} must be >= 1"),
+        (algo.min_margin >= 0, f"algo.min_margin={algo.min_margin} must be >= 0"),
+        (algo.dpo_updates_per_round >= 1, f"algo.dpo_updates_per_round={algo.dpo_updates_per_round} must be >= 1"),
+        (algo.pairs_per_step >= 1, f"algo.pairs_per_step={algo.pairs_per_step} must be >= 1"),
+        (bool(cfg.data) or cfg.train.completions_per_prompt >= 2,
+         f"train.completions_per_prompt={cfg.train.completions_per_prompt}: online algo=dpo needs >= 2 "
+         f"(pairs come from one prompt's completions)"),
+        (not cfg.data or Path(cfg.data).is_file(), f"data={cfg.data}: no such file"),
+    ]
+    for ok, message in checks:
+        if not ok:
+            raise ConfigError(message)
+    if cfg.data:
+        read_scored_completions(cfg.data)  # a bad line stops the run here, before any model is built

@@ -1,0 +1,271 @@
+"""DPO (Rafailov et al. 2023) on preference pairs made from verified groups, online or offline.
+
+    online (no `data`), one step = one round:
+        sample G completions per prompt with the current policy -> verify -> pairs (`pairs.py`)
+        -> reference logprobs once -> `algo.dpo_updates_per_round` optimizer steps over the round's pairs
+        -> sync the engine's weights
+    offline (`data=PATH`, a scored-completions JSONL):
+        once: read -> pairs -> reference logprobs of every pair
+        each step: the next `algo.pairs_per_step` pairs of seeded shuffled epochs -> one optimizer step
+
+The loss lives in `dpo_loss.py`. Departures and choices:
+  * The paper trains offline on fixed human pairs; the online mode is iterative DPO on the policy's
+    own samples (as Xu et al. 2023, "Some things are more CRINGE than others", and Yuan et al. 2024,
+    "Self-Rewarding Language Models"), with pairs from the verifier instead of a reward model, and
+    every pair a group offers (capped), not TRL OnlineDPO's single pair of 2 samples.
+  * Logprobs are taken at temperature 1 (the policy itself), whatever rollout.temperature sampled.
+  * The reference is the starting model (`model.name_or_path` or the tiny build), loaded frozen;
+    it is not refreshed between rounds.
+  * Each optimizer step averages the loss over all pairs of its batch; micro-batches hold
+    train.micro_batch_size sequences (a pair is 2), and add up to the same gradient.
+  * Offline runs log no `reward/mean` (no completion is sampled); they log `data/reward_chosen` and
+    `data/reward_rejected`, the verifier rewards of the batch's pairs, instead.
+
+Offline data: one JSON object per line. Required: `prompt_id` (str or int, shared by one prompt's
+completions; rlvr verify's per-record `id` is not it), `completion` (str), `reward` (number), and the
+prompt as `messages` (a list of chat messages, as `rlvr eval` writes) or `prompt` (str: one user turn).
+Optional: `env` (completions are grouped by (env, prompt_id); default ""), `truncated` (bool, default
+false; a completion not truncated is trained with the EOS it ended with). `rlvr eval`'s
+`completions.jsonl` has all of these. A bad line stops the run with its line number and field.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from rlvr.trainer.dpo_loss import dpo_loss
+from rlvr.trainer.logprobs import PackedBatch, pack, token_logprobs
+from rlvr.trainer.pairs import Pair, Scored, build_pairs
+from rlvr.trainer.sampling import sample_and_score, step_metrics_and_samples, timed
+from rlvr.trainer.seeding import derive_seed
+from rlvr.verifiers.registry import ConfigError
+
+
+@dataclass
+class PairBatch:
+    """P pairs packed as 2P sequences: rows [0, P) chosen, rows [P, 2P) rejected."""
+
+    sequences: PackedBatch  # [2P, L]
+    ref_logps: torch.Tensor  # [2P] summed completion logprobs under the reference
+
+    def __len__(self) -> int:
+        return len(self.sequences) // 2
+
+    def select(self, pairs: torch.Tensor) -> "PairBatch":
+        rows = torch.cat([pairs, pairs + len(self)])  # [2p]
+        return PairBatch(self.sequences.select(rows), self.ref_logps[rows])
+
+
+def dpo_step(ctx, step: int) -> tuple[dict, list[dict]]:
+    return _offline_step(ctx, step) if ctx.cfg.data else _online_step(ctx, step)
+
+
+def _online_step(ctx, step: int) -> tuple[dict, list[dict]]:
+    cfg, algo = ctx.cfg, ctx.cfg.algo
+    group_size = cfg.train.completions_per_prompt
+    timings: dict[str, float] = {}
+    sampled = sample_and_score(ctx, step, timings)
+    rollout = sampled.rollout
+    groups = [[Scored(rollout.texts[i * group_size + j], sampled.rewards[i, j].item(),
+                      len(rollout.completion_ids[i * group_size + j])) for j in range(group_size)]
+              for i in range(len(sampled.rows))]
+    pairs, stats = _pairs(groups, algo)
+    update_metrics: dict = {}
+    if pairs:
+        rows = [p.group * group_size + p.chosen for p in pairs] + [p.group * group_size + p.rejected for p in pairs]
+        sequences = pack([rollout.prompt_ids[r] for r in rows], [rollout.completion_ids[r] for r in rows],
+                         ctx.tokenizer.pad_token_id)
+        with timed(timings, "logprobs"):
+            batch = PairBatch(sequences, sequence_logprobs(ctx.reference, sequences, cfg.train.micro_batch_size))
+        with timed(timings, "update"):
+            for _ in range(algo.dpo_updates_per_round):
+                update_metrics = dpo_update(ctx, batch)
+    ctx.scheduler.step()
+    with timed(timings, "sync"):
+        ctx.engine.sync_weights(ctx.model)
+    return step_metrics_and_samples(ctx, step, sampled, timings, update_metrics, stats)
+
+
+def _offline_step(ctx, step: int) -> tuple[dict, list[dict]]:
+    cfg = ctx.cfg
+    timings: dict[str, float] = {}
+    if "dpo_offline" not in ctx.cache:
+        with timed(timings, "prepare"):
+            ctx.cache["dpo_offline"] = _prepare_offline(ctx)
+    data = ctx.cache["dpo_offline"]
+    size, per_step = len(data.batch), cfg.algo.pairs_per_step
+    positions = range((step - 1) * per_step, step * per_step)  # in the endless sequence of epochs
+    order = {e: _epoch_order(cfg.seed, e, size) for e in {p // size for p in positions}}
+    picked = torch.tensor([order[p // size][p % size] for p in positions])  # [pairs_per_step]
+    with timed(timings, "update"):
+        update_metrics = dpo_update(ctx, data.batch.select(picked))
+    ctx.scheduler.step()
+    pairs = [data.pairs[i] for i in picked.tolist()]
+    metrics = {
+        "step": step, **update_metrics, **data.stats,
+        "data/epoch": positions[-1] / size,
+        "data/reward_chosen": sum(data.groups[p.group][p.chosen].reward for p in pairs) / len(pairs),
+        "data/reward_rejected": sum(data.groups[p.group][p.rejected].reward for p in pairs) / len(pairs),
+        "lr": ctx.scheduler.get_last_lr()[0],
+        **{f"time/{name}": seconds for name, seconds in timings.items()},
+    }
+    samples = [{"step": step, "prompt": data.prompts[p.group],
+                "chosen": {"text": data.groups[p.group][p.chosen].text, "reward": data.groups[p.group][p.chosen].reward},
+                "rejected": {"text": data.groups[p.group][p.rejected].text,
+                             "reward": data.groups[p.group][p.rejected].reward}}
+               for p in pairs[: cfg.train.samples_per_step]]
+    return metrics, samples
+
+
+def dpo_update(ctx, batch: PairBatch) -> dict:
+    """One optimizer step on the mean DPO loss over `batch`'s pairs, accumulated over micro-batches."""
+    algo = ctx.cfg.algo
+    num_pairs = len(batch)
+    pairs_per_micro = max(1, ctx.cfg.train.micro_batch_size // 2)
+    totals: Counter = Counter()
+    for start in range(0, num_pairs, pairs_per_micro):
+        micro = batch.select(torch.arange(start, min(start + pairs_per_micro, num_pairs)))
+        n = len(micro)
+        logprobs = token_logprobs(ctx.model, micro.sequences)[0]  # [2n, L-1]
+        mask = micro.sequences.completion_mask  # [2n, L-1]
+        logps = (logprobs * mask).sum(-1)  # [2n]
+        lengths = mask.sum(-1)  # [2n]
+        loss, parts = dpo_loss(logps[:n], logps[n:], micro.ref_logps[:n], micro.ref_logps[n:], beta=algo.beta,
+                               loss_type=algo.loss_type, label_smoothing=algo.label_smoothing,
+                               chosen_lengths=lengths[:n], rejected_lengths=lengths[n:], num_pairs=num_pairs)
+        loss.backward()
+        share = n / num_pairs
+        totals["loss"] += loss.item()
+        for name, value in parts.items():
+            totals[name] += share * value.item()
+        totals["logps/chosen"] += share * logps[:n].detach().mean().item()
+        totals["logps/rejected"] += share * logps[n:].detach().mean().item()
+    totals["grad_norm"] = torch.nn.utils.clip_grad_norm_(ctx.model.parameters(), ctx.cfg.optim.max_grad_norm).item()
+    ctx.optimizer.step()
+    ctx.optimizer.zero_grad(set_to_none=True)
+    return dict(totals)
+
+
+@torch.no_grad()
+def sequence_logprobs(model, sequences: PackedBatch, micro_batch_size: int) -> torch.Tensor:
+    """[N] summed completion logprobs, computed micro_batch_size rows at a time."""
+    sums = []
+    for start in range(0, len(sequences), micro_batch_size):
+        micro = sequences.select(slice(start, start + micro_batch_size))
+        sums.append((token_logprobs(model, micro)[0] * micro.completion_mask).sum(-1))  # [n]
+    return torch.cat(sums)  # [N]
+
+
+def _pairs(groups: list[list[Scored]], algo) -> tuple[list[Pair], dict]:
+    return build_pairs(groups, algo.pair_strategy, max_pairs_per_prompt=algo.max_pairs_per_prompt,
+                       min_margin=algo.min_margin, length_match=algo.length_match)
+
+
+def _epoch_order(seed: int, epoch: int, size: int) -> list[int]:
+    order = list(range(size))
+    random.Random(derive_seed("dpo-epoch", seed, epoch)).shuffle(order)
+    return order
+
+
+@dataclass
+class OfflineData:
+    prompts: list[list[dict]]  # per group: the chat messages
+    groups: list[list[Scored]]
+    pairs: list[Pair]
+    stats: dict
+    batch: PairBatch  # every pair, with reference logprobs
+
+
+def _prepare_offline(ctx) -> OfflineData:
+    cfg, tokenizer = ctx.cfg, ctx.tokenizer
+    if tokenizer.chat_template is None:
+        raise ConfigError(f"data={cfg.data}: the tokenizer has no chat template to render the prompts with")
+    prompts, completions = read_scored_completions(cfg.data)
+    prompt_ids = [tokenizer.apply_chat_template(m, tokenize=False, add_generation_prompt=True) for m in prompts]
+    prompt_ids = [tokenizer(text, add_special_tokens=False)["input_ids"] for text in prompt_ids]
+    completion_ids = [[tokenizer(text, add_special_tokens=False)["input_ids"] + ([] if truncated else
+                                                                                   [tokenizer.eos_token_id])
+                       for text, _, truncated in group] for group in completions]
+    groups = [[Scored(text, reward, len(ids)) for (text, reward, _), ids in zip(group, group_ids)]
+              for group, group_ids in zip(completions, completion_ids)]
+    pairs, stats = _pairs(groups, cfg.algo)
+    if not pairs:
+        raise ConfigError(f"data={cfg.data}: no preference pair in {len(groups)} prompt(s): every prompt's "
+                          f"completions tie (or differ by less than algo.min_margin={cfg.algo.min_margin})")
+    sides = [(p.group, p.chosen) for p in pairs] + [(p.group, p.rejected) for p in pairs]
+    sequences = pack([prompt_ids[g] for g, _ in sides], [completion_ids[g][i] for g, i in sides],
+                     tokenizer.pad_token_id)
+    ref_logps = sequence_logprobs(ctx.reference, sequences, cfg.train.micro_batch_size)  # [2P]
+    print(f"dpo: {len(pairs)} pairs from {len(groups)} prompts in {cfg.data} "
+          f"({stats['pairs/no_pair_frac']:.0%} of prompts without a pair); "
+          f"{cfg.algo.pairs_per_step} pairs per step = {math.ceil(len(pairs) / cfg.algo.pairs_per_step)} steps an epoch")
+    return OfflineData(prompts, groups, pairs, stats, PairBatch(sequences, ref_logps))
+
+
+def read_scored_completions(path) -> tuple[list[list[dict]], list[list[tuple[str, float, bool]]]]:
+    """Per prompt (in order of first appearance): its chat messages, and its (completion, reward, truncated)."""
+    index: dict[tuple, int] = {}
+    first_line: list[int] = []
+    prompts: list[list[dict]] = []
+    completions: list[list[tuple[str, float, bool]]] = []
+    with Path(path).open(encoding="utf-8") as lines:
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            where = f"data={path} line {number}"
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise ConfigError(f"{where}: not valid JSON ({error.msg})") from None
+            if not isinstance(record, dict):
+                raise ConfigError(f"{where}: expected a JSON object, got {type(record).__name__}")
+            messages = _messages_of(record, where)
+            key = (str(record.get("env", "")), _field(record, "prompt_id", (str, int), where))
+            text = _field(record, "completion", str, where)
+            reward = _field(record, "reward", (int, float), where)
+            truncated = _field(record, "truncated", bool, where) if "truncated" in record else False
+            if not math.isfinite(reward):
+                raise ConfigError(f"{where}: field 'reward' is {reward}; it must be a finite number")
+            if key not in index:
+                index[key] = len(prompts)
+                first_line.append(number)
+                prompts.append(messages)
+                completions.append([])
+            elif prompts[index[key]] != messages:
+                raise ConfigError(f"{where}: prompt_id {key[1]!r} has different messages than on line "
+                                  f"{first_line[index[key]]}")
+            completions[index[key]].append((text, float(reward), truncated))
+    if not prompts:
+        raise ConfigError(f"data={path}: no records")
+    return prompts, completions
+
+
+def _field(record: dict, name: str, kinds, where: str):
+    if name not in record:
+        raise ConfigError(f"{where}: field '{name}' is missing")
+    value = record[name]
+    kinds = kinds if isinstance(kinds, tuple) else (kinds,)
+    if isinstance(value, bool) and bool not in kinds or not isinstance(value, kinds):
+        names = " or ".join(k.__name__ for k in kinds)
+        raise ConfigError(f"{where}: field '{name}' must be {names}, got {json.dumps(value)[:60]}")
+    return value
+
+
+def _messages_of(record: dict, where: str) -> list[dict]:
+    if "messages" in record:
+        messages = record["messages"]
+        if not (isinstance(messages, list) and messages and all(
+                isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)
+                for m in messages)):
+            raise ConfigError(f"{where}: field 'messages' must be a non-empty list of {{role, content}} strings")
+        return messages
+    if "prompt" in record:
+        return [{"role": "user", "content": _field(record, "prompt", str, where)}]
+    raise ConfigError(f"{where}: field 'messages' (or 'prompt') is missing")
