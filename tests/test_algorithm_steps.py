@@ -10,7 +10,8 @@ import torch
 
 from rlvr.trainer.advantages import outcome_advantages
 from rlvr.trainer.logprobs import pack
-from rlvr.trainer.ppo import build_value_head
+from rlvr.trainer.losses import value_loss
+from rlvr.trainer.ppo import CriticModel, build_value_head, logprobs_and_values
 from rlvr.trainer.prompts import render_prompts
 from rlvr.trainer.rollout import SamplingParams
 from rlvr.trainer.rollout_hf import HFEngine
@@ -21,7 +22,7 @@ from tests.test_trainer_step import STEP_OVERRIDES, AlternatingRewardEnv
 
 def _context(cfg, lm):
     model = lm.model()
-    value_head = build_value_head(model) if cfg.algo.name == "ppo" else None
+    value_head = build_value_head(model, cfg.algo.critic) if cfg.algo.name == "ppo" else None
     params = list(model.parameters()) + (list(value_head.parameters()) if value_head is not None else [])
     optimizer = torch.optim.AdamW(params, lr=cfg.optim.lr)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
@@ -32,7 +33,8 @@ def _context(cfg, lm):
 
 @pytest.mark.parametrize("overrides", [
     ["algo=reinforce"], ["algo=reinforce", "algo.baseline=mean"], ["algo=ppo", "algo.mu=2"],
-    ["algo=ppo", "algo.objective=penalty"], ["algo=trpo"], ["algo=npg"],
+    ["algo=ppo", "algo.objective=penalty"], ["algo=ppo", "algo.critic=model"], ["algo=trpo"], ["algo=npg"],
+    ["algo=gspo", "algo.mu=2"], ["algo=dapo"],
 ], ids=lambda o: "-".join(x.split("=")[1] for x in o))
 def test_one_step_runs_and_changes_the_parameters(tiny_lm_sft, compose_train, overrides):
     cfg = compose_train(STEP_OVERRIDES + overrides)
@@ -47,12 +49,31 @@ def test_one_step_runs_and_changes_the_parameters(tiny_lm_sft, compose_train, ov
     assert all(isinstance(v, (int, float)) and math.isfinite(v) for v in metrics.values()), metrics
     json.dumps(metrics)
     if cfg.algo.name == "ppo":
-        assert ctx.value_head.weight.abs().sum() > 0, "the value head must train"
+        head = ctx.value_head.head if cfg.algo.critic == "model" else ctx.value_head
+        assert head.weight.abs().sum() > 0, "the value head must train"
     if cfg.algo.objective == "penalty" and cfg.algo.name == "ppo":
         assert ctx.state["penalty_beta"] in (0.5, 1.0, 2.0) and metrics["penalty_beta"] == ctx.state["penalty_beta"]
     if cfg.algo.name in ("trpo", "npg"):
         assert metrics["kl"] > 0
         assert cfg.algo.name == "npg" or metrics["kl"] <= cfg.algo.max_kl
+    if cfg.algo.name == "gspo":  # the second epoch's sequence ratios leave GSPO's 3e-4 / 4e-4 clip range
+        assert metrics["clip_frac"] > 0
+    assert ("reward/overlong_penalty" in metrics) == (cfg.algo.name == "dapo")
+
+
+def test_dapo_step_adds_the_overlong_penalty_to_the_rewards(tiny_lm_sft, compose_train):
+    cfg = compose_train(STEP_OVERRIDES + ["algo=dapo", "algo.overlong_buffer=12"])
+    ctx = _context(cfg, tiny_lm_sft)
+    rollouts, generate = [], ctx.engine.generate
+    ctx.engine.generate = lambda *args: rollouts.append(generate(*args)) or rollouts[-1]
+    torch.manual_seed(0)
+    metrics, _ = STEPS["dapo"](ctx, step=1)
+    lengths = torch.tensor([len(ids) for ids in rollouts[0].completion_ids], dtype=torch.float32)
+    # L_max = 16, L_cache = 12: a completion of L tokens pays (16 - 12 - L) / 12, clamped to [-1, 0]
+    expected = ((4 - lengths) / 12).clamp(-1, 0).mean().item()
+    assert expected < 0, "the fixture's completions should be longer than 4 tokens"
+    assert metrics["reward/overlong_penalty"] == pytest.approx(expected)
+    assert metrics["reward/mean"] == pytest.approx(0.5), "reward/mean stays the verifiers' (alternating 1, 0)"
 
 
 def test_trpo_step_keeps_kl_within_delta_and_improves_the_surrogate(tiny_lm_sft):
@@ -73,3 +94,57 @@ def test_trpo_step_keeps_kl_within_delta_and_improves_the_surrogate(tiny_lm_sft)
     assert metrics["improve"] > 0, metrics
     # the quadratic model predicted a KL of delta for the full step: the real one is of that order
     assert metrics["kl"] >= 0.1 * delta * metrics["step_frac"] ** 2, metrics
+
+
+@pytest.mark.parametrize("critic", ["head", "model"])
+def test_value_loss_reaches_the_policy_only_with_a_shared_head(tiny_lm_sft, critic):
+    tok = tiny_lm_sft.tokenizer
+    model = tiny_lm_sft.model()
+    value_head = build_value_head(model, critic)
+    with torch.no_grad():  # a zero head passes no gradient to anything below it, so give it weights
+        linear = value_head.head if critic == "model" else value_head
+        linear.weight.normal_(generator=torch.Generator().manual_seed(0))
+    ids = tok("1+2=", add_special_tokens=False)["input_ids"]
+    batch = pack([ids, ids], [[5, 6, 7], [8, 9]], tok.pad_token_id)
+    logprobs, values, _ = logprobs_and_values(model, value_head, batch, temperature=1.0)
+    loss, _ = value_loss(values, values.detach(), torch.ones_like(values), batch.completion_mask, None)
+    loss.backward()
+
+    policy_grads = [p.grad for p in model.parameters()]
+    critic_grads = [p.grad for p in value_head.parameters()]
+    assert all(g is not None and g.abs().sum() > 0 for g in critic_grads[-2:]), "the value head must get a gradient"
+    if critic == "head":  # the value loss moves the shared trunk
+        assert any(g is not None and g.abs().sum() > 0 for g in policy_grads)
+    else:  # the separate critic: its own trunk learns, the policy gets nothing
+        assert isinstance(value_head, CriticModel)
+        assert all(g is None for g in policy_grads)
+        assert all(g is not None and g.abs().sum() > 0 for g in critic_grads)
+        assert not set(map(id, value_head.parameters())) & set(map(id, model.parameters())), "no shared tensors"
+        # the critic's trunk is the base model's: same hidden states as the policy's before any update
+        with torch.no_grad():
+            ours = value_head.trunk(input_ids=batch.input_ids, attention_mask=batch.attention_mask).last_hidden_state
+            policy = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
+                           output_hidden_states=True).hidden_states[-1]
+        torch.testing.assert_close(ours, policy)
+
+
+def test_ppo_separate_critic_is_checkpointed_and_resumes_bit_for_bit(tiny_lm_sft, compose_train, tmp_path):
+    """Run A: 3 steps. Run B: 2 steps, then `resume=` to 3. The critic's trunk and head match bit for bit."""
+    from rlvr.trainer.run import train
+
+    common = ["algo=ppo", "algo.critic=model", "algo.mu=2", "model=hf", f"model.name_or_path={tiny_lm_sft.path}",
+              "rollout=hf", "env.digits=1", "train.prompts_per_step=2", "train.completions_per_prompt=4",
+              "train.micro_batch_size=4", "train.eval_prompts=4", "train.eval_every=100", "train.save_every=2",
+              "optim.lr=1e-2", "threads=1", "seed=0"]
+    quiet = dict(log=lambda *_: None)
+    train(compose_train(common + ["train.steps=3", f"output_dir={tmp_path / 'A'}"]), **quiet)
+    train(compose_train(common + ["train.steps=2", f"output_dir={tmp_path / 'B'}"]), **quiet)
+    train(compose_train(common + ["train.steps=3", f"resume={tmp_path / 'B'}"]), **quiet)
+
+    def critic(run, step):
+        return torch.load(tmp_path / run / "checkpoints" / f"step_{step}" / "trainer_state.pt")["value_head"]
+
+    a, b, b2 = critic("A", 3), critic("B", 3), critic("B", 2)
+    assert any(k.startswith("trunk.") for k in a) and "head.weight" in a, sorted(a)[:5]
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    assert any(not torch.equal(a[k], b2[k]) for k in a), "step 3 must have trained the critic further"

@@ -134,3 +134,15 @@ def test_conjugate_gradient_solves_a_known_spd_system():
     rhs = torch.randn(20, generator=g, dtype=torch.float64)
     torch.testing.assert_close(conjugate_gradient(lambda v: spd @ v, rhs, iters=20, residual_tol=1e-20),
                                torch.linalg.solve(spd, rhs))
+
+
+def test_dapo_overlong_penalty_hand_computed():
+    from rlvr.trainer.reward_shaping import overlong_penalty
+
+    lengths = torch.tensor([10, 12, 13, 14, 16, 20])
+    # L_max = 16, L_cache = 4 -> expected length L_max - L_cache = 12 (DAPO eq. 13)
+    # 10, 12 -> 0;  13 -> (12 - 13) / 4 = -0.25;  14 -> -0.5;  16 = L_max -> (12 - 16) / 4 = -1;  20 > L_max -> -1
+    expected = torch.tensor([0.0, 0.0, -0.25, -0.5, -1.0, -1.0])
+    torch.testing.assert_close(overlong_penalty(lengths, max_tokens=16, buffer=4), expected)
+    torch.testing.assert_close(overlong_penalty(lengths, max_tokens=16, buffer=4, factor=0.5), 0.5 * expected)
+    torch.testing.assert_close(overlong_penalty(lengths, max_tokens=16, buffer=0), torch.zeros(6))  # off

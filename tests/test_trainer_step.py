@@ -37,7 +37,8 @@ def packed_rollout(tiny_lm_sft):
 
 
 def _algo(aggregation, beta):
-    return SimpleNamespace(beta=beta, kl_estimator="k3", clip_eps_low=0.2, clip_eps_high=0.28, aggregation=aggregation)
+    return SimpleNamespace(beta=beta, kl_estimator="k3", clip_eps_low=0.2, clip_eps_high=0.28, aggregation=aggregation,
+                           importance_level="token")
 
 
 @pytest.mark.parametrize("beta", [0.0, 0.04])

@@ -11,6 +11,8 @@ attributes that method reads, with the model forward replaced by our fixed logpr
 KL: TRL always uses the k3 estimator (kl_estimator="k3" here). Compared: the loss value and the
 gradient w.r.t. logprobs, plus clip fraction and KL against TRL's logged metrics.
 TRL with current_gradient_accumulation_steps=1 is the full-batch loss (no num_sequences / num_tokens).
+GSPO: rlvr's importance_level="sequence" against TRL's importance_sampling_level="sequence" with
+loss_type="grpo" (the setting TRL's paper index gives for GSPO).
 """
 
 import types
@@ -22,7 +24,7 @@ import torch
 trl = pytest.importorskip("trl")
 from trl.trainer.grpo_trainer import GRPOTrainer  # noqa: E402
 
-from rlvr.trainer.losses import grpo_loss  # noqa: E402
+from rlvr.trainer.losses import grpo_loss, sequence_log_ratio  # noqa: E402
 
 TRL_VERSION = "1.16"
 AGGREGATION_TO_TRL = {
@@ -67,7 +69,8 @@ class _IdentityAccelerator:
         return tensor
 
 
-def _trl_loss(logprobs, old_logprobs, ref_logprobs, advantages, mask, *, loss_type, beta):
+def _trl_loss(logprobs, old_logprobs, ref_logprobs, advantages, mask, *, loss_type, beta,
+              importance_sampling_level="token"):
     """TRL's loss and metrics, with `logprobs` standing in for the model's per-token logprobs."""
     entropies = torch.rand(N, T, generator=torch.Generator().manual_seed(1))  # [N, T], logged only
     fake_self = types.SimpleNamespace(
@@ -75,7 +78,7 @@ def _trl_loss(logprobs, old_logprobs, ref_logprobs, advantages, mask, *, loss_ty
         aux_loss_enabled=False,
         top_entropy_quantile=1.0,
         off_policy_mask_threshold=None,
-        importance_sampling_level="token",
+        importance_sampling_level=importance_sampling_level,
         beta=beta,
         args=types.SimpleNamespace(use_bias_correction_kl=False, delta=None),
         loss_type=loss_type,
@@ -141,5 +144,32 @@ def test_grpo_loss_matches_trl(aggregation, beta):
     torch.testing.assert_close(ours, theirs.detach(), atol=1e-6, rtol=0)
     torch.testing.assert_close(ours_logprobs.grad, trl_logprobs.grad, atol=1e-6, rtol=0)
     assert metrics["clip_frac"].item() == pytest.approx(trl_metrics["clip_ratio/region_mean"][0], abs=1e-6)
+    if beta != 0.0:
+        assert metrics["kl"].item() == pytest.approx(trl_metrics["kl"][0], abs=1e-6)
+
+
+@pytest.mark.parametrize("beta", [0.0, 0.04])
+def test_gspo_sequence_level_loss_matches_trl(beta):
+    logprobs, old_logprobs, ref_logprobs, advantages, mask = _tensors(seed=0)
+    seq_ratio = sequence_log_ratio(logprobs, old_logprobs, mask).exp().squeeze(-1)  # [N]
+    clipped = ((seq_ratio < 1 - EPS_LOW) & (advantages < 0)) | ((seq_ratio > 1 + EPS_HIGH) & (advantages > 0))
+    assert 0 < clipped.sum() < N, "the fixture should clip some sequences, not all"
+
+    ours_logprobs = logprobs.clone().requires_grad_()
+    ours, metrics = grpo_loss(ours_logprobs, old_logprobs, advantages, mask, ref_logprobs=ref_logprobs, beta=beta,
+                              clip_eps_low=EPS_LOW, clip_eps_high=EPS_HIGH, aggregation="seq_mean_token_mean",
+                              importance_level="sequence")
+    ours.backward()
+    trl_logprobs = logprobs.clone().requires_grad_()
+    theirs, trl_metrics = _trl_loss(trl_logprobs, old_logprobs, ref_logprobs, advantages, mask, loss_type="grpo",
+                                    beta=beta, importance_sampling_level="sequence")
+    theirs.backward()
+
+    torch.testing.assert_close(ours, theirs.detach(), atol=1e-6, rtol=0)
+    torch.testing.assert_close(ours_logprobs.grad, trl_logprobs.grad, atol=1e-6, rtol=0)
+    # TRL logs the fraction of clipped SEQUENCES; rlvr the fraction of tokens in clipped sequences
+    assert trl_metrics["clip_ratio/region_mean"][0] == pytest.approx(clipped.float().mean().item(), abs=1e-6)
+    lengths = mask.sum(-1).float()  # [N]
+    assert metrics["clip_frac"].item() == pytest.approx((lengths * clipped).sum().item() / lengths.sum().item())
     if beta != 0.0:
         assert metrics["kl"].item() == pytest.approx(trl_metrics["kl"][0], abs=1e-6)
