@@ -1,0 +1,231 @@
+"""trainer.strategy=ddp|fsdp2 (trainer/distributed.py): two CPU processes on gloo train to the same
+weights as one process with the same global batch; metrics combine over ranks as one process
+would log them; torchrun runs end to end (FSDP2, a vLLM engine per rank); the README's commands compose.
+
+Rollouts must not depend on how prompts are split over ranks, so the parity runs generate with
+`PerPromptSeededEngine`: the real HF engine, one prompt at a time, seeded from the prompt's text
+and the sampling call (a test-only wrapper: the shipped engines draw one batch from one RNG, so
+a 2-process run samples differently from a 1-process one, though from the same distribution).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+STEPS = 2  # step 1 already leaves one rank no rows after DAPO's filter (kept_frac 0.25)
+
+
+def _overrides(model_path: Path, output_dir: Path, strategy: str) -> list[str]:
+    return [
+        # dapo exercises the zero-variance filter (uneven rows per rank), mu=2 the old logprobs,
+        # beta the reference forward; micro-batches of 4 give 4 micro-batches in one process, 2 per rank
+        "algo=dapo", "algo.beta=0.04", "algo.mu=2", "rollout=hf", f"model.name_or_path={model_path}",
+        "env.digits=1", "env.ops=[+]", f"train.steps={STEPS}", "train.prompts_per_step=4",
+        "train.completions_per_prompt=4", "train.micro_batch_size=4", f"train.save_every={STEPS}",
+        f"train.eval_every={STEPS}", "train.eval_prompts=4", "optim.lr=2e-3", "threads=1",
+        f"output_dir={output_dir}", f"trainer.strategy={strategy}",
+    ]
+
+
+class PerPromptSeededEngine:
+    """Samples each prompt alone under a seed of (prompt text, sampling call): independent of the rank split."""
+
+    def __init__(self, inner):
+        self.inner, self.tokenizer, self.calls = inner, inner.tokenizer, 0
+
+    def sync_weights(self, model) -> None:
+        self.inner.sync_weights(model)
+
+    def generate(self, prompts, params):
+        if params.greedy:
+            return self.inner.generate(prompts, params)
+        from rlvr.trainer.rollout import Rollout
+        from rlvr.trainer.seeding import derive_seed
+
+        self.calls += 1
+        parts = []
+        for prompt in prompts:
+            with torch.random.fork_rng():
+                torch.manual_seed(derive_seed("test-engine", prompt, self.calls))
+                parts.append(self.inner.generate([prompt], params))
+        return Rollout(*([x for part in parts for x in getattr(part, name)]
+                         for name in ("prompt_ids", "completion_ids", "texts", "logprobs", "truncated")))
+
+
+def _train(cfg) -> dict:
+    import rlvr.trainer.run as run
+    from rlvr.trainer.rollout_hf import HFEngine
+
+    with pytest.MonkeyPatch.context() as mp:  # undone afterwards: the pytest process trains other runs too
+        mp.setattr(run, "build_engine",
+                   lambda kind, model, tokenizer, options=None: PerPromptSeededEngine(HFEngine(model, tokenizer)))
+        return run.train(cfg, log=lambda *a, **k: None)
+
+
+def _launch(world: int, overrides: list[str], cwd: Path) -> None:
+    """`world` processes of this file's __main__ (one rank each), as torchrun would set their environment."""
+    port = _free_port()
+    torchrun_env = {**os.environ, "WORLD_SIZE": str(world), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+                    "OMP_NUM_THREADS": "1"}
+    ranks = [subprocess.Popen([sys.executable, __file__, json.dumps(overrides)], cwd=cwd, stderr=subprocess.PIPE,
+                              text=True, env={**torchrun_env, "RANK": str(r), "LOCAL_RANK": str(r)})
+             for r in range(world)]
+    try:  # a rank that hangs in a collective must fail the test, not the CI job
+        errors = [rank.communicate(timeout=600)[1] for rank in ranks]
+    finally:
+        for rank in ranks:
+            rank.kill()
+    assert all(rank.returncode == 0 for rank in ranks), "\n".join(e[-3000:] for e in errors)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _weights(run_dir: Path) -> dict:
+    return load_file(run_dir / "checkpoints" / f"step_{STEPS}" / "model.safetensors")
+
+
+@pytest.mark.slow
+def test_two_ranks_train_to_the_single_process_weights(tiny_lm_sft, compose_train, tmp_path):
+    single_run = tmp_path / "none"
+    _train(compose_train(_overrides(tiny_lm_sft.path, single_run, "none")))  # in this process: one start-up less
+    for strategy in ("ddp", "fsdp2"):
+        _launch(2, _overrides(tiny_lm_sft.path, tmp_path / strategy, strategy), tmp_path)
+        _assert_same_training(single_run, tmp_path / strategy, tiny_lm_sft.path, strategy)
+
+
+def _assert_same_training(single_run: Path, ranked_run: Path, start_path: Path, strategy: str) -> None:
+    one, two, start = _weights(single_run), _weights(ranked_run), load_file(start_path / "model.safetensors")
+    assert one.keys() == two.keys()
+    moved = max((one[k] - start[k]).abs().max().item() for k in one)
+    assert moved > 1e-3, "training never moved the weights: the comparison would be empty"
+    print(f"{strategy}: max |2 ranks - 1 process| =",
+          max((two[k] - one[k]).abs().max().item() for k in one), "; max |trained - start| =", moved)
+    for name in one:  # float32 sums in another order: far below the >1e-3 the weights moved
+        torch.testing.assert_close(two[name], one[name], rtol=0, atol=1e-5, msg=name)
+
+    single = [json.loads(line) for line in (single_run / "metrics.jsonl").read_text().splitlines()]
+    ranked = [json.loads(line) for line in (ranked_run / "metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in ranked] == [m["step"] for m in single] == list(range(STEPS + 1))  # logged once
+    for a, b in zip(single[1:], ranked[1:]):  # reduced over ranks, the step's metrics are the one-process ones
+        for key in ("reward/mean", "reward/std", "loss", "kl", "entropy", "kept_frac", "grad_norm", "clip_frac"):
+            if key in a:
+                assert b[key] == pytest.approx(a[key], rel=1e-4, abs=1e-6), (strategy, a["step"], key)
+
+
+def test_combine_metrics_by_hand():
+    from rlvr.trainer.distributed import combine_metrics
+
+    # rank 0 rewards [1, 0, 0, 0]: mean 0.25, std sqrt(0.75 / 3) = 0.5; rank 1 rewards [1, 1, 1, 0]: mean 0.75, std 0.5
+    # all eight [1, 0, 0, 0, 1, 1, 1, 0]: mean 0.5, var = 8 * 0.25 / 7 = 2/7
+    rank0 = {"step": 3, "reward/mean": 0.25, "reward/std": 0.5, "loss": 0.1, "time/generate": 2.0, "lr": 1e-3,
+             "rollout/logprob_diff_max": 0.3, "grad_norm": 1.5}
+    rank1 = {"step": 3, "reward/mean": 0.75, "reward/std": 0.5, "loss": -0.4, "time/generate": 3.0, "lr": 1e-3,
+             "rollout/logprob_diff_max": 0.2, "grad_norm": 1.5, "kl": 0.01}  # rank 0 kept no rows: no kl there
+    out = combine_metrics([rank0, rank1], completions_per_rank=4)
+    assert out["reward/mean"] == 0.5
+    assert out["reward/std"] == pytest.approx((2 / 7) ** 0.5)
+    assert out["loss"] == pytest.approx(-0.3)  # each rank's loss is its share of the whole batch's: they add
+    assert out["kl"] == 0.01
+    assert out["time/generate"] == 3.0 and out["rollout/logprob_diff_max"] == 0.3
+    assert out["step"] == 3 and out["lr"] == 1e-3 and out["grad_norm"] == 1.5
+
+
+def test_empty_rank_batch_reaches_every_parameter_with_zero_gradient(tiny_lm):
+    """A rank with no rows runs one dummy row: every parameter gets a gradient (DDP/FSDP2 hooks fire), all zero."""
+    from rlvr.trainer.distributed import RankModel
+    from rlvr.trainer.logprobs import PackedBatch, token_logprobs
+
+    model = RankModel(tiny_lm.model())
+    no_rows = torch.zeros((0, 6), dtype=torch.long)  # [0, L]
+    empty = PackedBatch(no_rows, no_rows, torch.zeros((0, 5)))
+    logprobs, _ = token_logprobs(model, empty)
+    assert logprobs.shape == (0, 5)
+    logprobs.sum().backward()
+    for name, p in model.named_parameters():
+        assert p.grad is not None and torch.count_nonzero(p.grad) == 0, name
+
+
+def test_strategy_config_errors(compose_train, tmp_path):
+    from rlvr.trainer.distributed import Parallel
+    from rlvr.trainer.validate import validate_train_config, validate_world_size
+    from rlvr.verifiers.registry import ConfigError
+
+    with pytest.raises(ConfigError, match=r"trainer.strategy=ddp supports .* not algo=ppo"):
+        validate_train_config(compose_train(["algo=ppo", "trainer.strategy=ddp"]))
+    with pytest.raises(ConfigError, match=r"trainer.strategy='zero3'"):
+        validate_train_config(compose_train(["trainer.strategy=zero3"]))
+    with pytest.raises(ConfigError, match=r"train.prompts_per_step=6 must divide by the number of processes \(WORLD"):
+        validate_world_size(compose_train(["train.prompts_per_step=6", "trainer.strategy=ddp"]), 4)
+    with pytest.MonkeyPatch.context() as mp:
+        for key in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+            mp.delenv(key, raising=False)
+        with pytest.raises(ConfigError, match=r"trainer.strategy=fsdp2 runs under torchrun"):
+            Parallel.from_env("fsdp2")
+        mp.setenv("WORLD_SIZE", "2")
+        with pytest.raises(ConfigError, match=r"trainer.strategy=none but torchrun started WORLD_SIZE=2"):
+            Parallel.from_env("none")
+
+
+def test_readme_torchrun_commands_compose(compose_train):
+    """The README's torchrun commands (one machine, several): what follows `rlvr train` composes to a
+    data-parallel config (torchrun's own flags never reach rlvr)."""
+    readme = (REPO_ROOT / "README.md").read_text().replace("\\\n", " ")
+    commands = [line.split() for line in readme.splitlines() if line.startswith("torchrun ")]
+    assert any("--standalone" in c for c in commands) and any("--rdzv_endpoint" in c for c in commands)
+    for command in commands:
+        overrides = [arg for arg in command[command.index("train") + 1 :] if arg != "..."]
+        cfg = compose_train(overrides)
+        assert cfg.trainer.strategy in ("ddp", "fsdp2"), command
+
+
+@pytest.mark.slow
+def test_torchrun_end_to_end_with_one_vllm_engine_per_rank(tiny_lm, require_vllm, tmp_path):
+    """torchrun with 2 ranks, FSDP2 and rollout=vllm: one metrics.jsonl, one consolidated checkpoint that
+    from_pretrained loads. Each rank's vLLM engine starts from its own copy of the model (transformers 5
+    saves on rank 0 only under torch.distributed; the engine writes on every rank), follows the policy's
+    consolidated weights after each update, and shuts down before the process group, without an error."""
+    from transformers import AutoModelForCausalLM
+
+    from rlvr.trainer.tiny_model import build_model
+    from tests.test_rollout_vllm import VLLM_ARCH
+
+    model_dir = tmp_path / "model"  # head_dim 32, as vLLM's CPU attention needs; untrained is enough here
+    build_model(tiny_lm.tokenizer, **VLLM_ARCH, seed=0).save_pretrained(model_dir)
+    tiny_lm.tokenizer.save_pretrained(model_dir)
+    out = tmp_path / "run"
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+               "-m", "rlvr", "train", "trainer.strategy=fsdp2", "rollout=vllm", f"model.name_or_path={model_dir}",
+               "env.digits=1", "env.ops=[+]", "train.steps=2", "train.prompts_per_step=2",
+               "train.completions_per_prompt=4", "train.eval_prompts=4", "rollout.max_new_tokens=8",
+               f"output_dir={out}", "threads=1"]
+    result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    lines = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in lines] == [0, 1, 2]
+    assert all(m["rollout/logprob_diff_max"] < 1e-4 for m in lines[1:])  # the engines follow the updated policy
+    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["step_2"]
+    model = AutoModelForCausalLM.from_pretrained(out / "checkpoints" / "step_2")
+    assert model.config.architectures == ["Qwen2ForCausalLM"]
+    assert json.loads((out / "summary.json").read_text())["steps"] == 2
+
+if __name__ == "__main__":  # one rank of `_launch`: this file's folder (tests/) is on sys.path, so conftest imports
+    from conftest import _compose_train
+
+    torch.set_num_threads(1)
+    _train(_compose_train(json.loads(sys.argv[1])))
