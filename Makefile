@@ -39,10 +39,25 @@ test: $(VENV)/.test docker
 test-fast: $(VENV)/.test
 	$(BIN)/python -m pytest -m "not slow"
 
-# Every benchmark in bench/ in turn, each with its fast defaults (all of them: under 30 min on 2 cores);
-# each prints its table and writes JSON (and plots) under bench/results/. BENCHMARKS.md records them.
+# Every benchmark in bench/ in turn, with the fast flags below (all of them together: under 30 min
+# on the 2-core VM; each script's own defaults are its full run). Each prints its table and writes
+# JSON (and plots) under bench/results/; BENCHMARKS.md records them and each script's seconds.
+# Per-script flags: BENCH_ARGS_<script name>; a script without an entry runs with its defaults.
+# Seconds per script, measured 2026-11-30 at load 3-5, are in BENCHMARKS.md ("Running them").
+BENCH_ARGS_bench_algorithms ?= --steps 12
+BENCH_ARGS_bench_dpo_vs_grpo ?= --seeds 0
+BENCH_ARGS_bench_grpo_trl ?= --rounds 1
+BENCH_ARGS_bench_learning ?= --budget-s 45
+BENCH_ARGS_bench_math ?= --synthetic 500
+BENCH_ARGS_bench_rollout ?= --repeats 1 --grpo-steps 0 --max-new-tokens 32
+BENCH_ARGS_bench_sandbox ?= --runs 100
+BENCH_SCRIPTS := $(sort $(wildcard bench/bench_*.py))
+
 bench: $(VENV)/.test docker
-	@set -e; for script in bench/bench_*.py; do echo "== $$script"; $(BIN)/python $$script; done
+	@set -e; all=$$(date +%s); $(foreach script,$(BENCH_SCRIPTS),\
+	  args="$(BENCH_ARGS_$(basename $(notdir $(script))))"; echo "== $(script) $$args"; start=$$(date +%s); \
+	  $(BIN)/python $(script) $$args; echo "== $(script): $$(( $$(date +%s) - start )) s";) \
+	  echo "== make bench: $$(( $$(date +%s) - all )) s"
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info outputs

@@ -21,7 +21,9 @@ loop does per step, logging included), median over the measured steps. Phases: r
 `time/*` metrics, plus, for both systems, backward (`Tensor.backward`) and optimizer
 (`Optimizer.step`) timed by global hooks; TRL's generate (`model.generate`), score (the reward
 function) and loss (`compute_loss`, the training forward) timed by wrappers.
-Writes bench/results/grpo_trl.json and grpo_trl.png. `bench_learning.py` reuses the helpers here.
+Peak memory: each subprocess's own peak RSS (`wait4`), the highest over its rounds.
+Writes bench/results/grpo_trl.json and grpo_trl.png (`--docs-plot` also copies the PNG to
+docs/bench_grpo_trl.png). `bench_learning.py` reuses the helpers here.
 """
 
 from __future__ import annotations
@@ -29,18 +31,16 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import os
-import platform
-import resource
+import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "bench" / "results"
+import common
+
+RESULTS = common.RESULTS
 SYSTEMS = ("rlvr-hf", "trl", "rlvr-vllm")
 
 
@@ -171,10 +171,6 @@ def wrap_grpo_step(run, wrap) -> None:
         run.grpo_step = wrap(run.grpo_step)
 
 
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
-
-
 # ---------------------------------------------------------------- workers (one system per process)
 
 def worker_rlvr(args, engine: str) -> dict:
@@ -201,7 +197,7 @@ def worker_rlvr(args, engine: str) -> dict:
         run.train(rlvr_config(args, args.model, engine, out, total), log=lambda *_: None)
     if len(steps) != total:
         raise RuntimeError(f"timed {len(steps)} of {total} steps: rlvr.trainer.run no longer calls the step we wrap")
-    return {"steps": steps, "peak_rss_mb": peak_rss_mb()}
+    return {"steps": steps}
 
 
 def worker_trl(args) -> dict:
@@ -230,7 +226,7 @@ def worker_trl(args) -> dict:
         trainer = trl_trainer(args, args.model, step_rows(env, 0, total, args.prompts), env, out, total,
                               [Timer()], clock)
         trainer.train()
-    return {"steps": steps, "peak_rss_mb": peak_rss_mb()}
+    return {"steps": steps}
 
 
 # ---------------------------------------------------------------- driver
@@ -266,28 +262,20 @@ def vllm_skip_reason() -> str | None:
     return None
 
 
-def run_worker(name: str, args, model_path: str) -> tuple[dict | None, str | None]:
-    """One system in a fresh interpreter; returns (raw result, None) or (None, why it failed)."""
+WORKER_ARGS = ("steps", "warmup", "prompts", "group", "max_new_tokens", "temperature", "beta", "lr", "threads")
+
+
+def run_worker(name: str, args, model_path: str, script: str = __file__,
+               passed: tuple[str, ...] = WORKER_ARGS) -> tuple[dict | None, str | None]:
+    """One system in a fresh interpreter; returns (raw result + its peak RSS, None) or (None, why it failed)."""
     with tempfile.TemporaryDirectory() as tmp:
         result = Path(tmp) / "result.json"
-        argv = [sys.executable, __file__, "--worker", name, "--model", model_path, "--result", str(result),
-                *(f"--{k.replace('_', '-')}={v}" for k, v in vars(args).items()
-                  if k in ("steps", "warmup", "prompts", "group", "max_new_tokens", "temperature", "beta", "lr",
-                           "threads"))]
-        proc = subprocess.run(argv, capture_output=True, text=True)
-        if proc.returncode != 0 or not result.exists():
-            return None, f"exit {proc.returncode}: " + (proc.stderr or proc.stdout).strip().splitlines()[-1][-300:]
-        return json.loads(result.read_text()), None
-
-
-def machine() -> dict:
-    import torch
-    import transformers
-    import trl
-
-    return {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
-            "cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(), "python": platform.python_version(),
-            "torch": torch.__version__, "transformers": transformers.__version__, "trl": trl.__version__}
+        argv = [sys.executable, script, "--worker", name, "--model", model_path, "--result", str(result),
+                *(f"--{k.replace('_', '-')}={v}" for k, v in vars(args).items() if k in passed)]
+        child = common.run_child(argv)
+        if child["returncode"] != 0 or not result.exists():
+            return None, common.last_line(child)
+        return {**json.loads(result.read_text()), "peak_rss_mb": child["peak_rss_mb"]}, None
 
 
 def print_table(rows: list[dict], skipped: dict) -> None:
@@ -301,14 +289,11 @@ def print_table(rows: list[dict], skipped: dict) -> None:
               f"| {ratio} | {r['peak_rss_mb']:.0f} | {r['reward_mean']:.3f} |")
     for name, why in skipped.items():
         print(f"| {name} | skipped: {why} | | | | |")
-    names = [p for p in ("generate", "score", "logprobs", "update", "loss", "backward", "optimizer", "sync", "other")
-             if any(p in r["phases_s_median"] for r in rows)]
-    print("\nPhases, median seconds per step (rlvr's update = forward + backward + optimizer; TRL's loss = forward;"
-          " other = the step less its phases):")
-    print("| system | " + " | ".join(names) + " |")
-    print("|---|" + "---|" * len(names))
-    for r in rows:
-        print(f"| {r['system']} | " + " | ".join(f"{r['phases_s_median'].get(p, 0):.3f}" for p in names) + " |")
+    names = ("generate", "score", "logprobs", "forward", "backward", "optimizer", "sync", "other")
+    print("\nPhases, median seconds per step (forward: rlvr's update less backward and optimizer, TRL's"
+          " compute_loss; other = the step less its phases):")
+    print(common.table(["system", *names], [[r["system"], *(f"{phase_split(r).get(p, 0):.3f}" for p in names)]
+                                            for r in rows]))
 
 
 def _top_phases(phases: dict) -> tuple[str, ...]:
@@ -319,11 +304,7 @@ def _top_phases(phases: dict) -> tuple[str, ...]:
 
 
 def plot(rows: list[dict], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = common.agg_plot()
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
     for r in rows:
         left.plot(range(1, len(r["step_s"]) + 1), r["step_s"], marker="o", label=r["system"])
@@ -366,6 +347,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1,
                         help="torch threads in every system (0: torch's default); on a busy 2-core machine 2 threads spin")
     parser.add_argument("--systems", default=",".join(SYSTEMS))
+    parser.add_argument("--docs-plot", action="store_true", help="also copy the plot to docs/bench_grpo_trl.png")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--model", help=argparse.SUPPRESS)
     parser.add_argument("--result", help=argparse.SUPPRESS)
@@ -384,10 +366,12 @@ def main() -> None:
 
     if args.threads:  # the tiny model's warm start, when not cached yet, runs here
         torch.set_num_threads(args.threads)
+    load_before = common.load_average()
     model_path = tiny_model_path()
+    print(common.machine_line())
     print(f"model: {model_path}\nper step: {args.prompts} prompts x G={args.group}, {args.max_new_tokens} tokens, "
           f"temperature {args.temperature}, beta {args.beta}, lr {args.lr}; {args.warmup} warm-up + {args.steps} "
-          f"measured steps; load average before: {os.getloadavg()}")
+          f"measured steps")
     names, skipped, failed = [], {}, {}
     for name in args.systems.split(","):
         if name == "rlvr-vllm" and (why := vllm_skip_reason()):
@@ -411,14 +395,12 @@ def main() -> None:
                   f"({time.time() - started:.0f} s with start-up)")
     rows = [summarise(name, raws[name], args.warmup) for name in names if raws[name] and name not in failed]
     print_table(rows, {**skipped, **failed})
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    out = {"benchmark": "grpo_trl", "date": time.strftime("%Y-%m-%d %H:%M:%S"), "command": " ".join(sys.argv),
-           "args": vars(args), "model": model_path, "machine": machine(), "load_average_after": os.getloadavg(),
-           "results": rows, "skipped": skipped, "failed": failed}
-    (RESULTS / "grpo_trl.json").write_text(json.dumps(out, indent=2))
+    common.write_json("grpo_trl", {"args": vars(args), "model": model_path, "results": rows, "skipped": skipped,
+                                   "failed": failed}, load_before)
     if rows:
         plot(rows, RESULTS / "grpo_trl.png")
-    print(f"wrote {RESULTS / 'grpo_trl.json'} and grpo_trl.png")
+        if args.docs_plot:
+            shutil.copy(RESULTS / "grpo_trl.png", common.ROOT / "docs" / "bench_grpo_trl.png")
     if failed:
         sys.exit(1)
 

@@ -8,20 +8,22 @@ sequence (see bench_grpo_trl.py, whose helpers this reuses). Each trains in its 
 until its training time reaches the budget; training time is wall time since its first step
 minus the time spent in this benchmark's evaluations. At t=0, every `--eval-every-s` and at the
 end, both are evaluated the same way: rlvr's `evaluate_greedy` (HF generate, greedy) on the same
-`--eval-prompts` rows of the test split. Writes bench/results/learning.json and learning.png.
+`--eval-prompts` rows of the test split. Peak memory: each subprocess's own peak RSS (`wait4`).
+Writes bench/results/learning.json and learning.png (`--docs-plot`: also docs/bench_learning.png).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
+import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import bench_grpo_trl as common
+import bench_grpo_trl as grpo
+import common
 
 
 class BudgetSpent(Exception):
@@ -82,15 +84,15 @@ def worker_rlvr(args, env) -> dict:
 
         return step_on_budget
 
-    common.wrap_grpo_step(run, on_budget)
+    grpo.wrap_grpo_step(run, on_budget)
     with tempfile.TemporaryDirectory() as out:
         try:
-            run.train(common.rlvr_config(args, args.model, "hf", out, 1_000_000), log=lambda *_: None)
+            run.train(grpo.rlvr_config(args, args.model, "hf", out, 1_000_000), log=lambda *_: None)
         except BudgetSpent:
             pass
     if not curve.points:
         raise RuntimeError("no step was timed: rlvr.trainer.run no longer calls the step we wrap")
-    return {"points": curve.points, "steps": curve.steps, "peak_rss_mb": common.peak_rss_mb()}
+    return {"points": curve.points, "steps": curve.steps}
 
 
 def worker_trl(args, env) -> dict:
@@ -109,34 +111,19 @@ def worker_trl(args, env) -> dict:
                 control.should_training_stop = True
 
     with tempfile.TemporaryDirectory() as out:
-        trainer = common.trl_trainer(args, args.model, common.step_rows(env, 0, max_steps, args.prompts), env, out,
+        trainer = grpo.trl_trainer(args, args.model, grpo.step_rows(env, 0, max_steps, args.prompts), env, out,
                                      max_steps, [OnBudget()])
         holder.update(trainer=trainer, tokenizer=trainer.processing_class)
         trainer.train()
-    return {"points": curve.points, "steps": curve.steps, "peak_rss_mb": common.peak_rss_mb()}
+    return {"points": curve.points, "steps": curve.steps}
 
 
-def run_worker(name: str, args, model_path: str) -> tuple[dict | None, str | None]:
-    import subprocess
-
-    with tempfile.TemporaryDirectory() as tmp:
-        result = Path(tmp) / "result.json"
-        passed = ("budget_s", "eval_every_s", "eval_prompts", "prompts", "group", "max_new_tokens", "temperature",
-                  "beta", "lr", "threads")
-        argv = [sys.executable, __file__, "--worker", name, "--model", model_path, "--result", str(result),
-                *(f"--{k.replace('_', '-')}={v}" for k, v in vars(args).items() if k in passed)]
-        proc = subprocess.run(argv, capture_output=True, text=True)
-        if proc.returncode != 0 or not result.exists():
-            return None, f"exit {proc.returncode}: " + (proc.stderr or proc.stdout).strip().splitlines()[-1][-300:]
-        return json.loads(result.read_text()), None
+WORKER_ARGS = ("budget_s", "eval_every_s", "eval_prompts", "prompts", "group", "max_new_tokens", "temperature",
+               "beta", "lr", "threads")
 
 
 def plot(results: dict, budget: float, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = common.agg_plot()
     fig, ax = plt.subplots(figsize=(6, 4))
     for name, r in results.items():
         ax.plot([p["train_s"] for p in r["points"]], [100 * p["accuracy"] for p in r["points"]], marker="o",
@@ -162,6 +149,7 @@ def main() -> None:
     parser.add_argument("--lr", type=float, default=1e-4)
     parser.add_argument("--threads", type=int, default=1, help="torch threads in every system (0: torch's default)")
     parser.add_argument("--systems", default="rlvr-hf,trl")
+    parser.add_argument("--docs-plot", action="store_true", help="also copy the plot to docs/bench_learning.png")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--model", help=argparse.SUPPRESS)
     parser.add_argument("--result", help=argparse.SUPPRESS)
@@ -174,7 +162,7 @@ def main() -> None:
 
         if args.threads:
             torch.set_num_threads(args.threads)
-        env = build_env(common.compose([]).env)
+        env = build_env(grpo.compose([]).env)
         raw = (worker_trl if args.worker == "trl" else worker_rlvr)(args, env)
         Path(args.result).write_text(json.dumps(raw))
         return
@@ -183,11 +171,13 @@ def main() -> None:
 
     if args.threads:  # the tiny model's warm start, when not cached yet, runs here
         torch.set_num_threads(args.threads)
-    model_path = common.tiny_model_path()
-    print(f"model: {model_path}; budget {args.budget_s:.0f} s of training each; load average {os.getloadavg()}")
+    load_before = common.load_average()
+    model_path = grpo.tiny_model_path()
+    print(common.machine_line())
+    print(f"model: {model_path}; budget {args.budget_s:.0f} s of training each")
     results, failed = {}, {}
     for name in args.systems.split(","):
-        raw, error = run_worker(name, args, model_path)
+        raw, error = grpo.run_worker(name, args, model_path, __file__, WORKER_ARGS)
         if error:
             failed[name] = error
             print(f"{name}: FAILED ({error})")
@@ -205,14 +195,12 @@ def main() -> None:
     print("\nCurve (training seconds: accuracy):")
     for name, r in results.items():
         print(f"  {name}: " + ", ".join(f"{p['train_s']:.0f}s {p['accuracy']:.1%}" for p in r["points"]))
-    common.RESULTS.mkdir(parents=True, exist_ok=True)
-    out = {"benchmark": "learning", "date": time.strftime("%Y-%m-%d %H:%M:%S"), "command": " ".join(sys.argv),
-           "args": vars(args), "model": model_path, "machine": common.machine(),
-           "load_average_after": os.getloadavg(), "results": results, "failed": failed}
-    (common.RESULTS / "learning.json").write_text(json.dumps(out, indent=2))
+    common.write_json("learning", {"args": vars(args), "model": model_path, "results": results, "failed": failed},
+                      load_before)
     if results:
         plot(results, args.budget_s, common.RESULTS / "learning.png")
-    print(f"wrote {common.RESULTS / 'learning.json'} and learning.png")
+        if args.docs_plot:
+            shutil.copy(common.RESULTS / "learning.png", common.ROOT / "docs" / "bench_learning.png")
     if failed:
         sys.exit(1)
 

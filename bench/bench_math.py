@@ -8,20 +8,22 @@ Reported: agreement with the labels; pairs/s on one worker and on all cores; the
 and the pathological inputs of issue 3 under a 3 s limit (time to a verdict or a kill).
 math-verify runs with its defaults: `verify(parse(gold), parse(completion))`, gold in `$...$`,
 in the main thread (its signal-based timeouts need that); "all cores" uses a multiprocessing.Pool.
+Prints the tables and writes bench/results/math.json.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import importlib.util
 import multiprocessing
 import os
-import platform
 import random
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+import common
+
+ROOT = common.ROOT
 
 
 def table_pairs():
@@ -130,9 +132,10 @@ def main() -> None:
     parser.add_argument("--synthetic", type=int, default=1000)
     parser.add_argument("--workers", type=int, default=os.cpu_count())
     args = parser.parse_args()
+    load_before = common.load_average()
     table = table_pairs()
     pairs = table + synthetic_pairs(args.synthetic)
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
+    print(common.machine_line())
     print(f"pairs: {len(table)} table + {args.synthetic} generated = {len(pairs)}\n")
 
     ours1, t_ours1, worst_ours = run_rlvr(pairs, workers=1)
@@ -147,31 +150,46 @@ def main() -> None:
 
     ours_v = [r.status.value == "correct" for r in ours1]
     assert ours_v == [r.status.value == "correct" for r in oursn], "1 worker and N workers disagree"
-    rows = [
-        ("agreement, table", *agree(ours_v, "table"), *agree(mv, "table")),
-        ("agreement, generated", *agree(ours_v, "gen"), *agree(mv, "gen")),
-    ]
-    print("| measure | rlvr math | math-verify 0.9.0 |\n|---|---|---|")
-    for name, a, n, b, _ in rows:
-        print(f"| {name} | {a}/{n} ({a / n:.1%}) | {b}/{n} ({b / n:.1%}) |")
     n = len(pairs)
-    print(f"| pairs/s, 1 worker | {n / t_ours1:.0f} | {n / t_mv1:.0f} |")
-    print(f"| pairs/s, {args.workers} workers | {n / t_oursn:.0f} | {n / t_mvn:.0f} |")
-    print(f"| pairs/s, in-process (workers=0, no time limit) | {n / t_ours0:.0f} | - |")
-    print(f"| slowest item (s) | {worst_ours:.3f} | {worst_mv:.3f} |")
-    print(f"\nsingle-worker speed-up: {t_mv1 / t_ours1:.1f}x")
+    results = {
+        "agreement_table": {"rlvr": agree(ours_v, "table"), "math_verify": agree(mv, "table")},
+        "agreement_generated": {"rlvr": agree(ours_v, "gen"), "math_verify": agree(mv, "gen")},
+        "pairs_per_s_1_worker": {"rlvr": n / t_ours1, "math_verify": n / t_mv1},
+        f"pairs_per_s_{args.workers}_workers": {"rlvr": n / t_oursn, "math_verify": n / t_mvn},
+        "pairs_per_s_in_process": {"rlvr": n / t_ours0},
+        "slowest_item_s": {"rlvr": worst_ours, "math_verify": worst_mv},
+        "speedup_1_worker": t_mv1 / t_ours1, f"speedup_{args.workers}_workers": t_mvn / t_oursn,
+    }
+    mv_version = importlib.metadata.version("math-verify")
+    rows = []
+    for name, key in (("agreement, table", "agreement_table"), ("agreement, generated", "agreement_generated")):
+        (a, k), (b, _) = results[key]["rlvr"], results[key]["math_verify"]
+        rows.append([name, f"{a}/{k} ({a / k:.1%})", f"{b}/{k} ({b / k:.1%})"])
+    rows += [
+        ["pairs/s, 1 worker", f"{n / t_ours1:.0f}", f"{n / t_mv1:.0f}"],
+        [f"pairs/s, {args.workers} workers (all cores)", f"{n / t_oursn:.0f}", f"{n / t_mvn:.0f}"],
+        ["pairs/s, in-process (`workers=0`, no time limit)", f"{n / t_ours0:.0f}", "-"],
+        ["slowest item (s)", f"{worst_ours:.3f}", f"{worst_mv:.3f}"],
+    ]
+    print(common.table(["measure", "rlvr math", f"math-verify {mv_version}"], rows))
+    print(f"\nspeed-up over math-verify: {t_mv1 / t_ours1:.1f}x on 1 worker, {t_mvn / t_oursn:.1f}x on {args.workers}")
 
     print("\npathological inputs (limit 3 s; time from dispatch to verdict or kill):")
     from rlvr.verifiers.math_verifier import MathVerifier
 
     verifier = MathVerifier(workers=1, timeout=3.0)
     verifier.verify_batch(["\\boxed{1}"], [{"answer": "x"}])
+    patho = []
     for completion, gold in pathological():
         t = time.perf_counter()
         r = verifier.verify_batch([completion], [{"answer": gold}])[0]
         wall = time.perf_counter() - t
+        patho.append({"input": completion[:40], "status": r.status.value, "worker_s": r.details.get("seconds", 0),
+                      "call_s": wall})
         print(f"  {completion[:32]!r:36} -> {r.status.value:10} worker {r.details.get('seconds', 0):.2f} s, call {wall:.2f} s")
     verifier.close()
+    common.write_json("math", {"args": vars(args), "pairs": n, "results": results, "pathological": patho},
+                      load_before)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,8 @@ Qwen2 config on the same 512-token tokenizer. tokens/s = completion tokens / wal
 `engine.generate`, best of `--repeats` after one warm-up call. GRPO step time: `grpo_step` with
 8 prompts x 8 completions, 16 tokens, on the warm-started model, mean over `--grpo-steps` after one
 warm-up step, with its phases (generate, update, sync). `--profile` prints where one natural-length
-generate spends its time (cProfile, top functions by own time).
+generate spends its time (cProfile, top functions by own time). Prints the tables and writes
+bench/results/rollout.json.
 """
 
 from __future__ import annotations
@@ -22,12 +23,12 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
-import os
-import platform
 import pstats
 import time
 
 import torch
+
+import common
 
 SIZES = {
     "tiny": dict(hidden_size=128, num_layers=4, num_heads=4, num_kv_heads=2, intermediate_size=384, max_positions=256),
@@ -108,6 +109,7 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    load_before = common.load_average()
 
     import vllm
 
@@ -122,12 +124,12 @@ def main() -> None:
     tokenizer = train_tokenizer(tokenizer_corpus(env, 500, 0), 512)
     prompts = render_prompts(tokenizer, env, env.rows("train", args.prompts, seed=0))
     params = SamplingParams(n=args.group, max_new_tokens=args.max_new_tokens)
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__} "
-          f"({args.threads} thread(s)), vllm {vllm.__version__}; batch {args.prompts} prompts x {args.group}, "
+    print(common.machine_line())
+    print(f"torch {args.threads} thread(s), vllm {vllm.__version__}; batch {args.prompts} prompts x {args.group}, "
           f"{args.max_new_tokens} max tokens, temperature 1")
     print("| model | params | workload | mean length | HF tokens/s | vLLM tokens/s | vLLM / HF |")
     print("|---|---|---|---|---|---|---|")
-    grpo = {}
+    grpo, generation = {}, []
     for size in args.sizes.split(","):
         for workload, warm in (("fixed length", False), ("natural length", True)):
             model = build(size, tokenizer, env, warm)
@@ -139,18 +141,23 @@ def main() -> None:
                 print(f"--- vLLM generate, {size}, {workload}\n{profile(engine, prompts, params)}")
                 print(f"--- HF generate, {size}, {workload}\n{profile(HFEngine(model, tokenizer), prompts, params)}")
             engine.shutdown()
+            generation.append({"size": size, "params_m": params_m, "workload": workload, "hf_mean_len": hf_len,
+                               "vllm_mean_len": vl_len, "hf_tokens_per_s": hf, "vllm_tokens_per_s": vl,
+                               "vllm_over_hf": vl / hf})
             print(f"| {size} | {params_m:.1f}M | {workload} | HF {hf_len:.1f}, vLLM {vl_len:.1f} | {hf:,.0f} | "
                   f"{vl:,.0f} | {vl / hf:.2f}x |", flush=True)
             if warm and args.grpo_steps:
                 grpo[size] = {kind: grpo_step_time(kind, model, tokenizer, env, args.grpo_steps)
                               for kind in ("hf", "vllm")}
-    print("\nGRPO step (8 prompts x 8 completions, 16 tokens, warm-started model), seconds:")
-    print("| model | engine | step | generate | logprobs | update | sync | max logprob diff |")
-    print("|---|---|---|---|---|---|---|---|")
+    if grpo:  # --grpo-steps 0 skips it (bench_grpo_trl.py times the step with both engines)
+        print("\nGRPO step (8 prompts x 8 completions, 16 tokens, warm-started model), seconds:")
+        print("| model | engine | step | generate | logprobs | update | sync | max logprob diff |")
+        print("|---|---|---|---|---|---|---|---|")
     for size, kinds in grpo.items():
         for kind, t in kinds.items():
             print(f"| {size} | {kind} | {t['step']:.3f} | {t['generate']:.3f} | {t['logprobs']:.3f} | "
                   f"{t['update']:.3f} | {t['sync']:.4f} | {t['diff_max']:.1e} |")
+    common.write_json("rollout", {"args": vars(args), "generation": generation, "grpo_step_s": grpo}, load_before)
 
 
 if __name__ == "__main__":  # vLLM V1 needs the guard

@@ -8,16 +8,24 @@ Rows (each a throughput on this machine, all measured in the same run):
 - warm pool: DockerSandbox with `--workers` containers, reused.
 - local backend: unshare + rlimits, one supervisor per execution.
 - HumanEval: the 164 canonical solutions (must all pass) and 164 broken ones (body replaced by
-  `return None`; must all fail) through CodeVerifier.verify_batch, the call `rlvr verify` makes.
+  `return None`; must all fail) written to a JSONL file and scored by a `rlvr verify` subprocess
+  (`workers=--workers`), timed end to end: interpreter and sandbox start-up included, as a user
+  would run it; `rlvr verify`'s own summary (records/s once started) is printed beside it.
+Prints the tables and writes bench/results/sandbox.json.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
-import platform
+import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import common
 
 TRIVIAL = "print(1)\n"
 
@@ -39,6 +47,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--skip-humaneval", action="store_true")
     args = parser.parse_args()
+    load_before = common.load_average()
 
     from rlvr.sandboxes.docker_backend import DockerSandbox, docker_client
     from rlvr.sandboxes.image import image_tag
@@ -65,38 +74,55 @@ def main() -> None:
     local = LocalSandbox(workers=args.workers)
     rows.append(("local backend", *rate(lambda: local.run(TRIVIAL).ok, args.runs // 2, args.workers), args.workers))
 
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, {platform.system()} {platform.release()}; "
-          f"docker {client.version().get('Version')}; image {image}\n")
-    print("| trivial program (`print(1)`) | executions/s | runs | seconds | concurrency |")
-    print("|---|---|---|---|---|")
+    print(common.machine_line())
+    print(f"docker {client.version().get('Version')}; image {image}\n")
     runs = {"`docker run` (plain, cold)": args.cold_runs, "cold sandbox (fresh hardened container per run)": args.cold_runs,
             "warm pool": args.runs, "local backend": args.runs // 2}
-    for name, per_s, seconds, workers in rows:
-        print(f"| {name} | {per_s:.1f} | {runs[name]} | {seconds:.1f} | {workers} |")
+    print(common.table(["trivial program (`print(1)`)", "executions/s", "runs", "seconds", "concurrency"],
+                       [[name, f"{per_s:.1f}", runs[name], f"{seconds:.1f}", workers]
+                        for name, per_s, seconds, workers in rows]))
     warm_rate = rows[2][1]
     print(f"\nwarm pool / plain docker run: {warm_rate / rows[0][1]:.1f}x; "
           f"warm pool / cold sandbox: {warm_rate / rows[1][1]:.1f}x")
-    if not args.skip_humaneval:
-        humaneval(args.workers)
+    humaneval_result = None if args.skip_humaneval else humaneval(args.workers)
+    common.write_json("sandbox", {
+        "args": vars(args), "docker": client.version().get("Version"), "image": image,
+        "trivial": [{"row": name, "executions_per_s": per_s, "runs": runs[name], "seconds": seconds,
+                     "concurrency": workers} for name, per_s, seconds, workers in rows],
+        "warm_over_docker_run": warm_rate / rows[0][1], "warm_over_cold": warm_rate / rows[1][1],
+        "humaneval": humaneval_result,
+    }, load_before)
 
 
-def humaneval(workers: int) -> None:
+def humaneval(workers: int) -> dict:
+    """The 164 canonical and 164 broken HumanEval solutions through a `rlvr verify` subprocess."""
     from rlvr.envs import load_env
-    from rlvr.verifiers.code import CodeVerifier
-    from rlvr.verifiers.result import Status
 
     rows = load_env("humaneval").rows("test", 164)
-    completions = [r["reference"] for r in rows] + [f"```python\n{r['tests']['prefix']}    return None\n```" for r in rows]
-    verifier = CodeVerifier(reward="binary", workers=workers)
-    verifier.sandbox.warmup(verifier.limits)
-    start = time.perf_counter()
-    results = verifier.verify_batch(completions, rows + rows)
-    seconds = time.perf_counter() - start
-    verifier.close()
-    passed = sum(r.status is Status.CORRECT for r in results[:164])
-    failed = sum(r.status is not Status.CORRECT and r.reward == 0 for r in results[164:])
-    print(f"\nHumanEval through verify_batch ({workers} workers, warm pool): canonical {passed}/164 pass, "
-          f"broken {failed}/164 fail, 328 records in {seconds:.1f} s ({328 / seconds:.1f} records/s)")
+    broken = [f"```python\n{r['tests']['prefix']}    return None\n```" for r in rows]
+    records = [{"id": f"{kind}/{r['id']}", "verifier": "code", "completion": completion,
+                "tests": r["tests"]}
+               for kind, completions in (("canonical", [r["reference"] for r in rows]), ("broken", broken))
+               for r, completion in zip(rows, completions)]
+    with tempfile.TemporaryDirectory() as tmp:
+        source, scored = Path(tmp) / "humaneval.jsonl", Path(tmp) / "scored.jsonl"
+        source.write_text("".join(json.dumps(r) + "\n" for r in records))
+        child = common.run_child([sys.executable, "-m", "rlvr", "verify", f"input={source}", f"output={scored}",
+                                  f"workers={workers}"])
+        if child["returncode"] != 0 or not scored.exists():
+            raise RuntimeError(f"rlvr verify failed: {common.last_line(child)}")
+        out = [json.loads(line) for line in scored.read_text().splitlines()]
+    passed = sum(r["status"] == "correct" for r in out[:164])
+    failed = sum(r["status"] != "correct" and r["reward"] == 0 for r in out[164:])
+    summary = next((line.strip() for line in child["stdout"].splitlines() if line.startswith("verified")), "")
+    seconds = child["seconds"]
+    print(f"\nHumanEval through `rlvr verify workers={workers}` (subprocess, start-up included): canonical "
+          f"{passed}/164 pass, broken {failed}/164 fail, {len(out)} records in {seconds:.1f} s "
+          f"({len(out) / seconds:.1f} records/s end to end); peak RSS {child['peak_rss_mb']:.0f} MB\n"
+          f"  rlvr verify's summary: {summary}")
+    return {"records": len(out), "canonical_pass": passed, "broken_fail": failed, "seconds_end_to_end": seconds,
+            "records_per_s_end_to_end": len(out) / seconds, "rlvr_verify_summary": summary,
+            "peak_rss_mb": child["peak_rss_mb"]}
 
 
 if __name__ == "__main__":

