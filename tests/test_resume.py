@@ -2,10 +2,13 @@
 weights and the per-step metrics of a run that was never interrupted (DESIGN.md, Reliability).
 
 Run W builds the tiny model into a private cache; A (uninterrupted) and B (killed, then resumed)
-both load it from there, so they start from the same weights and the same RNG state."""
+both load it from there, so they start from the same weights and the same RNG state.
+A and B also log to TensorBoard and (offline) W&B: after the resume each step is there once."""
 
+import glob
 import json
 import os
+import struct
 import signal
 import subprocess
 import sys
@@ -26,6 +29,7 @@ OVERRIDES = [
     "train.eval_every=3", "train.eval_prompts=10", "train.prompts_per_step=2", "train.completions_per_prompt=4",
     "threads=1",
 ]
+LOGGERS = "logger=[tensorboard,wandb]"
 SAME_EVERY_RUN = ("reward/mean", "reward/std", "loss", "grad_norm", "response_len/mean", "eval/accuracy")
 
 
@@ -43,8 +47,8 @@ def runs(tmp_path_factory):
         assert result.returncode == 0, result.stderr[-3000:]
 
     run("output_dir=W")  # builds the cached tiny model
-    run("output_dir=A")
-    process = subprocess.Popen(_command("output_dir=B"), cwd=root, env=env,
+    run("output_dir=A", LOGGERS)
+    process = subprocess.Popen(_command("output_dir=B", LOGGERS), cwd=root, env=env,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     marker = root / "B" / "checkpoints" / "step_2" / "trainer_state.pt"
     while not marker.exists() and process.poll() is None:
@@ -58,7 +62,7 @@ def runs(tmp_path_factory):
     killed_at = max(int(p.name.removeprefix("step_")) for p in (root / "B" / "checkpoints").glob("step_*")
                     if p.name.removeprefix("step_").isdigit())
     print(f"run B killed {'mid-run' if killed_mid_run else 'after it finished'}, last checkpoint step_{killed_at}")
-    run("output_dir=B", "resume=B")
+    run("output_dir=B", "resume=B", LOGGERS)
     return root, killed_mid_run, killed_at
 
 
@@ -105,3 +109,62 @@ def test_same_samples_whether_or_not_the_model_was_cached(runs):
     a_samples = (root / "A" / "samples.jsonl").read_text().splitlines()[0]
     assert [c["text"] for c in json.loads(w_samples)["completions"]] == \
         [c["text"] for c in json.loads(a_samples)["completions"]]
+
+
+def _tensorboard_scalars(run_dir, tag):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(run_dir / "tensorboard"))  # purges what a killed session logged past the resume
+    events.Reload()
+    return [(e.step, e.value) for e in events.Scalars(tag)]
+
+
+@pytest.mark.slow
+def test_tensorboard_has_each_step_once_after_resume(runs):
+    root, _, _ = runs
+    expected = [(m["step"], m["reward/mean"]) for m in _metrics(root / "A") if "reward/mean" in m]
+    for run_dir in ("A", "B"):
+        logged = _tensorboard_scalars(root / run_dir, "reward/mean")
+        assert [step for step, _ in logged] == list(range(1, STEPS + 1)), run_dir
+        assert [v for _, v in logged] == pytest.approx([v for _, v in expected], rel=1e-6), run_dir
+    accuracy = _tensorboard_scalars(root / "B", "eval/accuracy")
+    assert [step for step, _ in accuracy] == [0, 3, 6, 9, 12]
+
+
+def _wandb_history(path) -> list[dict]:
+    """History rows of an offline W&B run file: a LevelDB-style log (32 KiB blocks of records with a
+    7-byte header: crc32, length, type FULL=1/FIRST=2/MIDDLE=3/LAST=4) after a 7-byte ":W&B" header,
+    each record a wandb_internal_pb2.Record."""
+    from wandb.proto import wandb_internal_pb2
+
+    raw, block, position, pending, rows = open(path, "rb").read(), 32768, 7, b"", []
+    while position + 7 <= len(raw):
+        left = block - position % block
+        _, length, kind = struct.unpack("<IHB", raw[position:position + 7])
+        if left < 7 or (length == 0 and kind == 0):  # block trailer / zero padding
+            position += left
+            continue
+        pending += raw[position + 7:position + 7 + length]
+        position += 7 + length
+        if kind in (1, 4):
+            record = wandb_internal_pb2.Record()
+            record.ParseFromString(pending)
+            pending = b""
+            if record.WhichOneof("record_type") == "history":
+                rows.append({item.key or "/".join(item.nested_key): json.loads(item.value_json)
+                             for item in record.history.item})
+    return rows
+
+
+@pytest.mark.slow
+def test_wandb_offline_run_logs_every_step_and_resumes_the_same_run(runs):
+    root, _, _ = runs
+    files = glob.glob(str(root / "A" / "wandb" / "offline-run-*" / "run-*.wandb"))
+    assert len(files) == 1
+    history = _wandb_history(files[0])
+    assert [row["_step"] for row in history] == list(range(STEPS + 1))
+    expected = {m["step"]: m["reward/mean"] for m in _metrics(root / "A") if "reward/mean" in m}
+    assert {row["_step"]: row["reward/mean"] for row in history if "reward/mean" in row} == pytest.approx(expected)
+    run_id = (root / "B" / "wandb_id").read_text().strip()
+    sessions = sorted(glob.glob(str(root / "B" / "wandb" / "offline-run-*")))
+    assert len(sessions) == 2 and all(s.endswith("-" + run_id) for s in sessions)  # killed session + resumed one
