@@ -333,11 +333,8 @@ def phase_split(r: dict) -> dict:
     return p
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--steps", type=int, default=10, help="measured steps per system")
-    parser.add_argument("--warmup", type=int, default=2)
-    parser.add_argument("--rounds", type=int, default=2, help="subprocesses per system, in alternating order")
+def add_shared_arguments(parser, systems: str, plot: str) -> None:
+    """The hyperparameters both systems get (here and in bench_learning.py), and the worker plumbing."""
     parser.add_argument("--prompts", type=int, default=8)
     parser.add_argument("--group", type=int, default=8)
     parser.add_argument("--max-new-tokens", type=int, default=16)
@@ -346,11 +343,19 @@ def main() -> None:
     parser.add_argument("--lr", type=float, default=1e-4)
     parser.add_argument("--threads", type=int, default=1,
                         help="torch threads in every system (0: torch's default); on a busy 2-core machine 2 threads spin")
-    parser.add_argument("--systems", default=",".join(SYSTEMS))
-    parser.add_argument("--docs-plot", action="store_true", help="also copy the plot to docs/bench_grpo_trl.png")
+    parser.add_argument("--systems", default=systems)
+    parser.add_argument("--docs-plot", action="store_true", help=f"also copy the plot to {plot}")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--model", help=argparse.SUPPRESS)
     parser.add_argument("--result", help=argparse.SUPPRESS)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=10, help="measured steps per system")
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=2, help="subprocesses per system, in alternating order")
+    add_shared_arguments(parser, systems=",".join(SYSTEMS), plot="docs/bench_grpo_trl.png")
     args = parser.parse_args()
 
     if args.worker:
