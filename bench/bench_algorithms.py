@@ -11,9 +11,9 @@ other differences, each with its reason. A frozen run (lr 1e-12) draws the same 
 reward curve is the warm start's own: an algorithm's rise is its reward minus the frozen reward,
 step by step ("paired").
 
-Reads each run's metrics.jsonl; writes bench/results/algorithms.json and docs/algorithms_reward.png
-(training reward, moving average over `--smooth` steps, per algorithm) and prints the markdown table
-docs/algorithms.md shows.
+Reads each run's metrics.jsonl; writes bench/results/algorithms.json and bench/results/algorithms_reward.png
+(training reward, moving average over `--smooth` steps, per algorithm; `--docs-plot` also copies it to
+docs/algorithms_reward.png, the figure docs/algorithms.md shows) and prints the markdown table there.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -29,7 +30,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
-FIGURE = ROOT / "docs" / "algorithms_reward.png"
+FIGURE = RESULTS / "algorithms_reward.png"
+DOCS_FIGURE = ROOT / "docs" / "algorithms_reward.png"
 
 COMMON = [  # tests/test_algorithms_learn.py's warm start and task
     "rollout=hf", "env.digits=1", "model.warm_start.target_accuracy=[0.3,0.6]", "model.warm_start.lr=3e-3",
@@ -112,6 +114,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=16, help="the same for every algorithm")
     parser.add_argument("--eval-prompts", type=int, default=23,
                         help="held-out prompts, greedy, before and after (1-digit addition has 23 test problems)")
+    parser.add_argument("--docs-plot", action="store_true", help="also copy the plot to docs/algorithms_reward.png")
     parser.add_argument("--smooth", type=int, default=5, help="moving-average window of the plotted reward")
     parser.add_argument("--algorithms", default=",".join(ALGORITHMS), help="comma-separated; frozen is always run")
     args = parser.parse_args()
@@ -134,6 +137,8 @@ def main() -> None:
               "load_average": os.getloadavg(), "algorithms": results}
     (RESULTS / "algorithms.json").write_text(json.dumps(record, indent=1))
     plot(results, args.smooth, FIGURE)
+    if args.docs_plot:
+        shutil.copyfile(FIGURE, DOCS_FIGURE)
     print(f"\n{table(results, args.steps)}\n\n{len(names)} runs of {args.steps} steps in {total:.0f} s; "
           f"wrote {RESULTS / 'algorithms.json'} and {FIGURE}")
 
