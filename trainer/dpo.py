@@ -43,6 +43,7 @@ import torch
 from rlvr.trainer.dpo_loss import dpo_loss
 from rlvr.trainer.logprobs import PackedBatch, pack, token_logprobs
 from rlvr.trainer.pairs import Pair, Scored, build_pairs
+from rlvr.trainer.prompts import render_messages
 from rlvr.trainer.sampling import sample_and_score, step_metrics_and_samples, timed
 from rlvr.trainer.seeding import derive_seed
 from rlvr.verifiers.registry import ConfigError
@@ -185,11 +186,12 @@ class OfflineData:
 
 def _prepare_offline(ctx) -> OfflineData:
     cfg, tokenizer = ctx.cfg, ctx.tokenizer
-    if tokenizer.chat_template is None:
-        raise ConfigError(f"data={cfg.data}: the tokenizer has no chat template to render the prompts with")
     prompts, completions = read_scored_completions(cfg.data)
-    prompt_ids = [tokenizer.apply_chat_template(m, tokenize=False, add_generation_prompt=True) for m in prompts]
-    prompt_ids = [tokenizer(text, add_special_tokens=False)["input_ids"] for text in prompt_ids]
+    try:
+        texts = render_messages(tokenizer, prompts)
+    except ValueError as error:
+        raise ConfigError(f"data={cfg.data}: {error}") from None
+    prompt_ids = [tokenizer(text, add_special_tokens=False)["input_ids"] for text in texts]
     completion_ids = [[tokenizer(text, add_special_tokens=False)["input_ids"] + ([] if truncated else
                                                                                    [tokenizer.eos_token_id])
                        for text, _, truncated in group] for group in completions]

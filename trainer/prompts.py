@@ -1,14 +1,17 @@
-"""Rendering an environment's chat messages into the model's prompt text."""
+"""Rendering chat messages into the model's prompt text."""
 
 from __future__ import annotations
 
 
 def render_prompts(tokenizer, env, rows: list[dict]) -> list[str]:
+    """An environment's rows as prompts (see `render_messages`)."""
+    return render_messages(tokenizer, [env.messages(row) for row in rows])
+
+
+def render_messages(tokenizer, conversations: list[list[dict]]) -> list[str]:
     """The chat template with the assistant turn opened, so generation starts the answer."""
     if tokenizer.chat_template is None:
         raise ValueError(
             f"tokenizer of {tokenizer.name_or_path!r} has no chat template; rlvr renders prompts as chat messages"
         )
-    return [
-        tokenizer.apply_chat_template(env.messages(row), tokenize=False, add_generation_prompt=True) for row in rows
-    ]
+    return [tokenizer.apply_chat_template(m, tokenize=False, add_generation_prompt=True) for m in conversations]
