@@ -2,7 +2,8 @@
 
 A container is checked out for one run at a time. After a clean run (the supervisor reports
 `dirty: false`: no limit hit, no process left over, workdir wiped) it goes back to the idle list;
-otherwise it is removed and a fresh one is started in the background for the next caller.
+otherwise it is removed and a fresh one is started in the background for the next caller, who
+waits for that one rather than starting a second (so a pool of size N holds N containers).
 Containers are keyed by their container-level limits (memory, pids, cpus, tmpfs), since those
 are fixed when a container is created.
 
@@ -19,6 +20,7 @@ import atexit
 import os
 import socket
 import threading
+import time
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -26,6 +28,7 @@ from typing import Any
 LABEL = "rlvr.sandbox"
 OWNER_LABEL = "rlvr.sandbox.owner"
 INSTANCE_LABEL = "rlvr.sandbox.instance"
+REFILL_WAIT_S = 60.0  # longest a checkout waits for an in-flight refill before starting its own container
 
 
 def owner_id(pid: int | None = None) -> str:
@@ -94,7 +97,9 @@ class WarmPool:
         self._lock = threading.Lock()
         self._idle: dict[Hashable, list[Any]] = {}
         self._live: set[Any] = set()
+        self._changed = threading.Condition(self._lock)  # notified when a refill lands or fails
         self._refills: set[threading.Thread] = set()
+        self._pending: dict[Hashable, int] = {}  # refills in flight per key
         self._closed = False
         atexit.register(self.close)
 
@@ -116,17 +121,15 @@ class WarmPool:
         """Start containers for `key` until `n` (default: the pool size) are idle, in parallel."""
         with self._lock:
             have = len(self._idle.get(key, []))
-        threads = [threading.Thread(target=self._refill, args=(key,), daemon=True)
-                   for _ in range(max(0, min(n or self.size, self.size) - have))]
-        for t in threads:
-            t.start()
+        threads = [self._start_refill(key) for _ in range(max(0, min(n or self.size, self.size) - have))]
         for t in threads:
             t.join()
 
     def close(self) -> None:
         """Remove every container this pool started; the pool refuses new runs afterwards."""
-        with self._lock:
+        with self._changed:
             self._closed = True
+            self._changed.notify_all()
             refills = list(self._refills)
         for t in refills:
             t.join(timeout=30)
@@ -144,11 +147,24 @@ class WarmPool:
         return box
 
     def _take_idle(self, key: Hashable) -> Any | None:
-        with self._lock:
-            if self._closed:
-                raise RuntimeError("sandbox pool is closed")
-            idle = self._idle.get(key)
-            return idle.pop() if idle else None
+        """An idle container for `key`; if none but a refill for it is in flight, wait for that one.
+
+        Waiting keeps the pool at `size` containers: without it a checkout right after a dirty run
+        starts its own container while the refill starts another, and one of them is thrown away.
+        The wait is bounded (REFILL_WAIT_S) so a stuck engine call cannot hold a checkout forever.
+        """
+        deadline = time.monotonic() + REFILL_WAIT_S
+        with self._changed:
+            while True:
+                if self._closed:
+                    raise RuntimeError("sandbox pool is closed")
+                idle = self._idle.get(key)
+                if idle:
+                    return idle.pop()
+                left = deadline - time.monotonic()
+                if not self._pending.get(key) or left <= 0:
+                    return None
+                self._changed.wait(timeout=left)
 
     def _give_back(self, key: Hashable, box: Any) -> None:
         if not box.dirty and self.warm:
@@ -162,20 +178,28 @@ class WarmPool:
             closed = self._closed
         box.destroy()
         if self.warm and not closed:
-            t = threading.Thread(target=self._refill, args=(key,), daemon=True)
-            with self._lock:
-                self._refills.add(t)
-            t.start()
+            self._start_refill(key)
+
+    def _start_refill(self, key: Hashable) -> threading.Thread:
+        t = threading.Thread(target=self._refill, args=(key,), daemon=True)
+        with self._lock:
+            self._refills.add(t)
+            self._pending[key] = self._pending.get(key, 0) + 1
+        t.start()
+        return t
 
     def _refill(self, key: Hashable) -> None:
+        box = None
         try:
             box = self._create(key)
         except Exception:  # the next checkout creates one itself and reports the error there
-            return
-        finally:
-            with self._lock:
-                self._refills.discard(threading.current_thread())
-        with self._lock:
+            pass
+        with self._changed:  # one step: a waiting checkout never sees "no refill and no idle box"
+            self._refills.discard(threading.current_thread())
+            self._pending[key] -= 1
+            self._changed.notify_all()
+            if box is None:
+                return
             if not self._closed:
                 self._live.add(box)
                 self._idle.setdefault(key, []).append(box)
