@@ -17,6 +17,7 @@ from rlvr.trainer.rollout import SamplingParams
 from rlvr.trainer.rollout_hf import HFEngine
 from rlvr.trainer.run import STEPS, RunContext
 from rlvr.trainer.trpo import natural_gradient_update
+from rlvr.verifiers.registry import ConfigError
 from tests.test_trainer_step import STEP_OVERRIDES, AlternatingRewardEnv
 
 
@@ -139,6 +140,9 @@ def test_ppo_separate_critic_is_checkpointed_and_resumes_bit_for_bit(tiny_lm_sft
     quiet = dict(log=lambda *_: None)
     train(compose_train(common + ["train.steps=3", f"output_dir={tmp_path / 'A'}"]), **quiet)
     train(compose_train(common + ["train.steps=2", f"output_dir={tmp_path / 'B'}"]), **quiet)
+    wrong = [o.replace("algo.critic=model", "algo.critic=head") for o in common]
+    with pytest.raises(ConfigError, match=r"algo.critic: 'model' in the run, 'head' now"):  # before anything is touched
+        train(compose_train(wrong + ["train.steps=3", f"resume={tmp_path / 'B'}"]), **quiet)
     train(compose_train(common + ["train.steps=3", f"resume={tmp_path / 'B'}"]), **quiet)
 
     def critic(run, step):

@@ -127,3 +127,14 @@ def test_train_with_lora_and_kl_end_to_end(tiny_lm_sft, compose_train, tmp_path)
     assert lines[1]["kl"] == pytest.approx(0.0, abs=1e-7) and lines[2]["kl"] > 1e-6
     AutoModelForCausalLM.from_pretrained(tmp_path / "checkpoints" / "step_2")
     assert (tmp_path / "checkpoints" / "step_2" / "adapter" / "adapter_config.json").exists()
+
+
+def test_resume_refuses_a_different_lora_layout(compose_train):
+    """A LoRA run's optimizer holds moments for its adapters only: resuming it without them (or with another
+    rank) would fail deep inside torch, so the check names the keys instead."""
+    from rlvr.trainer.checkpoint import resume_conflicts
+
+    lora = compose_train(["model.lora.r=8"])
+    assert resume_conflicts(lora, compose_train(["model.lora.r=8", "optim.lr=1e-3"])) == []  # other keys may change
+    assert resume_conflicts(lora, compose_train([])) == ["model.lora.r: 8 in the run, 0 now",
+                                                        "model.lora.target_modules: ['all-linear'] in the run, None now"]

@@ -46,6 +46,22 @@ def save_checkpoint(run_dir: Path, step: int, model, tokenizer, optimizer, sched
     return final
 
 
+def state_layout(cfg) -> dict:
+    """The config values the checkpoint's tensors depend on: the optimizer holds moments for exactly these
+    parameters (the policy or its LoRA adapters, plus PPO's critic), so a resume must build the same ones."""
+    return {
+        "algo.critic": cfg.algo.critic if cfg.algo.name == "ppo" else None,  # only ppo has a critic
+        "model.lora.r": cfg.model.lora.r,
+        "model.lora.target_modules": list(cfg.model.lora.target_modules) if cfg.model.lora.r else None,
+    }
+
+
+def resume_conflicts(saved_cfg, cfg) -> list[str]:
+    """'key: the run's value -> this command's value' for each `state_layout` entry that differs."""
+    saved, now = state_layout(saved_cfg), state_layout(cfg)
+    return [f"{key}: {saved[key]!r} in the run, {now[key]!r} now" for key in saved if saved[key] != now[key]]
+
+
 def latest_checkpoint(run_dir: Path) -> Path | None:
     steps = []
     for path in (run_dir / "checkpoints").glob("step_*"):

@@ -22,7 +22,7 @@ from tqdm import tqdm
 
 from rlvr.envs import load_env
 from rlvr.verifiers.registry import ConfigError
-from rlvr.trainer.checkpoint import latest_checkpoint, load_trainer_state, save_checkpoint
+from rlvr.trainer.checkpoint import latest_checkpoint, load_trainer_state, resume_conflicts, save_checkpoint
 from rlvr.trainer.distributed import Parallel, QuietRunFiles, RankModel
 from rlvr.trainer.evaluate import evaluate_greedy
 from rlvr.trainer.dpo import dpo_step
@@ -84,6 +84,11 @@ def train(cfg, log=print) -> dict:
     checkpoint = latest_checkpoint(run_dir) if cfg.resume else None
     if cfg.resume and checkpoint is None:
         raise ConfigError(f"resume={cfg.resume}: no checkpoint with trainer_state.pt under {run_dir}/checkpoints")
+    if checkpoint and (run_dir / "config.yaml").exists():
+        conflicts = resume_conflicts(OmegaConf.load(run_dir / "config.yaml"), cfg)
+        if conflicts:
+            raise ConfigError(f"resume={cfg.resume}: {checkpoint.name} was trained with other parameters than this "
+                              f"command builds ({'; '.join(conflicts)}); pass the run's values, or start a new run")
     files = RunFiles(run_dir) if parallel.is_main else QuietRunFiles()  # created once the config has passed every check
     with parallel.main_first():  # one rank builds the cached tiny model, the others load it
         base_path = resolve_model_path(cfg, env, log=log)
