@@ -22,12 +22,12 @@ import torch
 from safetensors.torch import load_file
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-STEPS = 2  # step 1 already leaves one rank no rows after DAPO's filter (kept_frac 0.25)
+STEPS = 2  # step 1 already drops groups to DAPO's filter, so it resamples (and can leave a rank no rows)
 
 
 def _overrides(model_path: Path, output_dir: Path, strategy: str) -> list[str]:
     return [
-        # dapo exercises the zero-variance filter (uneven rows per rank), mu=2 the old logprobs,
+        # dapo exercises the zero-variance filter and its resampling (uneven rows per rank), mu=2 the old logprobs,
         # beta the reference forward; micro-batches of 4 give 4 micro-batches in one process, 2 per rank
         "algo=dapo", "algo.beta=0.04", "algo.mu=2", "rollout=hf", f"model.name_or_path={model_path}",
         "env.digits=1", "env.ops=[+]", f"train.steps={STEPS}", "train.prompts_per_step=4",
@@ -120,8 +120,10 @@ def _assert_same_training(single_run: Path, ranked_run: Path, start_path: Path, 
     single = [json.loads(line) for line in (single_run / "metrics.jsonl").read_text().splitlines()]
     ranked = [json.loads(line) for line in (ranked_run / "metrics.jsonl").read_text().splitlines()]
     assert [m["step"] for m in ranked] == [m["step"] for m in single] == list(range(STEPS + 1))  # logged once
+    assert max(m["dynamic_sampling/rounds"] for m in single[1:]) > 1, "the parity should cover DAPO's resampling"
     for a, b in zip(single[1:], ranked[1:]):  # reduced over ranks, the step's metrics are the one-process ones
-        for key in ("reward/mean", "reward/std", "loss", "kl", "entropy", "kept_frac", "grad_norm", "clip_frac"):
+        for key in ("reward/mean", "reward/std", "loss", "kl", "entropy", "kept_frac", "grad_norm", "clip_frac",
+                    "dynamic_sampling/rounds"):
             if key in a:
                 assert b[key] == pytest.approx(a[key], rel=1e-4, abs=1e-6), (strategy, a["step"], key)
 

@@ -24,7 +24,8 @@ class AlgoConfig:
     clip_eps_high: float = 0.2
     aggregation: str = "seq_mean_token_mean"  # token_mean | seq_mean_token_mean | seq_mean_token_sum_norm
     scale_advantages_by_std: bool = True  # False: Dr. GRPO
-    filter_zero_variance_groups: bool = False  # DAPO dynamic sampling (filtering only, no resampling)
+    filter_zero_variance_groups: bool = False  # DAPO dynamic sampling: drop groups whose rewards are all equal
+    max_resample_rounds: int = 0  # ... and sample up to this many further rounds of prompts to refill the batch
     mu: int = 1  # inner epochs over one batch; old logprobs computed once before them
     importance_level: str = "token"  # token | sequence (GSPO: one clipped ratio per sequence)
     # DAPO's soft overlong punishment (eq. 13): the last `overlong_buffer` tokens before rollout.max_new_tokens

@@ -76,6 +76,19 @@ def world_size() -> int:
     return dist.get_world_size() if dist.is_initialized() else 1
 
 
+def rank() -> int:
+    return dist.get_rank() if dist.is_initialized() else 0
+
+
+def gather_from_ranks(values: torch.Tensor) -> torch.Tensor:
+    """[W, *values.shape]: every rank's `values` (the same shape on all), in rank order; one process: [1, ...]."""
+    if world_size() == 1:
+        return values.unsqueeze(0)
+    parts = [torch.empty_like(values) for _ in range(world_size())]
+    dist.all_gather(parts, values.contiguous())
+    return torch.stack(parts)
+
+
 def loss_scale() -> float:
     """DDP and FSDP2 average gradients over ranks; scaling each rank's loss by W makes that a sum."""
     return float(world_size())

@@ -10,7 +10,9 @@ Departures from the paper, each a config switch (see conf/algo/grpo.yaml):
   * `clip_eps_high` may exceed `clip_eps_low` (DAPO clip-higher); `aggregation` picks the
     paper's per-sequence mean, DAPO's token mean or Dr. GRPO's constant normaliser.
   * `filter_zero_variance_groups` drops groups whose rewards are all equal (their advantage is
-    zero) but, unlike DAPO's dynamic sampling, does not resample to refill the batch.
+    zero); with `max_resample_rounds > 0` it also samples further prompts until the batch is full
+    again, as DAPO's dynamic sampling does (`dynamic_sampling.py`). The reward metrics stay those of
+    the step's first draw; kept_frac is the share of all sampled groups trained on.
   * `overlong_buffer > 0` adds DAPO's soft overlong penalty (`reward_shaping.overlong_penalty`) to
     the rewards before the advantages; `reward/mean` stays the verifiers' reward, the penalty's mean
     is logged as reward/overlong_penalty, and the filter above looks at the verifiers' rewards only.
@@ -35,6 +37,7 @@ from rlvr.trainer.distributed import any_rows, global_counts, loss_scale
 from rlvr.trainer.logprobs import PackedBatch, token_logprobs
 from rlvr.trainer.losses import grpo_loss, truncated_importance_weights
 from rlvr.trainer.reward_shaping import overlong_penalty
+from rlvr.trainer.dynamic_sampling import sample_until_full
 from rlvr.trainer.sampling import sample_and_score, step_metrics_and_samples, timed
 
 
@@ -44,16 +47,20 @@ def grpo_step(ctx, step: int) -> tuple[dict, list[dict]]:
     prompts_per_step, group_size = cfg.train.prompts_per_step, cfg.train.completions_per_prompt
     timings: dict[str, float] = {}
 
-    sampled = sample_and_score(ctx, step, timings)
-    lengths = torch.tensor([len(c) for c in sampled.rollout.completion_ids])  # [B*G]
+    if algo.filter_zero_variance_groups:  # DAPO eq. 11, on the verifiers' rewards: groups with mixed outcomes
+        first, sampled, chosen, rounds = sample_until_full(ctx, step, timings)  # chosen: [R*B]
+    else:
+        first = sampled = sample_and_score(ctx, step, timings)
+        rounds = 1
+        chosen = torch.ones(prompts_per_step, dtype=torch.bool)  # [B]
+    # R = 1 sampling round unless dynamic sampling needed more
+    keep = chosen.repeat_interleave(group_size)  # [R*B*G]
+    lengths = torch.tensor([len(c) for c in sampled.rollout.completion_ids])  # [R*B*G]
     length_penalty = overlong_penalty(lengths, cfg.rollout.max_new_tokens, algo.overlong_buffer,
-                                      algo.overlong_penalty).view_as(sampled.rewards)  # [B, G]
-    rewards = sampled.rewards + length_penalty  # [B, G]
-    advantages = group_advantages(rewards, scale_by_std=algo.scale_advantages_by_std).flatten()  # [B*G]
-    flat_groups = zero_variance_groups(rewards)  # [B]
-    keep = torch.ones(prompts_per_step * group_size, dtype=torch.bool)  # [B*G]
-    if algo.filter_zero_variance_groups:  # on the verifiers' rewards: DAPO eq. 11 counts correct answers
-        keep = ~zero_variance_groups(sampled.rewards).repeat_interleave(group_size)  # [B*G]
+                                      algo.overlong_penalty).view_as(sampled.rewards)  # [R*B, G]
+    rewards = sampled.rewards + length_penalty  # [R*B, G]
+    advantages = group_advantages(rewards, scale_by_std=algo.scale_advantages_by_std).flatten()  # [R*B*G]
+    flat_groups = zero_variance_groups(rewards)  # [R*B]
     engine_logprobs = sampled.engine_logprobs[keep]  # [N, L-1]
     batch = sampled.batch.select(keep)
     advantages = advantages[keep]  # [N]
@@ -80,11 +87,12 @@ def grpo_step(ctx, step: int) -> tuple[dict, list[dict]]:
     with timed(timings, "sync"):
         ctx.engine.sync_weights(ctx.model)
 
-    return step_metrics_and_samples(ctx, step, sampled, timings, update_metrics, {
-        "zero_adv_frac": flat_groups.float().mean().item(),
+    return step_metrics_and_samples(ctx, step, first, timings, update_metrics, {
+        "zero_adv_frac": flat_groups.float().mean().item(),  # over all rounds, like kept_frac
         "kept_frac": keep.float().mean().item(),
+        **({"dynamic_sampling/rounds": rounds} if algo.filter_zero_variance_groups else {}),
         **({"reward/overlong_penalty": length_penalty.mean().item()} if algo.overlong_buffer else {}),
-    })
+    }, generated_tokens=sampled.rollout.num_tokens)
 
 
 def accumulate_gradients(model, batch: PackedBatch, advantages, old_logprobs, ref_logprobs, algo, *,

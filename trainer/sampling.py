@@ -15,6 +15,7 @@ import torch
 
 from rlvr.trainer.logprobs import PackedBatch, pack
 from rlvr.trainer.prompts import render_prompts
+from rlvr.trainer.rollout import Rollout
 from rlvr.trainer.seeding import derive_seed
 
 
@@ -28,10 +29,13 @@ class Sampled:
     engine_logprobs: torch.Tensor  # [B*G, L-1] the engine's logprobs in `batch`'s layout
 
 
-def sample_and_score(ctx, step: int, timings: dict) -> Sampled:
+def sample_and_score(ctx, step: int, timings: dict, round_: int = 0) -> Sampled:
+    """B prompts (drawn from the step's seed; `round_` > 0: a further draw, for DAPO's dynamic sampling),
+    G completions each, verified and packed."""
     cfg = ctx.cfg
     prompts_per_step, group_size = cfg.train.prompts_per_step, cfg.train.completions_per_prompt
-    rows = ctx.env.rows("train", prompts_per_step, seed=derive_seed("train-rows", cfg.seed, step))
+    seed = derive_seed("train-rows", cfg.seed, step) if round_ == 0 else derive_seed("train-rows", cfg.seed, step, round_)
+    rows = ctx.env.rows("train", prompts_per_step, seed=seed)
     with timed(timings, "generate"):
         rollout = ctx.engine.generate(render_prompts(ctx.tokenizer, ctx.env, rows), ctx.sampling)
     with timed(timings, "score"):
@@ -42,11 +46,27 @@ def sample_and_score(ctx, step: int, timings: dict) -> Sampled:
     return Sampled(rows, rollout, results, rewards, batch, engine_logprobs)
 
 
+def concat_sampled(parts: list[Sampled], pad_token_id: int) -> Sampled:
+    """Several rounds of `sample_and_score` as one: groups in round order, repacked to one width."""
+    if len(parts) == 1:
+        return parts[0]
+    rollout = Rollout(*(sum((getattr(p.rollout, name) for p in parts), [])
+                        for name in ("prompt_ids", "completion_ids", "texts", "logprobs", "truncated")))
+    batch = pack(rollout.prompt_ids, rollout.completion_ids, pad_token_id)
+    return Sampled(
+        rows=sum((p.rows for p in parts), []), rollout=rollout, results=sum((p.results for p in parts), []),
+        rewards=torch.cat([p.rewards for p in parts]), batch=batch,
+        engine_logprobs=packed_engine_logprobs(rollout, batch.completion_mask.shape[1]),
+    )
+
+
 def step_metrics_and_samples(ctx, step: int, sampled: Sampled, timings: dict, update_metrics: dict,
-                             batch_metrics: dict | None = None) -> tuple[dict, list[dict]]:
+                             batch_metrics: dict | None = None,
+                             generated_tokens: int | None = None) -> tuple[dict, list[dict]]:
     """The metrics every algorithm logs (reward, statuses, lengths, throughput, timings), with the
     algorithm's `update_metrics` after the rewards and its `batch_metrics` after the lengths, and
-    the first `train.samples_per_step` prompts' completions."""
+    the first `train.samples_per_step` prompts' completions. Throughput counts `generated_tokens`
+    (default: `sampled`'s; more when the step sampled further rounds than the one it reports)."""
     cfg, rollout, results = ctx.cfg, sampled.rollout, sampled.results
     group_size = cfg.train.completions_per_prompt
     metrics = {"step": step, **reward_metrics(sampled.rewards, results), **update_metrics}
@@ -58,7 +78,7 @@ def step_metrics_and_samples(ctx, step: int, sampled: Sampled, timings: dict, up
     metrics.update(batch_metrics or {})
     metrics.update({
         "lr": ctx.scheduler.get_last_lr()[0],
-        "tokens_per_s": rollout.num_tokens / max(sum(timings.values()), 1e-9),
+        "tokens_per_s": (generated_tokens or rollout.num_tokens) / max(sum(timings.values()), 1e-9),
         **{f"time/{name}": seconds for name, seconds in timings.items()},
     })
     rows = sampled.rows

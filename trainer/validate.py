@@ -55,6 +55,12 @@ def validate_train_config(cfg) -> None:
     need(cfg.algo.overlong_buffer == 0 or cfg.algo.name in GROUP_ALGOS,
          f"algo.overlong_buffer={cfg.algo.overlong_buffer}: overlong reward shaping is applied by the GRPO family "
          f"({', '.join(GROUP_ALGOS)}), not algo={cfg.algo.name}")
+    need(cfg.algo.max_resample_rounds >= 0, f"algo.max_resample_rounds={cfg.algo.max_resample_rounds} must be >= 0")
+    need(cfg.algo.max_resample_rounds == 0 or (cfg.algo.filter_zero_variance_groups and cfg.algo.name in GROUP_ALGOS),
+         f"algo.max_resample_rounds={cfg.algo.max_resample_rounds} refills the batch after "
+         f"algo.filter_zero_variance_groups drops groups, so it needs that set to true and a GRPO-family algo "
+         f"({', '.join(GROUP_ALGOS)}); got filter_zero_variance_groups={cfg.algo.filter_zero_variance_groups}, "
+         f"algo={cfg.algo.name}")
     need(cfg.algo.critic in CRITICS, f"algo.critic={cfg.algo.critic!r}; choose one of {', '.join(CRITICS)}")
     need(cfg.algo.objective in OBJECTIVES,
          f"algo.objective={cfg.algo.objective!r}; choose one of {', '.join(OBJECTIVES)}")
