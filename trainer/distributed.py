@@ -43,7 +43,7 @@ parallelism; this file only arranges torch's pieces so that the update equals th
   * Backend: gloo (CPU tensors; the trainer keeps the policy on CPU) and, where CUDA exists,
     "cpu:gloo,cuda:nccl" so CUDA tensors go through NCCL.
 
-Supported algorithms: the GRPO family and REINFORCE (`PARALLEL_ALGOS`). PPO's critic, TRPO/NPG's
+Supported algorithms: the GRPO family and REINFORCE (`algorithms.PARALLEL_ALGOS`). PPO's critic, TRPO/NPG's
 conjugate gradient (extra full-batch backward passes) and DPO are refused with a ConfigError.
 """
 
@@ -63,7 +63,6 @@ from omegaconf import OmegaConf
 from rlvr.verifiers.registry import ConfigError
 
 STRATEGIES = ("none", "ddp", "fsdp2")
-PARALLEL_ALGOS = ("grpo", "dr_grpo", "dapo", "gspo", "reinforce")
 # How each rank's step metric becomes the run's: shares of a whole-batch normalised quantity add up;
 # wall times take the slowest rank; throughputs add; everything else (rates and means over equal
 # numbers of completions per rank, lr, grad_norm, which is identical on all ranks) is averaged.

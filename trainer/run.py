@@ -22,15 +22,12 @@ from tqdm import tqdm
 
 from rlvr.envs import load_env
 from rlvr.verifiers.registry import ConfigError
+from rlvr.trainer.algorithms import STEPS
 from rlvr.trainer.checkpoint import latest_checkpoint, load_trainer_state, resume_conflicts, save_checkpoint
 from rlvr.trainer.distributed import Parallel, QuietRunFiles, RankModel
 from rlvr.trainer.evaluate import evaluate_greedy
-from rlvr.trainer.dpo import dpo_step
-from rlvr.trainer.grpo import grpo_step
 from rlvr.trainer.loggers import build_loggers
-from rlvr.trainer.ppo import build_value_head, ppo_step
-from rlvr.trainer.reinforce import reinforce_step
-from rlvr.trainer.trpo import trpo_step
+from rlvr.trainer.ppo import build_value_head
 from rlvr.trainer.lora import engine_for_policy
 from rlvr.trainer.model import build_policy, build_reference, load_tokenizer, resolve_model_path
 from rlvr.trainer.rollout import SamplingParams, build_engine
@@ -52,10 +49,6 @@ class RunContext:
     value_head: torch.nn.Module | None = None  # ppo's critic
     state: dict = field(default_factory=dict)  # what an algorithm carries across steps (ppo's penalty_beta)
     cache: dict = field(default_factory=dict)  # what an algorithm rebuilds rather than checkpoints (dpo's offline pairs)
-
-
-STEPS = {"grpo": grpo_step, "dr_grpo": grpo_step, "dapo": grpo_step, "gspo": grpo_step,  # presets of one step
-         "reinforce": reinforce_step, "ppo": ppo_step, "trpo": trpo_step, "npg": trpo_step, "dpo": dpo_step}
 
 
 def build_env(env_cfg):

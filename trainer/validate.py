@@ -8,7 +8,7 @@ from rlvr.trainer.losses import AGGREGATIONS, IMPORTANCE_LEVELS, KL_ESTIMATORS
 from rlvr.verifiers.registry import ConfigError
 
 from rlvr.trainer.advantages import BASELINES
-from rlvr.trainer.distributed import PARALLEL_ALGOS
+from rlvr.trainer.algorithms import ALGORITHMS, GROUP_ALGOS, PARALLEL_ALGOS
 from rlvr.trainer.distributed import STRATEGIES as PARALLEL_STRATEGIES
 from rlvr.trainer.ppo import CRITICS
 from rlvr.trainer.dpo import read_scored_completions
@@ -16,9 +16,7 @@ from rlvr.trainer.dpo_loss import LOSS_TYPES
 from rlvr.trainer.loggers import LOGGERS
 from rlvr.trainer.pairs import STRATEGIES
 
-ALGOS = ("grpo", "dr_grpo", "dapo", "gspo", "reinforce", "ppo", "trpo", "npg", "dpo")
 OBJECTIVES = ("clip", "penalty")
-GROUP_ALGOS = ("grpo", "dr_grpo", "dapo", "gspo")  # presets of grpo_step
 ENGINES = ("hf", "vllm", "auto")
 SCHEDULES = ("constant", "linear", "cosine")
 WANDB_MODES = ("offline", "online", "disabled")
@@ -29,7 +27,8 @@ def validate_train_config(cfg) -> None:
         if not ok:
             raise ConfigError(message)
 
-    need(cfg.algo.name in ALGOS, f"algo.name={cfg.algo.name!r} is not available; choose one of {', '.join(ALGOS)}")
+    need(cfg.algo.name in ALGORITHMS,
+         f"algo.name={cfg.algo.name!r} is not available; choose one of {', '.join(ALGORITHMS)}")
     need(cfg.algo.kl_estimator in KL_ESTIMATORS,
          f"algo.kl_estimator={cfg.algo.kl_estimator!r}; choose one of {', '.join(KL_ESTIMATORS)}")
     need(cfg.algo.aggregation in AGGREGATIONS,
@@ -89,8 +88,9 @@ def validate_train_config(cfg) -> None:
     train = cfg.train
     for name in ("steps", "prompts_per_step", "micro_batch_size", "save_every", "eval_every", "eval_prompts"):
         need(train[name] >= 1, f"train.{name}={train[name]} must be >= 1")
-    group_baseline = cfg.algo.name in GROUP_ALGOS or (
-        cfg.algo.name not in ("ppo", "dpo") and cfg.algo.baseline == "rloo")
+    family = ALGORITHMS[cfg.algo.name].family
+    group_baseline = family == "group" or (family in ("policy_gradient", "natural_gradient")
+                                           and cfg.algo.baseline == "rloo")
     need(train.completions_per_prompt >= 2 or not group_baseline,
          f"train.completions_per_prompt={train.completions_per_prompt}: algo={cfg.algo.name} needs >= 2 "
          f"(the group is the baseline)")
