@@ -85,8 +85,8 @@ def test_offline_dpo_widens_the_margin(tmp_path, tiny_lm_sft):
     first = steps[0]
     assert first["pairs/count"] == 48 and first["pairs/no_pair_frac"] == pytest.approx(0.2)
     assert first["pairs/per_prompt"] == pytest.approx(48 / 20)
-    # 48 pairs, 16 a step: step 12 ends epoch 4 at position 191, 191 / 48
-    assert steps[-1]["data/epoch"] == pytest.approx(191 / 48)
+    # 48 pairs, 16 a step: 3 steps an epoch, step 12 ends the 4th
+    assert steps[-1]["data/epoch"] == pytest.approx(4.0) and steps[0]["data/epoch"] == pytest.approx(1 / 3)
     # step 1 runs before any update: the policy is the reference, so every implicit reward is 0 and loss log 2
     assert first["rewards/margin"] == pytest.approx(0.0, abs=1e-5)
     assert first["loss"] == pytest.approx(0.693147, abs=1e-4)
@@ -103,6 +103,21 @@ def test_offline_dpo_widens_the_margin(tmp_path, tiny_lm_sft):
     assert "train reward" not in result.stdout and "| held-out greedy accuracy |" in result.stdout
     samples = [json.loads(line) for line in (tmp_path / "run" / "samples.jsonl").read_text().splitlines()]
     assert samples and samples[0]["chosen"]["reward"] > samples[0]["rejected"]["reward"]
+
+
+@pytest.mark.parametrize("per_step, size", [(16, 48), (20, 48), (100, 48), (1, 3)])
+def test_offline_batches_cover_each_epoch_once_without_repeats(per_step, size):
+    from rlvr.trainer.dpo import offline_batch
+
+    batches_per_epoch = -(-size // min(per_step, size))
+    for epoch in range(2):
+        batches = [offline_batch(7, epoch * batches_per_epoch + i + 1, per_step, size) for i in range(batches_per_epoch)]
+        seen = [index for picked, _ in batches for index in picked]
+        assert sorted(seen) == list(range(size)), "each pair once per epoch, no pair twice in a batch"
+        assert all(len(picked) <= per_step for picked, _ in batches)
+        assert batches[-1][1] == pytest.approx(epoch + 1)  # epochs completed after the epoch's last batch
+    assert offline_batch(7, 1, per_step, size)[0] != offline_batch(7, batches_per_epoch + 1, per_step, size)[0] \
+        or size == 1, "each epoch is shuffled anew"
 
 
 def test_malformed_line_is_refused_naming_it(tmp_path, tiny_lm_sft):

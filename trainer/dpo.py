@@ -6,7 +6,8 @@
         -> sync the engine's weights
     offline (`data=PATH`, a scored-completions JSONL):
         once: read -> pairs -> reference logprobs of every pair
-        each step: the next `algo.pairs_per_step` pairs of seeded shuffled epochs -> one optimizer step
+        each step: the next `algo.pairs_per_step` pairs of a seeded shuffled epoch -> one optimizer step
+                   (`offline_batch`: a batch stays inside one epoch, so it never repeats a pair)
 
 The loss lives in `dpo_loss.py`. Departures and choices:
   * The paper trains offline on fixed human pairs; the online mode is iterative DPO on the policy's
@@ -101,17 +102,15 @@ def _offline_step(ctx, step: int) -> tuple[dict, list[dict]]:
         with timed(timings, "prepare"):
             ctx.cache["dpo_offline"] = _prepare_offline(ctx)
     data = ctx.cache["dpo_offline"]
-    size, per_step = len(data.batch), cfg.algo.pairs_per_step
-    positions = range((step - 1) * per_step, step * per_step)  # in the endless sequence of epochs
-    order = {e: _epoch_order(cfg.seed, e, size) for e in {p // size for p in positions}}
-    picked = torch.tensor([order[p // size][p % size] for p in positions])  # [pairs_per_step]
+    picked, epochs_done = offline_batch(cfg.seed, step, cfg.algo.pairs_per_step, len(data.batch))
+    picked = torch.tensor(picked)  # [<= pairs_per_step]
     with timed(timings, "update"):
         update_metrics = dpo_update(ctx, data.batch.select(picked))
     ctx.scheduler.step()
     pairs = [data.pairs[i] for i in picked.tolist()]
     metrics = {
         "step": step, **update_metrics, **data.stats,
-        "data/epoch": positions[-1] / size,
+        "data/epoch": epochs_done,
         "data/reward_chosen": sum(data.groups[p.group][p.chosen].reward for p in pairs) / len(pairs),
         "data/reward_rejected": sum(data.groups[p.group][p.rejected].reward for p in pairs) / len(pairs),
         "lr": ctx.scheduler.get_last_lr()[0],
@@ -169,6 +168,17 @@ def _pairs(groups: list[list[Scored]], algo) -> tuple[list[Pair], dict]:
                        min_margin=algo.min_margin, length_match=algo.length_match)
 
 
+def offline_batch(seed: int, step: int, pairs_per_step: int, size: int) -> tuple[list[int], float]:
+    """Step `step`'s pair indices and the epochs completed after it. Each epoch is a seeded shuffle of
+    the `size` pairs cut into batches of `pairs_per_step` (the last one shorter when it does not divide);
+    a batch never crosses into the next epoch, so it never holds a pair twice."""
+    per_step = min(pairs_per_step, size)
+    batches_per_epoch = math.ceil(size / per_step)
+    epoch, index = divmod(step - 1, batches_per_epoch)
+    end = min((index + 1) * per_step, size)
+    return _epoch_order(seed, epoch, size)[index * per_step : end], epoch + end / size
+
+
 def _epoch_order(seed: int, epoch: int, size: int) -> list[int]:
     order = list(range(size))
     random.Random(derive_seed("dpo-epoch", seed, epoch)).shuffle(order)
@@ -207,7 +217,10 @@ def _prepare_offline(ctx) -> OfflineData:
     ref_logps = sequence_logprobs(ctx.reference, sequences, cfg.train.micro_batch_size)  # [2P]
     print(f"dpo: {len(pairs)} pairs from {len(groups)} prompts in {cfg.data} "
           f"({stats['pairs/no_pair_frac']:.0%} of prompts without a pair); "
-          f"{cfg.algo.pairs_per_step} pairs per step = {math.ceil(len(pairs) / cfg.algo.pairs_per_step)} steps an epoch")
+          + (f"{cfg.algo.pairs_per_step} pairs per step = {math.ceil(len(pairs) / cfg.algo.pairs_per_step)} steps an epoch"
+             if cfg.algo.pairs_per_step <= len(pairs) else
+             f"algo.pairs_per_step={cfg.algo.pairs_per_step} is more than there are pairs: each step takes all "
+             f"{len(pairs)}, once each"))
     return OfflineData(prompts, groups, pairs, stats, PairBatch(sequences, ref_logps))
 
 
