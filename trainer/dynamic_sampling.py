@@ -42,7 +42,8 @@ def sample_until_full(ctx, step: int, timings: dict) -> tuple[Sampled, Sampled, 
     for round_ in range(1 + cfg.algo.max_resample_rounds):
         part = sample_and_score(ctx, step, timings, round_=round_)
         parts.append(part)
-        survived.append(gather_from_ranks((~zero_variance_groups(part.rewards)).long()).bool())  # verifiers' rewards (eq. 11)
+        mixed = ~zero_variance_groups(part.rewards)  # [B] on the verifiers' rewards (eq. 11)
+        survived.append(gather_from_ranks(mixed.long()).bool())  # [W, B]
         if int(torch.stack(survived).sum()) >= target:
             break
     chosen = first_survivors(torch.stack(survived), target)[:, rank()]  # [R, B]

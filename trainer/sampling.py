@@ -34,7 +34,8 @@ def sample_and_score(ctx, step: int, timings: dict, round_: int = 0) -> Sampled:
     G completions each, verified and packed."""
     cfg = ctx.cfg
     prompts_per_step, group_size = cfg.train.prompts_per_step, cfg.train.completions_per_prompt
-    seed = derive_seed("train-rows", cfg.seed, step) if round_ == 0 else derive_seed("train-rows", cfg.seed, step, round_)
+    draw = (cfg.seed, step) if round_ == 0 else (cfg.seed, step, round_)  # round 0: the draw every algorithm makes
+    seed = derive_seed("train-rows", *draw)
     rows = ctx.env.rows("train", prompts_per_step, seed=seed)
     with timed(timings, "generate"):
         rollout = ctx.engine.generate(render_prompts(ctx.tokenizer, ctx.env, rows), ctx.sampling)
