@@ -59,18 +59,21 @@ def leave_one_out_advantages(rewards: Tensor) -> Tensor:
     return rewards - others  # [B, G]
 
 
-def outcome_advantages(rewards: Tensor, baseline: str) -> Tensor:
+def outcome_advantages(rewards: Tensor, baseline: str, total=lambda x: x) -> Tensor:
     """REINFORCE advantages for one reward per completion, [B, G] -> [B, G] (Williams 1992):
 
         none   A_i = r_i                        (vanilla policy gradient)
         mean   A_i = r_i - mean over the whole batch of B*G rewards
         rloo   A_i = r_i - mean of the other G-1 rewards of the same prompt
+
+    `total` sums a scalar over the whole batch when it is split (under torchrun: `distributed.global_sum`).
     """
     rewards = rewards.to(torch.promote_types(rewards.dtype, torch.float32))  # [B, G]
     if baseline == "none":
         return rewards.clone()  # [B, G]
     if baseline == "mean":
-        return rewards - rewards.mean()  # [B, G]
+        count = total(torch.tensor(float(rewards.numel()), dtype=rewards.dtype))
+        return rewards - total(rewards.sum()) / count  # [B, G]
     if baseline == "rloo":
         return leave_one_out_advantages(rewards)  # [B, G]
     raise ValueError(f"unknown baseline {baseline!r}; expected one of {BASELINES}")
@@ -101,10 +104,11 @@ def gae(rewards: Tensor, values: Tensor, mask: Tensor, gamma: float, lam: float)
     return advantages, returns
 
 
-def whiten(values: Tensor, mask: Tensor, eps: float = 1e-8) -> Tensor:
-    """(x - mean) / std over the masked entries (PPO implementations normalise GAE advantages so)."""
+def whiten(values: Tensor, mask: Tensor, eps: float = 1e-8, total=lambda x: x) -> Tensor:
+    """(x - mean) / std over the masked entries (PPO implementations normalise GAE advantages so).
+    `total` sums a scalar over the whole batch when it is split (under torchrun: `distributed.global_sum`)."""
     mask = mask.to(values.dtype)  # [N, T]
-    count = mask.sum().clamp(min=1.0)  # []
-    mean = (values * mask).sum() / count  # []
-    var = (((values - mean) * mask) ** 2).sum() / count  # []
+    count = total(mask.sum()).clamp(min=1.0)  # []
+    mean = total((values * mask).sum()) / count  # []
+    var = total((((values - mean) * mask) ** 2).sum()) / count  # []
     return (values - mean) / (var.sqrt() + eps) * mask  # [N, T]

@@ -1,5 +1,5 @@
 """Every `algo=` that `rlvr train` runs, in one table: its step function, its family and whether
-it runs under torchrun (trainer.strategy=ddp|fsdp2). run.py dispatches on it; validate.py checks
+the torchrun strategies it runs under (trainer.strategy=ddp|fsdp2). run.py dispatches on it; validate.py checks
 names and combinations against it. A new algorithm is one row here plus its conf/algo/NAME.yaml.
 
 Families:
@@ -9,8 +9,10 @@ Families:
   natural_gradient  TRPO and NPG: conjugate gradient on the KL's Hessian (trpo.py)
   preference        DPO on pairs built from verified groups (dpo.py)
 
-Under torchrun: the group family and REINFORCE. PPO's critic, TRPO/NPG's extra full-batch backward
-passes and DPO's rounds are one-process only (trainer/distributed.py).
+Under torchrun: the group family and REINFORCE with ddp or fsdp2; PPO with ddp and its value head
+(the separate critic and FSDP2's sharded optimizer state are not arranged for its extra parameters).
+TRPO/NPG's conjugate gradient (extra full-batch backward passes) and DPO's pair rounds are
+one-process only (trainer/distributed.py).
 """
 
 from __future__ import annotations
@@ -29,20 +31,19 @@ from rlvr.trainer.trpo import trpo_step
 class Algorithm:
     step: Callable  # (ctx, step) -> (metrics, samples)
     family: str
-    parallel: bool  # runs under trainer.strategy=ddp|fsdp2
+    strategies: tuple[str, ...]  # the trainer.strategy values besides none it runs under
 
 
 ALGORITHMS = {
-    "grpo": Algorithm(grpo_step, "group", parallel=True),
-    "dr_grpo": Algorithm(grpo_step, "group", parallel=True),
-    "dapo": Algorithm(grpo_step, "group", parallel=True),
-    "gspo": Algorithm(grpo_step, "group", parallel=True),
-    "reinforce": Algorithm(reinforce_step, "policy_gradient", parallel=True),
-    "ppo": Algorithm(ppo_step, "actor_critic", parallel=False),
-    "trpo": Algorithm(trpo_step, "natural_gradient", parallel=False),
-    "npg": Algorithm(trpo_step, "natural_gradient", parallel=False),
-    "dpo": Algorithm(dpo_step, "preference", parallel=False),
+    "grpo": Algorithm(grpo_step, "group", strategies=("ddp", "fsdp2")),
+    "dr_grpo": Algorithm(grpo_step, "group", strategies=("ddp", "fsdp2")),
+    "dapo": Algorithm(grpo_step, "group", strategies=("ddp", "fsdp2")),
+    "gspo": Algorithm(grpo_step, "group", strategies=("ddp", "fsdp2")),
+    "reinforce": Algorithm(reinforce_step, "policy_gradient", strategies=("ddp", "fsdp2")),
+    "ppo": Algorithm(ppo_step, "actor_critic", strategies=("ddp",)),
+    "trpo": Algorithm(trpo_step, "natural_gradient", strategies=()),
+    "npg": Algorithm(trpo_step, "natural_gradient", strategies=()),
+    "dpo": Algorithm(dpo_step, "preference", strategies=()),
 }
 STEPS = {name: algorithm.step for name, algorithm in ALGORITHMS.items()}  # run.py looks the step up here
 GROUP_ALGOS = tuple(name for name, algorithm in ALGORITHMS.items() if algorithm.family == "group")
-PARALLEL_ALGOS = tuple(name for name, algorithm in ALGORITHMS.items() if algorithm.parallel)

@@ -43,8 +43,11 @@ parallelism; this file only arranges torch's pieces so that the update equals th
   * Backend: gloo (CPU tensors; the trainer keeps the policy on CPU) and, where CUDA exists,
     "cpu:gloo,cuda:nccl" so CUDA tensors go through NCCL.
 
-Supported algorithms: the GRPO family and REINFORCE (`algorithms.PARALLEL_ALGOS`). PPO's critic, TRPO/NPG's
-conjugate gradient (extra full-batch backward passes) and DPO are refused with a ConfigError.
+Supported algorithms (trainer/algorithms.py): the GRPO family and REINFORCE under ddp and fsdp2; PPO
+under ddp with `algo.critic=head`: its value head sits outside the DDP module, so its gradient is
+averaged by `reduce_gradients`, and the batch statistics PPO takes (whitened advantages, the adaptive
+KL, explained variance) are summed over ranks (`global_sum`). TRPO/NPG's conjugate gradient (extra
+full-batch backward passes) and DPO are refused with a ConfigError.
 """
 
 from __future__ import annotations
@@ -67,7 +70,9 @@ STRATEGIES = ("none", "ddp", "fsdp2")
 # wall times take the slowest rank; throughputs add; everything else (rates and means over equal
 # numbers of completions per rank, lr, grad_norm, which is identical on all ranks) is averaged.
 SUMMED = ("loss", "policy_loss", "entropy", "kl", "clip_frac", "ratio_mean", "rollout/logprob_diff_mean",
-          "tokens_per_s")
+          "tokens_per_s", "vf_loss", "vf_clip_frac", "kl_old")
+# Shares of each rank's completions (statuses): a rank that saw none of a status logs no key, i.e. 0.
+ZERO_WHEN_MISSING = ("status/",)
 MAXED = ("rollout/logprob_diff_max",)
 
 
@@ -86,6 +91,25 @@ def gather_from_ranks(values: torch.Tensor) -> torch.Tensor:
     parts = [torch.empty_like(values) for _ in range(world_size())]
     dist.all_gather(parts, values.contiguous())
     return torch.stack(parts)
+
+
+def global_sum(value: torch.Tensor) -> torch.Tensor:
+    """`value` summed over ranks (a new tensor; one process: `value` itself)."""
+    if world_size() == 1:
+        return value
+    total = value.detach().clone()
+    dist.all_reduce(total, op=dist.ReduceOp.SUM)
+    return total
+
+
+def reduce_gradients(module: torch.nn.Module) -> None:
+    """Average `module`'s gradients over ranks, as DDP does for the modules it wraps (PPO's value head)."""
+    if world_size() == 1:
+        return
+    for parameter in module.parameters():
+        if parameter.grad is not None:
+            dist.all_reduce(parameter.grad, op=dist.ReduceOp.SUM)
+            parameter.grad /= world_size()
 
 
 def loss_scale() -> float:
@@ -271,11 +295,15 @@ class Parallel:
 
 def combine_metrics(per_rank: list[dict], completions_per_rank: int) -> dict:
     """Pure: per-rank metric dicts -> the run's. A key missing on a rank (a rank with no rows after
-    filtering logs no update metrics) counts as 0 in a sum and is left out of a mean or max."""
+    filtering logs no update metrics) counts as 0 in a sum and is left out of a mean or max; a missing
+    status/ share counts as 0 in the mean (that rank had no completion of that status)."""
     keys = list(dict.fromkeys(k for m in per_rank for k in m))
     out = {}
     for key in keys:
-        values = [m[key] for m in per_rank if key in m]
+        if key.startswith(ZERO_WHEN_MISSING):
+            values = [m.get(key, 0.0) for m in per_rank]
+        else:
+            values = [m[key] for m in per_rank if key in m]
         if key not in SUMMED and all(v == values[0] for v in values):  # step, lr, grad_norm: kept as they are
             out[key] = values[0]
         elif not all(isinstance(v, (int, float)) for v in values):

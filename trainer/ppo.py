@@ -24,6 +24,10 @@ Departures from the paper:
     old values (`algo.clip_eps_value`, null: off), as OpenAI's baselines do (neither is in the paper);
   * one optimizer step per epoch over the whole batch (no minibatch shuffling); the trainer/engine
     logprob mismatch is not corrected (`rollout.importance_cap` is GRPO's).
+Under torchrun (`trainer.strategy=ddp`, `algo.critic=head`) each rank takes its share of the prompts;
+the counts, the whitening, the adaptive rule's KL and the value statistics are over all ranks, and
+the value head's gradient is averaged like the policy's, so 2 ranks train as 1 process would
+(tests/test_distributed.py).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import copy
 import torch
 
 from rlvr.trainer.advantages import gae, whiten
+from rlvr.trainer.distributed import global_counts, global_sum, loss_scale, reduce_gradients
 from rlvr.trainer.logprobs import token_logprobs
 from rlvr.trainer.losses import adaptive_beta, grpo_loss, ppo_penalty_loss, value_loss
 from rlvr.trainer.sampling import sample_and_score, step_metrics_and_samples, timed
@@ -119,11 +124,12 @@ def ppo_step(ctx, step: int) -> tuple[dict, list[dict]]:
                         if algo.beta else None)  # [N, L-1]
         rewards = token_rewards(sampled.rewards.flatten(), mask, old_logprobs, ref_logprobs, algo.beta)  # [N, L-1]
         advantages, returns = gae(rewards, old_values, mask, algo.gamma, algo.lam)  # [N, L-1], [N, L-1]
-        advantages = whiten(advantages, mask)  # [N, L-1]
+        advantages = whiten(advantages, mask, total=global_sum)  # [N, L-1] over all ranks' tokens
 
     penalty_beta = ctx.state.setdefault("penalty_beta", algo.penalty_beta)
-    num_tokens = mask.sum()
-    counts = dict(max_tokens=cfg.rollout.max_new_tokens, num_sequences=len(batch), num_tokens=num_tokens)
+    # under torchrun: the whole batch's counts (every rank holds the same number of rows, so the same chunks)
+    num_sequences, num_tokens, _ = global_counts(len(batch), mask.sum(), micro_batch_size)
+    counts = dict(max_tokens=cfg.rollout.max_new_tokens, num_sequences=num_sequences, num_tokens=num_tokens)
     totals: dict[str, float] = {}
     with timed(timings, "update"):
         for _ in range(algo.mu):
@@ -141,7 +147,7 @@ def ppo_step(ctx, step: int) -> tuple[dict, list[dict]]:
                 vf_loss, vf_parts = value_loss(values, old_values[c], returns[c], micro.completion_mask,
                                                algo.clip_eps_value, num_tokens=num_tokens)
                 loss = pg_loss + algo.vf_coef * vf_loss
-                loss.backward()
+                (loss * loss_scale()).backward()
                 share = (micro.completion_mask.sum() / num_tokens).item()
                 totals["loss"] = totals.get("loss", 0.0) + loss.item()
                 totals["entropy"] = totals.get("entropy", 0.0) + (
@@ -149,6 +155,7 @@ def ppo_step(ctx, step: int) -> tuple[dict, list[dict]]:
                 for name, value in {**parts, **vf_parts}.items():
                     scale = 1.0 if name in ("policy_loss", "vf_loss") else share  # losses already add up
                     totals[name] = totals.get(name, 0.0) + scale * value.item()
+            reduce_gradients(ctx.value_head)  # outside DDP: averaged here (the policy's were by DDP)
             params = list(ctx.model.parameters()) + list(ctx.value_head.parameters())
             totals["grad_norm"] = torch.nn.utils.clip_grad_norm_(params, cfg.optim.max_grad_norm).item()
             ctx.optimizer.step()
@@ -156,18 +163,25 @@ def ppo_step(ctx, step: int) -> tuple[dict, list[dict]]:
         if algo.objective == "penalty":  # the adaptive rule measures KL(pi_old || pi_new) after the update
             with torch.no_grad():
                 new_logprobs = torch.cat([token_logprobs(ctx.model, batch.select(c), temperature)[0] for c in chunks])
-                kl = ((old_logprobs - new_logprobs) * mask).sum() / num_tokens  # k1 estimate on pi_old's tokens
+                kl = global_sum(((old_logprobs - new_logprobs) * mask).sum()) / num_tokens  # k1 on pi_old's tokens
             ctx.state["penalty_beta"] = adaptive_beta(penalty_beta, kl.item(), algo.kl_target)
             totals.update({"kl_old_new": kl.item(), "penalty_beta": ctx.state["penalty_beta"]})
     ctx.scheduler.step()
     with timed(timings, "sync"):
         ctx.engine.sync_weights(ctx.model)
-    totals["value/mean"] = ((old_values * mask).sum() / num_tokens).item()
+    totals["value/mean"] = (global_sum((old_values * mask).sum()) / num_tokens).item()
     totals["value/explained_var"] = _explained_variance(old_values, returns, mask)
     return step_metrics_and_samples(ctx, step, sampled, timings, totals)
 
 
 def _explained_variance(values, returns, mask) -> float:
-    m = mask.bool()
-    var = returns[m].var()
-    return 0.0 if var == 0 else (1 - (returns[m] - values[m]).var() / var).item()
+    """1 - Var[returns - values] / Var[returns] over the completion tokens of all ranks."""
+    mask = mask.to(values.dtype)
+    count = global_sum(mask.sum())
+
+    def variance(x):
+        mean = global_sum((x * mask).sum()) / count
+        return global_sum((((x - mean) * mask) ** 2).sum()) / count
+
+    var = variance(returns)
+    return 0.0 if var == 0 else (1 - variance(returns - values) / var).item()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 
 from rlvr.trainer.advantages import outcome_advantages
-from rlvr.trainer.distributed import global_counts, loss_scale
+from rlvr.trainer.distributed import global_counts, global_sum, loss_scale
 from rlvr.trainer.logprobs import token_logprobs
 from rlvr.trainer.losses import aggregate, kl_penalty, reinforce_loss
 from rlvr.trainer.sampling import sample_and_score, step_metrics_and_samples, timed
@@ -25,7 +25,7 @@ def reinforce_step(ctx, step: int) -> tuple[dict, list[dict]]:
     cfg, algo = ctx.cfg, ctx.cfg.algo
     timings: dict[str, float] = {}
     sampled = sample_and_score(ctx, step, timings)
-    advantages = outcome_advantages(sampled.rewards, algo.baseline).flatten()  # [B*G]
+    advantages = outcome_advantages(sampled.rewards, algo.baseline, total=global_sum).flatten()  # [B*G], all ranks
     batch = sampled.batch
     # with ranks: counts over all ranks and the busiest rank's micro-batch count (trainer/distributed.py)
     num_sequences, num_tokens, micro_batches = global_counts(len(batch), batch.completion_mask.sum(),

@@ -94,7 +94,8 @@ def train(cfg, log=print) -> dict:
     torch.manual_seed(cfg.seed + parallel.rank)  # rank 0 draws as one process would
     if reference is not None and parallel.world_size > 1:
         reference = RankModel(reference)  # a rank left with no rows after filtering still runs its forward
-    value_head = build_value_head(model, cfg.algo.critic) if cfg.algo.name == "ppo" else None  # critic=model: own trunk
+    # ppo's critic, from the unwrapped policy (under ddp the value head stays outside DDP: ppo.py averages its grads)
+    value_head = build_value_head(parallel.plain(model), cfg.algo.critic) if cfg.algo.name == "ppo" else None
     params = list(model.parameters()) + (list(value_head.parameters()) if value_head is not None else [])
     optimizer = torch.optim.AdamW(params, lr=cfg.optim.lr, betas=tuple(cfg.optim.betas),
                                   weight_decay=cfg.optim.weight_decay)

@@ -8,7 +8,7 @@ from rlvr.trainer.losses import AGGREGATIONS, IMPORTANCE_LEVELS, KL_ESTIMATORS
 from rlvr.verifiers.registry import ConfigError
 
 from rlvr.trainer.advantages import BASELINES
-from rlvr.trainer.algorithms import ALGORITHMS, GROUP_ALGOS, PARALLEL_ALGOS
+from rlvr.trainer.algorithms import ALGORITHMS, GROUP_ALGOS
 from rlvr.trainer.distributed import STRATEGIES as PARALLEL_STRATEGIES
 from rlvr.trainer.ppo import CRITICS
 from rlvr.trainer.dpo import read_scored_completions
@@ -112,10 +112,14 @@ def _validate_strategy(cfg) -> None:
     strategy = cfg.trainer.strategy
     if strategy not in PARALLEL_STRATEGIES:
         raise ConfigError(f"trainer.strategy={strategy!r}; choose one of {', '.join(PARALLEL_STRATEGIES)}")
-    if strategy != "none" and cfg.algo.name not in PARALLEL_ALGOS:
-        raise ConfigError(f"trainer.strategy={strategy} supports algo={'|'.join(PARALLEL_ALGOS)}, not "
-                          f"algo={cfg.algo.name} (its critic, conjugate-gradient or pair step is one-process only): "
-                          "use trainer.strategy=none")
+    if strategy != "none" and strategy not in ALGORITHMS[cfg.algo.name].strategies:
+        supported = [name for name, algorithm in ALGORITHMS.items() if strategy in algorithm.strategies]
+        raise ConfigError(f"trainer.strategy={strategy} supports algo={'|'.join(supported)}, not "
+                          f"algo={cfg.algo.name} (trainer/algorithms.py says which strategies each runs under): "
+                          "use trainer.strategy=none" + (" or ddp" if ALGORITHMS[cfg.algo.name].strategies else ""))
+    if strategy != "none" and cfg.algo.name == "ppo" and cfg.algo.critic != "head":
+        raise ConfigError(f"algo.critic={cfg.algo.critic} with trainer.strategy={strategy}: under torchrun PPO runs "
+                          "with algo.critic=head (the separate critic model is one-process only)")
     if cfg.model.autocast not in ("none", "bf16"):
         raise ConfigError(f"model.autocast={cfg.model.autocast!r}; choose one of none, bf16")
     lora = cfg.model.lora
@@ -125,9 +129,6 @@ def _validate_strategy(cfg) -> None:
     if lora.r > 0 and strategy == "fsdp2":
         raise ConfigError("model.lora.r > 0 runs with trainer.strategy=none or ddp, not fsdp2 (frozen base "
                           "weights and adapters in one FSDP unit are not supported here)")
-    if strategy != "none" and cfg.algo.name == "reinforce" and cfg.algo.baseline == "mean":
-        raise ConfigError(f"algo.baseline=mean is the batch mean, which each rank would take over its share only: "
-                          f"use algo.baseline=rloo or none with trainer.strategy={strategy}")
 
 
 def validate_world_size(cfg, world_size: int) -> None:
