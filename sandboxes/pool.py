@@ -73,7 +73,12 @@ def sweep_leaked(client, everything: bool = False) -> list[str]:
     return removed
 
 
+REMOVAL_WAIT_S = 30  # how long removal waits for a removal the engine already has in progress
+
+
 def _remove_quietly(client, container_id: str) -> None:
+    """Remove the container and return once it is gone (a container that exited on its own is being
+    removed by --rm already: wait for that, bounded, so the pool never counts one that is on its way out)."""
     import docker
 
     try:
@@ -83,6 +88,10 @@ def _remove_quietly(client, container_id: str) -> None:
     except docker.errors.APIError as error:
         if error.status_code != 409:  # 409: removal already in progress (--rm)
             raise
+        try:
+            client.api.wait(container_id, timeout=REMOVAL_WAIT_S, condition="removed")
+        except docker.errors.NotFound:
+            pass
 
 
 class WarmPool:

@@ -1,6 +1,5 @@
 """Countdown scoring and the safe arithmetic evaluator under hostile input."""
 
-import time
 from fractions import Fraction
 
 import pytest
@@ -36,11 +35,15 @@ def answer(expr):
     ("1 +", "not a valid expression"),
     ("1\x00", "not a valid expression"),
 ])
-def test_refused(expr, match):
-    start = time.perf_counter()
+def test_refused(expr, match, monkeypatch):
+    import rlvr.verifiers.safe_arith as safe_arith
+
+    computed = []
+    evaluate_tree = safe_arith._eval
+    monkeypatch.setattr(safe_arith, "_eval", lambda *args: computed.append(args) or evaluate_tree(*args))
     with pytest.raises(SafeArithError, match=match):
         evaluate(expr)
-    assert time.perf_counter() - start < 0.5  # refused before computing anything
+    assert computed == [], "refused before computing anything (9**9**9 would never finish)"
 
 
 def test_length_cap():
