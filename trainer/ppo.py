@@ -9,6 +9,7 @@ The critic (`ctx.value_head`) is chosen by `algo.critic`:
   * `model`: a separate critic, `CriticModel`: a copy of the base model's trunk (without its LM head) with
     its own value head, as in the PPO paper and InstructGPT. The value loss then never reaches the policy;
     it costs a second forward/backward and a second copy of the trunk's weights, gradients and Adam state.
+    With `model.lora` the copy keeps the base weights frozen and trains LoRA adapters of its own.
 Either way the critic's parameters sit in the same AdamW as the policy's, with the same `optim.lr`
 (TRL's PPOTrainer also gives policy and value model one optimizer), and its whole state dict is saved
 as "value_head" in trainer_state.pt, so `resume=` restores it. Rewards are token
@@ -54,12 +55,15 @@ def _zero_linear(hidden_size: int) -> torch.nn.Linear:
 
 
 class CriticModel(torch.nn.Module):
-    """`algo.critic=model`: a value network of its own, the base model's trunk (a deep copy of
-    `model.base_model`, the transformer without the LM head) plus a zero-initialised value head."""
+    """`algo.critic=model`: a value network of its own, the base model's trunk (a deep copy of the
+    transformers model's `base_model`, the transformer without the LM head) plus a zero-initialised value head."""
 
     def __init__(self, model):
         super().__init__()
-        self.trunk = copy.deepcopy(model.base_model)
+        # a peft model's `base_model` is its LoRA wrapper: take the trunk of the transformers model under it,
+        # whose copy then carries LoRA adapters of its own over frozen base weights (a LoRA critic, as light as the policy)
+        inner = model.get_base_model() if hasattr(model, "get_base_model") else model
+        self.trunk = copy.deepcopy(inner.base_model)
         self.head = _zero_linear(model.config.hidden_size)
 
     def forward(self, batch):  # values [N, L-1], laid out as `logprobs_and_values` describes
