@@ -11,7 +11,8 @@ Both engines see the same model (fp32), prompts (`arithmetic`, one-digit sums), 
   `<think></think><answer>N</answer>` and EOS, so completions are short and vary in length.
 Sizes: `tiny` is the default `model=tiny` architecture (0.8M parameters); `30m` is a ~30M-parameter
 Qwen2 config on the same 512-token tokenizer. tokens/s = completion tokens / wall seconds of
-`engine.generate`, best of `--repeats` after one warm-up call. GRPO step time: `grpo_step` with
+`engine.generate`, best of `--repeats` after one warm-up call; the last column is vLLM with a seed
+per prompt (`rollout.seed_per_prompt`, what training uses) against vLLM without. GRPO step time: `grpo_step` with
 8 prompts x 8 completions, 16 tokens, on the warm-started model, mean over `--grpo-steps` after one
 warm-up step, with its phases (generate, update, sync). `--profile` prints where one natural-length
 generate spends its time (cProfile, top functions by own time). Prints the tables and writes
@@ -25,6 +26,7 @@ import cProfile
 import io
 import pstats
 import time
+from dataclasses import replace
 
 import torch
 
@@ -127,8 +129,9 @@ def main() -> None:
     print(common.machine_line())
     print(f"torch {args.threads} thread(s), vllm {vllm.__version__}; batch {args.prompts} prompts x {args.group}, "
           f"{args.max_new_tokens} max tokens, temperature 1")
-    print("| model | params | workload | mean length | HF tokens/s | vLLM tokens/s | vLLM / HF |")
-    print("|---|---|---|---|---|---|---|")
+    print("| model | params | workload | mean length | HF tokens/s | vLLM tokens/s | vLLM / HF "
+          "| vLLM seeded per prompt (/ unseeded) |")
+    print("|---|---|---|---|---|---|---|---|")
     grpo, generation = {}, []
     for size in args.sizes.split(","):
         for workload, warm in (("fixed length", False), ("natural length", True)):
@@ -137,15 +140,19 @@ def main() -> None:
             hf, hf_len = tokens_per_s(HFEngine(model, tokenizer), prompts, params, args.repeats)
             engine = VLLMEngine(model, tokenizer, seed=0)
             vl, vl_len = tokens_per_s(engine, prompts, params, args.repeats)
+            # what training uses (rollout.seed_per_prompt): each prompt's G samples from a seed of its own
+            seeded = replace(params, seeds=tuple(range(len(prompts))))
+            vl_seeded, _ = tokens_per_s(engine, prompts, seeded, args.repeats)
             if args.profile and warm:
                 print(f"--- vLLM generate, {size}, {workload}\n{profile(engine, prompts, params)}")
                 print(f"--- HF generate, {size}, {workload}\n{profile(HFEngine(model, tokenizer), prompts, params)}")
             engine.shutdown()
             generation.append({"size": size, "params_m": params_m, "workload": workload, "hf_mean_len": hf_len,
                                "vllm_mean_len": vl_len, "hf_tokens_per_s": hf, "vllm_tokens_per_s": vl,
-                               "vllm_over_hf": vl / hf})
+                               "vllm_over_hf": vl / hf, "vllm_seeded_tokens_per_s": vl_seeded,
+                               "vllm_seeded_over_unseeded": vl_seeded / vl})
             print(f"| {size} | {params_m:.1f}M | {workload} | HF {hf_len:.1f}, vLLM {vl_len:.1f} | {hf:,.0f} | "
-                  f"{vl:,.0f} | {vl / hf:.2f}x |", flush=True)
+                  f"{vl:,.0f} | {vl / hf:.2f}x | {vl_seeded:,.0f} ({vl_seeded / vl:.2f}x) |", flush=True)
             if warm and args.grpo_steps:
                 grpo[size] = {kind: grpo_step_time(kind, model, tokenizer, env, args.grpo_steps)
                               for kind in ("hf", "vllm")}

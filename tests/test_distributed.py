@@ -179,6 +179,40 @@ def test_combine_metrics_by_hand():
     assert (out["status/correct"], out["status/incorrect"], out["status/timeout"]) == (0.5, 0.375, 0.125)
 
 
+def test_each_rank_draws_and_seeds_its_prompts_as_one_process_would(tiny_lm_sft, compose_train, monkeypatch):
+    """Rank r of W gets rows r*B..(r+1)*B-1 of the one-process draw, and the same per-prompt sampling seeds
+    for them (vLLM samples from those: tests/test_rollout_vllm.py), so no sample depends on the world size."""
+    from rlvr.trainer import sampling
+    from rlvr.trainer.distributed import RankShardEnv
+    from tests.test_trainer_step import STEP_OVERRIDES, AlternatingRewardEnv, _context
+
+    class Recording:
+        def __init__(self, inner):
+            self.inner, self.calls = inner, []
+
+        def generate(self, prompts, params):
+            self.calls.append((list(prompts), params.seeds))
+            return self.inner.generate(prompts, params)
+
+    def draw(prompts_per_step: int, rank: int, world: int, extra=()):
+        cfg = compose_train(STEP_OVERRIDES + [f"train.prompts_per_step={prompts_per_step}", *extra])
+        env = AlternatingRewardEnv(digits=1, ops=["+"])
+        ctx = _context(cfg, env if world == 1 else RankShardEnv(env, rank, world), tiny_lm_sft, 0.0)
+        ctx.engine = Recording(ctx.engine)
+        monkeypatch.setattr(sampling, "rank", lambda: rank)
+        for round_ in (0, 1):  # the step's draw and a dynamic-sampling round
+            sampling.sample_and_score(ctx, step=3, timings={}, round_=round_)
+        return ctx.engine.calls
+
+    whole = draw(4, 0, 1)
+    for r in (0, 1):
+        share = draw(2, r, 2)
+        for (prompts, seeds), (all_prompts, all_seeds) in zip(share, whole):
+            assert prompts == all_prompts[2 * r : 2 * r + 2] and seeds == all_seeds[2 * r : 2 * r + 2]
+    assert len(set(whole[0][1] + whole[1][1])) == 8, "every prompt of every round has its own seed"
+    assert all(seeds is None for _, seeds in draw(4, 0, 1, ["rollout.seed_per_prompt=false"]))  # the engine's RNG
+
+
 def test_empty_rank_batch_reaches_every_parameter_with_zero_gradient(tiny_lm):
     """A rank with no rows runs one dummy row: every parameter gets a gradient (DDP/FSDP2 hooks fire), all zero."""
     from rlvr.trainer.distributed import RankModel

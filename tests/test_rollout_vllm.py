@@ -111,6 +111,22 @@ def test_n_completions_per_prompt(engine, tiny_lm, prompts):
     assert 0 < sum(rollout.truncated) < len(rollout.truncated), "want both EOS-ended and truncated rows"
 
 
+def test_seeded_prompts_sample_the_same_completions_in_any_batch(engine, prompts):
+    """Per-prompt seeds (what the trainer passes): a prompt's G completions do not depend on the other
+    prompts of the call, nor on what the engine sampled before, so a run samples the same at any world
+    size and after a resume."""
+    def sample(some, seeds):
+        return engine.generate(some, SamplingParams(n=3, max_new_tokens=12, temperature=1.5, seeds=seeds))
+
+    whole = sample(prompts, (11, 22, 33))
+    assert sample(prompts[1:], (22, 33)).completion_ids == whole.completion_ids[3:], "another batch, same samples"
+    assert sample(prompts, (11, 22, 33)).completion_ids == whole.completion_ids, "a later call, same samples"
+    assert sample(prompts, (12, 23, 34)).completion_ids != whole.completion_ids, "other seeds, other samples"
+    assert len(set(map(tuple, whole.completion_ids))) > 1
+    with pytest.raises(ValueError, match="2 seeds for 3 prompts"):
+        sample(prompts, (1, 2))
+
+
 def test_stop_string_cuts_right_after_it(engine, tiny_lm, prompts, assert_cut_right_after_stop):
     tok = tiny_lm.tokenizer
     plain = engine.generate(prompts, SamplingParams(n=2, max_new_tokens=16))

@@ -35,7 +35,9 @@ parallelism; this file only arranges torch's pieces so that the update equals th
     Face directories (the full model) plus the full optimizer state, so a run resumes under any strategy
     with the same world size (a different one also resumes; only the per-rank RNG streams restart).
   * Rank r seeds torch with `seed + r`: rank 0 samples as a single process would, and ranks do
-    not draw the same noise for their different prompts.
+    not draw the same noise for their different prompts. vLLM does not use that stream for training
+    samples: each prompt carries a seed keyed by its place in the step's whole draw
+    (`sampling.sample_and_score`), so its completions do not depend on the world size.
   * Each rank generates with its own engine, hf or vLLM (one colocated vLLM engine per rank; it
     writes its start-up copy of the model on every rank, see rollout_vllm.py, and is shut down
     before the process group goes). Measured with 2 CPU ranks: the engines' logprobs stay within

@@ -38,6 +38,9 @@ class SamplingParams:
     top_k: int = 0
     stop: tuple[str, ...] = ()
     greedy: bool = False
+    # One seed per prompt: vLLM then samples each prompt's G completions from its own seed, whatever batch
+    # it sits in (world size, resume). HF generate draws the batch from torch's RNG and ignores them.
+    seeds: tuple[int, ...] | None = None
 
 
 def build_engine(kind: str, model, tokenizer, options=None):

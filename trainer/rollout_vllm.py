@@ -94,18 +94,10 @@ class VLLMEngine:
     def generate(self, prompts: list[str], params: SamplingParams) -> Rollout:
         tok = self.tokenizer
         encoded = [tok(p, add_special_tokens=False)["input_ids"] for p in prompts]
-        sampling = vllm.SamplingParams(
-            n=params.n,
-            temperature=0.0 if params.greedy else params.temperature,
-            top_p=1.0 if params.greedy else params.top_p,
-            top_k=0 if params.greedy else params.top_k,  # 0: off
-            max_tokens=params.max_new_tokens,
-            stop=list(params.stop) or None,
-            include_stop_str_in_output=True,  # the stop string stays in the text, as in HFEngine
-            stop_token_ids=[tok.eos_token_id],
-            logprobs=0,  # only the sampled token's
-            skip_special_tokens=True,
-        )
+        if params.seeds is not None and len(params.seeds) != len(prompts):
+            raise ValueError(f"{len(params.seeds)} seeds for {len(prompts)} prompts")
+        sampling = ([self._sampling(params, seed) for seed in params.seeds] if params.seeds is not None
+                    else self._sampling(params))  # per prompt: its own seed
         self._wake_up()
         outputs = self.llm.generate([{"prompt_token_ids": ids} for ids in encoded], sampling, use_tqdm=False)
 
@@ -121,6 +113,21 @@ class VLLMEngine:
                 truncated.append(completion.finish_reason == "length")
         self._sleep()
         return Rollout(prompt_ids, completion_ids, texts, logprobs, truncated)
+
+    def _sampling(self, params: SamplingParams, seed: int | None = None) -> "vllm.SamplingParams":
+        return vllm.SamplingParams(
+            n=params.n,
+            temperature=0.0 if params.greedy else params.temperature,
+            top_p=1.0 if params.greedy else params.top_p,
+            top_k=0 if params.greedy else params.top_k,  # 0: off
+            max_tokens=params.max_new_tokens,
+            stop=list(params.stop) or None,
+            include_stop_str_in_output=True,  # the stop string stays in the text, as in HFEngine
+            stop_token_ids=[self.tokenizer.eos_token_id],
+            logprobs=0,  # only the sampled token's
+            skip_special_tokens=True,
+            seed=seed,  # None: the engine's generator; else the G completions' own (vLLM gives child i seed + i)
+        )
 
     def shutdown(self) -> None:
         """Stop the engine core and free its memory; safe to call twice."""

@@ -9,10 +9,11 @@ from __future__ import annotations
 import time
 from collections import Counter
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
+from rlvr.trainer.distributed import rank
 from rlvr.trainer.logprobs import PackedBatch, pack
 from rlvr.trainer.prompts import render_prompts
 from rlvr.trainer.rollout import Rollout
@@ -37,8 +38,13 @@ def sample_and_score(ctx, step: int, timings: dict, round_: int = 0) -> Sampled:
     draw = (cfg.seed, step) if round_ == 0 else (cfg.seed, step, round_)  # round 0: the draw every algorithm makes
     seed = derive_seed("train-rows", *draw)
     rows = ctx.env.rows("train", prompts_per_step, seed=seed)
+    # one sampling seed per prompt, keyed by its place in the whole step's draw (this rank's share starts at
+    # rank x B): vLLM then samples the same completions for it at any world size and after a resume
+    first = rank() * prompts_per_step
+    params = (replace(ctx.sampling, seeds=tuple(derive_seed("sample", *draw, first + i) for i in range(len(rows))))
+              if cfg.rollout.seed_per_prompt else ctx.sampling)
     with timed(timings, "generate"):
-        rollout = ctx.engine.generate(render_prompts(ctx.tokenizer, ctx.env, rows), ctx.sampling)
+        rollout = ctx.engine.generate(render_prompts(ctx.tokenizer, ctx.env, rows), params)
     with timed(timings, "score"):
         results = ctx.env.score(rollout.texts, [row for row in rows for _ in range(group_size)])
     rewards = torch.tensor([r.reward for r in results], dtype=torch.float32).view(prompts_per_step, group_size)  # [B, G]
