@@ -32,6 +32,8 @@ DAPO = ["algo=dapo", "algo.beta=0.04", "algo.mu=2"]
 PPO = ["algo=ppo", "algo.objective=penalty", "algo.beta=0.04", "algo.mu=2"]
 # reinforce's batch-mean baseline: the mean over all ranks' rewards
 REINFORCE_MEAN = ["algo=reinforce", "algo.baseline=mean"]
+# online dpo: each rank pairs its own groups (some ranks none): pairs counted over ranks, empty micro-batches
+DPO_ONLINE = ["algo=dpo", "algo.dpo_updates_per_round=2"]
 
 
 def _overrides(model_path: Path, output_dir: Path, strategy: str, algo: list[str] = DAPO) -> list[str]:
@@ -118,9 +120,9 @@ def test_two_ranks_train_to_the_single_process_weights(tiny_lm_sft, compose_trai
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("algo", [PPO, REINFORCE_MEAN], ids=["ppo", "reinforce-mean"])
-def test_two_ddp_ranks_train_ppo_and_batch_baselines_to_the_single_process_weights(tiny_lm_sft, compose_train,
-                                                                                   tmp_path, algo):
+@pytest.mark.parametrize("algo", [PPO, REINFORCE_MEAN, DPO_ONLINE], ids=["ppo", "reinforce-mean", "dpo-online"])
+def test_two_ddp_ranks_train_ppo_dpo_and_batch_baselines_to_the_single_process_weights(tiny_lm_sft, compose_train,
+                                                                                       tmp_path, algo):
     single_run = tmp_path / "none"
     _train(compose_train(_overrides(tiny_lm_sft.path, single_run, "none", algo)))
     _launch(2, _overrides(tiny_lm_sft.path, tmp_path / "ddp", "ddp", algo), tmp_path)
@@ -156,6 +158,19 @@ def _assert_same_training(single_run: Path, ranked_run: Path, start_path: Path, 
 
 def _metrics(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.slow
+def test_offline_dpo_on_two_fsdp2_ranks_trains_to_the_single_process_weights(tiny_lm_sft, compose_train, tmp_path):
+    """Offline DPO: each rank trains on a contiguous share of the step's pairs (7 a step: 4 and 3)."""
+    from tests.test_dpo_train import _scored_records, _write
+
+    data = _write(tmp_path / "completions.jsonl", _scored_records())
+    offline = ["algo=dpo", f"data={data}", "algo.pairs_per_step=7"]
+    single_run = tmp_path / "none"
+    _train(compose_train(_overrides(tiny_lm_sft.path, single_run, "none", offline)))
+    _launch(2, _overrides(tiny_lm_sft.path, tmp_path / "fsdp2", "fsdp2", offline), tmp_path)
+    _assert_same_training(single_run, tmp_path / "fsdp2", tiny_lm_sft.path, "fsdp2")
 
 
 def test_combine_metrics_by_hand():
@@ -233,6 +248,7 @@ def test_strategy_config_errors(compose_train, tmp_path):
     from rlvr.trainer.validate import validate_train_config, validate_world_size
     from rlvr.verifiers.registry import ConfigError
 
+    validate_train_config(compose_train(["algo=dpo", "trainer.strategy=fsdp2"]))  # dpo runs under both
     with pytest.raises(ConfigError, match=r"trainer.strategy=ddp supports .* not algo=trpo"):
         validate_train_config(compose_train(["algo=trpo", "trainer.strategy=ddp"]))
     with pytest.raises(ConfigError, match=r"trainer.strategy=fsdp2 supports .* not algo=ppo .* or ddp"):

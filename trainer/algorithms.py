@@ -9,10 +9,10 @@ Families:
   natural_gradient  TRPO and NPG: conjugate gradient on the KL's Hessian (trpo.py)
   preference        DPO on pairs built from verified groups (dpo.py)
 
-Under torchrun: the group family and REINFORCE with ddp or fsdp2; PPO with ddp and its value head
-(the separate critic and FSDP2's sharded optimizer state are not arranged for its extra parameters).
-TRPO/NPG's conjugate gradient (extra full-batch backward passes) and DPO's pair rounds are
-one-process only (trainer/distributed.py).
+Under torchrun: the group family, REINFORCE and DPO with ddp or fsdp2; PPO with ddp and its value
+head (the separate critic and FSDP2's sharded optimizer state are not arranged for its extra
+parameters). TRPO/NPG's conjugate gradient (extra full-batch backward passes) is one-process only
+(trainer/distributed.py).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ ALGORITHMS = {
     "ppo": Algorithm(ppo_step, "actor_critic", strategies=("ddp",)),
     "trpo": Algorithm(trpo_step, "natural_gradient", strategies=()),
     "npg": Algorithm(trpo_step, "natural_gradient", strategies=()),
-    "dpo": Algorithm(dpo_step, "preference", strategies=()),
+    "dpo": Algorithm(dpo_step, "preference", strategies=("ddp", "fsdp2")),
 }
 STEPS = {name: algorithm.step for name, algorithm in ALGORITHMS.items()}  # run.py looks the step up here
 GROUP_ALGOS = tuple(name for name, algorithm in ALGORITHMS.items() if algorithm.family == "group")

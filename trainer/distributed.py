@@ -45,11 +45,12 @@ parallelism; this file only arranges torch's pieces so that the update equals th
   * Backend: gloo (CPU tensors; the trainer keeps the policy on CPU) and, where CUDA exists,
     "cpu:gloo,cuda:nccl" so CUDA tensors go through NCCL.
 
-Supported algorithms (trainer/algorithms.py): the GRPO family and REINFORCE under ddp and fsdp2; PPO
-under ddp with `algo.critic=head`: its value head sits outside the DDP module, so its gradient is
+Supported algorithms (trainer/algorithms.py): the GRPO family, REINFORCE and DPO under ddp and fsdp2
+(DPO: each rank pairs its own groups, or takes a contiguous share of an offline step's pairs; pairs are
+counted over ranks like sequences); PPO under ddp with `algo.critic=head`: its value head sits outside the DDP module, so its gradient is
 averaged by `reduce_gradients`, and the batch statistics PPO takes (whitened advantages, the adaptive
 KL, explained variance) are summed over ranks (`global_sum`). TRPO/NPG's conjugate gradient (extra
-full-batch backward passes) and DPO are refused with a ConfigError.
+full-batch backward passes) is refused with a ConfigError.
 """
 
 from __future__ import annotations
@@ -72,7 +73,8 @@ STRATEGIES = ("none", "ddp", "fsdp2")
 # wall times take the slowest rank; throughputs add; everything else (rates and means over equal
 # numbers of completions per rank, lr, grad_norm, which is identical on all ranks) is averaged.
 SUMMED = ("loss", "policy_loss", "entropy", "kl", "clip_frac", "ratio_mean", "rollout/logprob_diff_mean",
-          "tokens_per_s", "vf_loss", "vf_clip_frac", "kl_old")
+          "tokens_per_s", "vf_loss", "vf_clip_frac", "kl_old",
+          "rewards/chosen", "rewards/rejected", "rewards/margin", "rewards/accuracy", "logps/chosen", "logps/rejected")
 # Shares of each rank's completions (statuses): a rank that saw none of a status logs no key, i.e. 0.
 ZERO_WHEN_MISSING = ("status/",)
 MAXED = ("rollout/logprob_diff_max",)
@@ -112,6 +114,15 @@ def reduce_gradients(module: torch.nn.Module) -> None:
         if parameter.grad is not None:
             dist.all_reduce(parameter.grad, op=dist.ReduceOp.SUM)
             parameter.grad /= world_size()
+
+
+def gather_objects(value) -> list:
+    """Every rank's picklable `value`, in rank order; one process: [value]."""
+    if world_size() == 1:
+        return [value]
+    gathered: list = [None] * world_size()
+    dist.all_gather_object(gathered, value)
+    return gathered
 
 
 def loss_scale() -> float:

@@ -21,6 +21,10 @@ The loss lives in `dpo_loss.py`. Departures and choices:
     train.micro_batch_size sequences (a pair is 2), and add up to the same gradient.
   * Offline runs log no `reward/mean` (no completion is sampled); they log `data/reward_chosen` and
     `data/reward_rejected`, the verifier rewards of the batch's pairs, instead.
+  * Under torchrun (ddp, fsdp2) online, each rank pairs the groups of its share of the prompts; offline,
+    every rank holds all pairs and trains on a contiguous share of each step's. The loss is averaged over
+    the pairs of all ranks, a rank with fewer (or no) pairs runs empty micro-batches so the collective
+    passes match, and the pair statistics are the whole step's (tests/test_distributed.py).
 
 Offline data: one JSON object per line. Required: `prompt_id` (str or int, shared by one prompt's
 completions; rlvr verify's per-record `id` is not it), `completion` (str), `reward` (number), and the
@@ -41,6 +45,7 @@ from pathlib import Path
 
 import torch
 
+from rlvr.trainer.distributed import any_rows, gather_objects, global_counts, loss_scale, rank, world_size
 from rlvr.trainer.dpo_loss import dpo_loss
 from rlvr.trainer.logprobs import PackedBatch, pack, token_logprobs
 from rlvr.trainer.pairs import Pair, Scored, build_pairs
@@ -79,11 +84,13 @@ def _online_step(ctx, step: int) -> tuple[dict, list[dict]]:
                       len(rollout.completion_ids[i * group_size + j])) for j in range(group_size)]
               for i in range(len(sampled.rows))]
     pairs, stats = _pairs(groups, algo)
+    if world_size() > 1:  # the pair statistics of the whole step (every rank's groups), the same on all ranks
+        stats = _pairs([g for rank_groups in gather_objects(groups) for g in rank_groups], algo)[1]
     update_metrics: dict = {}
-    if pairs:
+    if any_rows(len(pairs)):  # with ranks: all update, or none (a rank without pairs runs empty micro-batches)
         rows = [p.group * group_size + p.chosen for p in pairs] + [p.group * group_size + p.rejected for p in pairs]
-        sequences = pack([rollout.prompt_ids[r] for r in rows], [rollout.completion_ids[r] for r in rows],
-                         ctx.tokenizer.pad_token_id)
+        sequences = (pack([rollout.prompt_ids[r] for r in rows], [rollout.completion_ids[r] for r in rows],
+                          ctx.tokenizer.pad_token_id) if pairs else PackedBatch.empty())
         with timed(timings, "logprobs"):
             batch = PairBatch(sequences, sequence_logprobs(ctx.reference, sequences, cfg.train.micro_batch_size))
         with timed(timings, "update"):
@@ -104,8 +111,9 @@ def _offline_step(ctx, step: int) -> tuple[dict, list[dict]]:
     data = ctx.cache["dpo_offline"]
     picked, epochs_done = offline_batch(cfg.seed, step, cfg.algo.pairs_per_step, len(data.batch))
     picked = torch.tensor(picked)  # [<= pairs_per_step]
+    mine = torch.tensor_split(picked, world_size())[rank()]  # with ranks: a contiguous share (sizes differ by <= 1)
     with timed(timings, "update"):
-        update_metrics = dpo_update(ctx, data.batch.select(picked))
+        update_metrics = dpo_update(ctx, data.batch.select(mine))
     ctx.scheduler.step()
     pairs = [data.pairs[i] for i in picked.tolist()]
     metrics = {
@@ -127,11 +135,14 @@ def _offline_step(ctx, step: int) -> tuple[dict, list[dict]]:
 def dpo_update(ctx, batch: PairBatch) -> dict:
     """One optimizer step on the mean DPO loss over `batch`'s pairs, accumulated over micro-batches."""
     algo = ctx.cfg.algo
-    num_pairs = len(batch)
     pairs_per_micro = max(1, ctx.cfg.train.micro_batch_size // 2)
+    # with ranks: pairs counted over all of them, and as many micro-batches as the busiest rank (empty ones
+    # run a zero-weight pass, trainer/distributed.py); one process: len(batch) and its own count
+    num_pairs, _, micro_batches = global_counts(len(batch), torch.tensor(0.0), pairs_per_micro)
     totals: Counter = Counter()
-    for start in range(0, num_pairs, pairs_per_micro):
-        micro = batch.select(torch.arange(start, min(start + pairs_per_micro, num_pairs)))
+    for index in range(micro_batches):
+        start = index * pairs_per_micro
+        micro = batch.select(torch.arange(start, max(start, min(start + pairs_per_micro, len(batch)))))
         n = len(micro)
         logprobs = token_logprobs(ctx.model, micro.sequences)[0]  # [2n, L-1]
         mask = micro.sequences.completion_mask  # [2n, L-1]
@@ -140,7 +151,9 @@ def dpo_update(ctx, batch: PairBatch) -> dict:
         loss, parts = dpo_loss(logps[:n], logps[n:], micro.ref_logps[:n], micro.ref_logps[n:], beta=algo.beta,
                                loss_type=algo.loss_type, label_smoothing=algo.label_smoothing,
                                chosen_lengths=lengths[:n], rejected_lengths=lengths[n:], num_pairs=num_pairs)
-        loss.backward()
+        (loss * loss_scale()).backward()
+        if n == 0:
+            continue
         share = n / num_pairs
         totals["loss"] += loss.item()
         for name, value in parts.items():
@@ -156,7 +169,7 @@ def dpo_update(ctx, batch: PairBatch) -> dict:
 @torch.no_grad()
 def sequence_logprobs(model, sequences: PackedBatch, micro_batch_size: int) -> torch.Tensor:
     """[N] summed completion logprobs, computed micro_batch_size rows at a time."""
-    sums = []
+    sums = [torch.zeros(0)]
     for start in range(0, len(sequences), micro_batch_size):
         micro = sequences.select(slice(start, start + micro_batch_size))
         sums.append((token_logprobs(model, micro)[0] * micro.completion_mask).sum(-1))  # [n]
@@ -215,12 +228,13 @@ def _prepare_offline(ctx) -> OfflineData:
     sequences = pack([prompt_ids[g] for g, _ in sides], [completion_ids[g][i] for g, i in sides],
                      tokenizer.pad_token_id)
     ref_logps = sequence_logprobs(ctx.reference, sequences, cfg.train.micro_batch_size)  # [2P]
-    print(f"dpo: {len(pairs)} pairs from {len(groups)} prompts in {cfg.data} "
-          f"({stats['pairs/no_pair_frac']:.0%} of prompts without a pair); "
-          + (f"{cfg.algo.pairs_per_step} pairs per step = {math.ceil(len(pairs) / cfg.algo.pairs_per_step)} steps an epoch"
-             if cfg.algo.pairs_per_step <= len(pairs) else
-             f"algo.pairs_per_step={cfg.algo.pairs_per_step} is more than there are pairs: each step takes all "
-             f"{len(pairs)}, once each"))
+    if rank() == 0:  # every rank holds all pairs (and their reference logprobs); each step trains on its share
+        print(f"dpo: {len(pairs)} pairs from {len(groups)} prompts in {cfg.data} "
+              f"({stats['pairs/no_pair_frac']:.0%} of prompts without a pair); "
+              + (f"{cfg.algo.pairs_per_step} pairs per step = {math.ceil(len(pairs) / cfg.algo.pairs_per_step)} "
+                 "steps an epoch" if cfg.algo.pairs_per_step <= len(pairs) else
+                 f"algo.pairs_per_step={cfg.algo.pairs_per_step} is more than there are pairs: each step takes "
+                 f"all {len(pairs)}, once each"))
     return OfflineData(prompts, groups, pairs, stats, PairBatch(sequences, ref_logps))
 
 

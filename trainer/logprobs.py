@@ -28,6 +28,12 @@ class PackedBatch:
     def select(self, rows: slice | torch.Tensor) -> "PackedBatch":
         return PackedBatch(self.input_ids[rows], self.attention_mask[rows], self.completion_mask[rows])
 
+    @staticmethod
+    def empty() -> "PackedBatch":
+        """No rows (a rank with nothing to train on still runs its share of collective passes)."""
+        no_rows = torch.zeros((0, 2), dtype=torch.long)  # [0, L]
+        return PackedBatch(no_rows, no_rows.clone(), torch.zeros((0, 1)))
+
 
 def pack(prompt_ids: list[list[int]], completion_ids: list[list[int]], pad_id: int) -> PackedBatch:
     lengths = [len(p) + len(c) for p, c in zip(prompt_ids, completion_ids)]
