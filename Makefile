@@ -34,7 +34,7 @@ docker: $(VENV)/.base
 	$(BIN)/rlvr sandbox build
 
 test: $(VENV)/.test docker
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --durations=15
 
 test-fast: $(VENV)/.test
 	$(BIN)/python -m pytest -m "not slow"
