@@ -190,7 +190,8 @@ def test_combine_metrics_by_hand():
     assert out["kl"] == 0.01
     assert out["time/generate"] == 3.0 and out["rollout/logprob_diff_max"] == 0.3
     assert out["step"] == 3 and out["lr"] == 1e-3 and out["grad_norm"] == 1.5
-    # shares of each rank's 4 completions: a missing status is a share of 0 (8 completions: 4 correct, 3 incorrect, 1 timeout)
+    # shares of each rank's 4 completions: a missing status is a share of 0
+    # (8 completions: 4 correct, 3 incorrect, 1 timeout)
     assert (out["status/correct"], out["status/incorrect"], out["status/timeout"]) == (0.5, 0.375, 0.125)
 
 

@@ -47,9 +47,9 @@ parallelism; this file only arranges torch's pieces so that the update equals th
 
 Supported algorithms (trainer/algorithms.py): the GRPO family, REINFORCE and DPO under ddp and fsdp2
 (DPO: each rank pairs its own groups, or takes a contiguous share of an offline step's pairs; pairs are
-counted over ranks like sequences); PPO under ddp with `algo.critic=head`: its value head sits outside the DDP module, so its gradient is
-averaged by `reduce_gradients`, and the batch statistics PPO takes (whitened advantages, the adaptive
-KL, explained variance) are summed over ranks (`global_sum`). TRPO/NPG's conjugate gradient (extra
+counted over ranks like sequences); PPO under ddp with `algo.critic=head`: its value head sits outside
+the DDP module, so its gradient is averaged by `reduce_gradients`, and the batch statistics PPO takes
+(whitened advantages, the adaptive KL, explained variance) are summed over ranks (`global_sum`). TRPO/NPG's conjugate gradient (extra
 full-batch backward passes) is refused with a ConfigError.
 """
 

@@ -61,7 +61,7 @@ class CriticModel(torch.nn.Module):
     def __init__(self, model):
         super().__init__()
         # a peft model's `base_model` is its LoRA wrapper: take the trunk of the transformers model under it,
-        # whose copy then carries LoRA adapters of its own over frozen base weights (a LoRA critic, as light as the policy)
+        # whose copy then carries LoRA adapters of its own over frozen base weights (a LoRA critic)
         inner = model.get_base_model() if hasattr(model, "get_base_model") else model
         self.trunk = copy.deepcopy(inner.base_model)
         self.head = _zero_linear(model.config.hidden_size)
