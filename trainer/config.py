@@ -115,7 +115,7 @@ class RolloutConfig:
     # Truncated importance weights min(pi_trainer / pi_engine, cap) on the surrogate; null turns them off.
     importance_cap: Optional[float] = 2.0
     # A sampling seed per training prompt, keyed by its place in the step's draw: vLLM then samples the same
-    # completions at any world size and after a resume (about 6% slower generation on CPU: BENCHMARKS.md).
+    # completions at any world size and after a resume (generation speed within noise: BENCHMARKS.md).
     # hf ignores it (one RNG per batch). false: vLLM samples from its engine seed, as before.
     seed_per_prompt: bool = True
     # vLLM only (ignored by hf); the first three matter on GPUs.
