@@ -104,11 +104,17 @@ def gae(rewards: Tensor, values: Tensor, mask: Tensor, gamma: float, lam: float)
     return advantages, returns
 
 
-def whiten(values: Tensor, mask: Tensor, eps: float = 1e-8, total=lambda x: x) -> Tensor:
-    """(x - mean) / std over the masked entries (PPO implementations normalise GAE advantages so).
-    `total` sums a scalar over the whole batch when it is split (under torchrun: `distributed.global_sum`)."""
+def masked_mean_var(values: Tensor, mask: Tensor, total=lambda x: x) -> tuple[Tensor, Tensor]:
+    """Mean and (population) variance of the masked entries. `total` sums a scalar over the whole batch
+    when it is split (under torchrun: `distributed.global_sum`)."""
     mask = mask.to(values.dtype)  # [N, T]
     count = total(mask.sum()).clamp(min=1.0)  # []
     mean = total((values * mask).sum()) / count  # []
     var = total((((values - mean) * mask) ** 2).sum()) / count  # []
-    return (values - mean) / (var.sqrt() + eps) * mask  # [N, T]
+    return mean, var
+
+
+def whiten(values: Tensor, mask: Tensor, eps: float = 1e-8, total=lambda x: x) -> Tensor:
+    """(x - mean) / std over the masked entries (PPO implementations normalise GAE advantages so)."""
+    mean, var = masked_mean_var(values, mask, total)
+    return (values - mean) / (var.sqrt() + eps) * mask.to(values.dtype)  # [N, T]

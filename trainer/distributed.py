@@ -146,11 +146,7 @@ def global_counts(num_sequences: int, num_tokens: torch.Tensor, micro_batch_size
 
 def any_rows(num_rows: int) -> bool:
     """Whether any rank has rows to train on (all ranks must agree on whether to update)."""
-    if world_size() == 1:
-        return num_rows > 0
-    total = torch.tensor([num_rows], dtype=torch.int64)
-    dist.all_reduce(total, op=dist.ReduceOp.SUM)
-    return int(total.item()) > 0
+    return int(global_sum(torch.tensor(num_rows, dtype=torch.int64)).item()) > 0
 
 
 class RankModel(torch.nn.Module):

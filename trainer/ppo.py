@@ -37,7 +37,7 @@ import copy
 
 import torch
 
-from rlvr.trainer.advantages import gae, whiten
+from rlvr.trainer.advantages import gae, masked_mean_var, whiten
 from rlvr.trainer.distributed import global_counts, global_sum, loss_scale, reduce_gradients
 from rlvr.trainer.logprobs import token_logprobs
 from rlvr.trainer.losses import adaptive_beta, grpo_loss, ppo_penalty_loss, value_loss
@@ -180,12 +180,5 @@ def ppo_step(ctx, step: int) -> tuple[dict, list[dict]]:
 
 def _explained_variance(values, returns, mask) -> float:
     """1 - Var[returns - values] / Var[returns] over the completion tokens of all ranks."""
-    mask = mask.to(values.dtype)
-    count = global_sum(mask.sum())
-
-    def variance(x):
-        mean = global_sum((x * mask).sum()) / count
-        return global_sum((((x - mean) * mask) ** 2).sum()) / count
-
-    var = variance(returns)
-    return 0.0 if var == 0 else (1 - variance(returns - values) / var).item()
+    var = masked_mean_var(returns, mask, global_sum)[1]
+    return 0.0 if var == 0 else (1 - masked_mean_var(returns - values, mask, global_sum)[1] / var).item()
