@@ -49,8 +49,8 @@ Supported algorithms (trainer/algorithms.py): the GRPO family, REINFORCE and DPO
 (DPO: each rank pairs its own groups, or takes a contiguous share of an offline step's pairs; pairs are
 counted over ranks like sequences); PPO under ddp with `algo.critic=head`: its value head sits outside
 the DDP module, so its gradient is averaged by `reduce_gradients`, and the batch statistics PPO takes
-(whitened advantages, the adaptive KL, explained variance) are summed over ranks (`global_sum`). TRPO/NPG's conjugate gradient (extra
-full-batch backward passes) is refused with a ConfigError.
+(whitened advantages, the adaptive KL, explained variance) are summed over ranks (`global_sum`).
+TRPO/NPG's conjugate gradient (extra full-batch backward passes) is refused with a ConfigError.
 """
 
 from __future__ import annotations
@@ -267,21 +267,14 @@ class Parallel:
 
     def rng_states(self) -> list[torch.Tensor]:
         """Every rank's torch RNG state, in rank order (a collective)."""
-        state = torch.get_rng_state()
-        if self.world_size == 1:
-            return [state]
-        states: list = [None] * self.world_size
-        dist.all_gather_object(states, state)
-        return states
+        return gather_objects(torch.get_rng_state())
 
     # ---- metrics and control ------------------------------------------------------------------
     def reduce_metrics(self, metrics: dict, completions_per_rank: int) -> dict:
         """One step's metrics over all ranks (see SUMMED / MAXED); `reward/std` is recombined exactly."""
         if self.world_size == 1:
             return metrics
-        gathered: list = [None] * self.world_size
-        dist.all_gather_object(gathered, metrics)
-        return combine_metrics(gathered, completions_per_rank)
+        return combine_metrics(gather_objects(metrics), completions_per_rank)
 
     @contextmanager
     def main_first(self):
