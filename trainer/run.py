@@ -88,14 +88,15 @@ def train(cfg, log=print) -> dict:
     tokenizer = load_tokenizer(base_path)
     # ddp | fsdp2 wrap before the optimizer is built; model.lora adds adapters (trainer/lora.py)
     model = parallel.wrap(build_policy(cfg.model, base_path, checkpoint, seed=cfg.seed))
+    plain = parallel.plain(model)  # the HF module with the full weights (fsdp2: gathered, once for the set-up below)
     # DPO always needs its reference (algo.beta is its temperature there, never 0); the others only for a KL term
-    reference = build_reference(parallel.plain(model), base_path) if cfg.algo.beta or cfg.algo.name == "dpo" else None
+    reference = build_reference(plain, base_path) if cfg.algo.beta or cfg.algo.name == "dpo" else None
     random.seed(cfg.seed)  # after the model build, which draws from the RNG only when not cached
     torch.manual_seed(cfg.seed + parallel.rank)  # rank 0 draws as one process would
     if reference is not None and parallel.world_size > 1:
         reference = RankModel(reference)  # a rank left with no rows after filtering still runs its forward
     # ppo's critic, from the unwrapped policy (under ddp the value head stays outside DDP: ppo.py averages its grads)
-    value_head = build_value_head(parallel.plain(model), cfg.algo.critic) if cfg.algo.name == "ppo" else None
+    value_head = build_value_head(plain, cfg.algo.critic) if cfg.algo.name == "ppo" else None
     params = list(model.parameters()) + (list(value_head.parameters()) if value_head is not None else [])
     optimizer = torch.optim.AdamW(params, lr=cfg.optim.lr, betas=tuple(cfg.optim.betas),
                                   weight_decay=cfg.optim.weight_decay)
@@ -117,7 +118,7 @@ def train(cfg, log=print) -> dict:
     sampling = SamplingParams(n=cfg.train.completions_per_prompt, max_new_tokens=cfg.rollout.max_new_tokens,
                               temperature=cfg.rollout.temperature, top_p=cfg.rollout.top_p, top_k=cfg.rollout.top_k,
                               stop=tuple(cfg.rollout.stop))
-    engine = parallel.engine(engine_for_policy(build_engine, cfg.rollout.engine, parallel.plain(model), tokenizer,
+    engine = parallel.engine(engine_for_policy(build_engine, cfg.rollout.engine, plain, tokenizer,
                                                {**OmegaConf.to_container(cfg.rollout, resolve=True),
                                                 "seed": cfg.seed + parallel.rank}))
     # with ranks, the step sees its rank's share of the prompts (trainer/distributed.py)
