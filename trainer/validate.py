@@ -112,11 +112,12 @@ def _validate_strategy(cfg) -> None:
     strategy = cfg.trainer.strategy
     if strategy not in PARALLEL_STRATEGIES:
         raise ConfigError(f"trainer.strategy={strategy!r}; choose one of {', '.join(PARALLEL_STRATEGIES)}")
-    if strategy != "none" and strategy not in ALGORITHMS[cfg.algo.name].strategies:
+    runs_under = ALGORITHMS[cfg.algo.name].strategies
+    if strategy != "none" and strategy not in runs_under:
         supported = [name for name, algorithm in ALGORITHMS.items() if strategy in algorithm.strategies]
         raise ConfigError(f"trainer.strategy={strategy} supports algo={'|'.join(supported)}, not "
                           f"algo={cfg.algo.name} (trainer/algorithms.py says which strategies each runs under): "
-                          "use trainer.strategy=none" + (" or ddp" if ALGORITHMS[cfg.algo.name].strategies else ""))
+                          f"use trainer.strategy={' or '.join(('none', *runs_under))}")
     if strategy != "none" and cfg.algo.name == "ppo" and cfg.algo.critic != "head":
         raise ConfigError(f"algo.critic={cfg.algo.critic} with trainer.strategy={strategy}: under torchrun PPO runs "
                           "with algo.critic=head (the separate critic model is one-process only)")
