@@ -70,6 +70,15 @@ class PairBatch:
         return PairBatch(self.sequences.select(rows), self.ref_logps[rows])
 
 
+def pack_pairs(pairs: list[Pair], prompt_of, completion_of, pad_id: int) -> PackedBatch:
+    """P pairs as 2P sequences in PairBatch's layout (chosen rows, then rejected); `prompt_of(group)` and
+    `completion_of(group, index)` give token ids. No pairs: an empty batch."""
+    if not pairs:
+        return PackedBatch.empty()
+    sides = [(p.group, p.chosen) for p in pairs] + [(p.group, p.rejected) for p in pairs]
+    return pack([prompt_of(g) for g, _ in sides], [completion_of(g, i) for g, i in sides], pad_id)
+
+
 def dpo_step(ctx, step: int) -> tuple[dict, list[dict]]:
     return _offline_step(ctx, step) if ctx.cfg.data else _online_step(ctx, step)
 
@@ -88,9 +97,8 @@ def _online_step(ctx, step: int) -> tuple[dict, list[dict]]:
         stats = _pairs([g for rank_groups in gather_objects(groups) for g in rank_groups], algo)[1]
     update_metrics: dict = {}
     if any_rows(len(pairs)):  # with ranks: all update, or none (a rank without pairs runs empty micro-batches)
-        rows = [p.group * group_size + p.chosen for p in pairs] + [p.group * group_size + p.rejected for p in pairs]
-        sequences = (pack([rollout.prompt_ids[r] for r in rows], [rollout.completion_ids[r] for r in rows],
-                          ctx.tokenizer.pad_token_id) if pairs else PackedBatch.empty())
+        sequences = pack_pairs(pairs, lambda g: rollout.prompt_ids[g * group_size],
+                               lambda g, i: rollout.completion_ids[g * group_size + i], ctx.tokenizer.pad_token_id)
         with timed(timings, "logprobs"):
             batch = PairBatch(sequences, sequence_logprobs(ctx.reference, sequences, cfg.train.micro_batch_size))
         with timed(timings, "update"):
@@ -224,9 +232,7 @@ def _prepare_offline(ctx) -> OfflineData:
     if not pairs:
         raise ConfigError(f"data={cfg.data}: no preference pair in {len(groups)} prompt(s): every prompt's "
                           f"completions tie (or differ by less than algo.min_margin={cfg.algo.min_margin})")
-    sides = [(p.group, p.chosen) for p in pairs] + [(p.group, p.rejected) for p in pairs]
-    sequences = pack([prompt_ids[g] for g, _ in sides], [completion_ids[g][i] for g, i in sides],
-                     tokenizer.pad_token_id)
+    sequences = pack_pairs(pairs, lambda g: prompt_ids[g], lambda g, i: completion_ids[g][i], tokenizer.pad_token_id)
     ref_logps = sequence_logprobs(ctx.reference, sequences, cfg.train.micro_batch_size)  # [2P]
     if rank() == 0:  # every rank holds all pairs (and their reference logprobs); each step trains on its share
         print(f"dpo: {len(pairs)} pairs from {len(groups)} prompts in {cfg.data} "
