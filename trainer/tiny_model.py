@@ -6,21 +6,35 @@ Qwen-style chat template. The model is randomly initialised from a config, then 
 short supervised warm start on the environment's reference solutions (see `warm_start.py`)
 so that RL begins from a policy that sometimes succeeds. The result is cached on disk under
 a key that hashes everything that shaped it, so the second run loads it in a second.
+
+What the key covers (`build_fingerprint`): the config (environment, architecture, warm start, seed);
+the source of every rlvr module the build runs, found by following `rlvr` imports statically from
+this file, the environment's class and the verifiers that score it (a change to the warm start, the
+evaluation, the prompt rendering, the environment's rows or its scoring rebuilds the model); the
+versions of Python, torch, transformers and tokenizers, whose kernels and initialisers change the
+numbers; and the machine's architecture. A cached model built by other code or libraries is
+therefore never reused. The build itself is deterministic: two builds with the same key in two
+empty caches give byte-identical weights.
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
+import importlib.util
 import json
 import os
+import platform
 import shutil
+import sys
 from pathlib import Path
 
 import torch
 from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
+import tokenizers
+import transformers
 from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
 
-BUILD_VERSION = 1  # bump when the build recipe changes, so stale caches are not reused
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 TAG_TOKENS = ["<think>", "</think>", "<answer>", "</answer>"]
 CHAT_TEMPLATE = (
@@ -36,8 +50,45 @@ def cache_root() -> Path:
 
 
 def cache_key(payload: dict) -> str:
-    blob = json.dumps({"build_version": BUILD_VERSION, **payload}, sort_keys=True, default=str)
+    blob = json.dumps(payload, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def rlvr_sources(roots: list[str]) -> dict[str, str]:
+    """{module: sha256 of its source} for `roots` and every rlvr module they import, followed statically
+    (imports inside functions too), with the packages' `__init__` files on the way."""
+    found: dict[str, str] = {}
+    todo = list(roots)
+    while todo:
+        name = todo.pop()
+        if name in found or not name.startswith("rlvr"):
+            continue
+        try:
+            spec = importlib.util.find_spec(name)
+        except ModuleNotFoundError:  # `from rlvr.m import name` where name is not a module
+            continue
+        if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+            continue
+        source = Path(spec.origin).read_bytes()
+        found[name] = hashlib.sha256(source).hexdigest()
+        todo += [name.rsplit(".", 1)[0]] if "." in name else []
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                todo += [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+            elif isinstance(node, ast.Import):
+                todo += [alias.name for alias in node.names]
+    return dict(sorted(found.items()))
+
+
+def build_fingerprint(env) -> dict:
+    """What shapes the tiny model besides its config: code and library versions (module docstring)."""
+    scorers = [type(component.verifier).__module__ for component in env.verifier.components]
+    return {
+        "sources": rlvr_sources([__name__, type(env).__module__, *scorers]),
+        "python": ".".join(map(str, sys.version_info[:2])), "torch": torch.__version__,
+        "transformers": transformers.__version__, "tokenizers": tokenizers.__version__,
+        "machine": platform.machine(),
+    }
 
 
 def train_tokenizer(corpus: list[str], vocab_size: int) -> PreTrainedTokenizerFast:
@@ -91,12 +142,19 @@ def tokenizer_corpus(env, num_rows: int, seed: int) -> list[str]:
     return text + ["system user assistant", "".join(chr(c) for c in range(32, 127))]
 
 
+def tiny_model_path(env, env_config: dict, arch: dict, warm: dict, seed: int) -> Path:
+    """Where the tiny model of this config, code and libraries is cached (built or not)."""
+    key = cache_key({"env": env_config, "arch": arch, "warm_start": warm, "seed": seed,
+                     "build": build_fingerprint(env)})
+    return cache_root() / "tiny" / key
+
+
 def build_tiny(env, env_config: dict, arch: dict, warm: dict, seed: int, log=print) -> Path:
     """Return the directory of the tiny model for this env, building and caching it if needed."""
     from rlvr.trainer.warm_start import warm_start
 
-    key = cache_key({"env": env_config, "arch": arch, "warm_start": warm, "seed": seed})
-    path = cache_root() / "tiny" / key
+    path = tiny_model_path(env, env_config, arch, warm, seed)
+    key = path.name
     if (path / "warm_start.json").exists():
         log(f"tiny model: cached at {path}")
         return path
@@ -111,6 +169,7 @@ def build_tiny(env, env_config: dict, arch: dict, warm: dict, seed: int, log=pri
     model.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
     (tmp / "warm_start.json").write_text(json.dumps(report, indent=2))
+    (tmp / "build.json").write_text(json.dumps(build_fingerprint(env), indent=2))  # what the key hashed
     shutil.rmtree(path, ignore_errors=True)
     tmp.rename(path)  # atomic: a killed build never leaves a half-written cache entry
     return path
