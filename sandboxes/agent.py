@@ -2,19 +2,31 @@
 
 Standard library only and no rlvr imports: the Docker backend starts it as `python3 -I -c SOURCE
 CONFIG` inside the container, the local backend as a file inside fresh namespaces. One JSON line
-in (program, stdin, limits) -> one JSON line out (stdout, stderr, exit code, status, wall and CPU
-seconds, peak memory), until stdin closes.
+in (job id, program, stdin, limits, optional checker) -> one JSON line out (the same job id,
+stdout, stderr, exit code, status, wall and CPU seconds, peak memory, the checker's verdict),
+until stdin closes.
+
+Who can touch whom. The supervisor runs as root (Docker: with only the CHOWN, DAC_OVERRIDE,
+FOWNER, KILL, SETUID and SETGID capabilities) and marks itself non-dumpable, so no program can
+ptrace it, open its /proc/<pid>/fd or mem, or signal it. The program runs as `uids.program`
+(65534); a checker, when the job has one, runs as `uids.checker` (65533), another user, so the
+program cannot reach the checker's memory, files descriptors or signals either. The checker and
+the program talk only over two pipes (checker fd 4 -> program fd 3, program fd 4 -> checker fd 3);
+the checker writes its verdict to its fd 5, which the program never has, and the supervisor
+returns what arrived there as `verdict`. The checker's input (the tests) arrives on its stdin.
 
 Per job: the program is written to the workdir, run as `python3 -I -B main.py` in a new session
 with rlimits (CPU, address space, file size, open files, processes where asked) and an
-oom_score_adj of 1000 so the kernel's OOM killer picks it before the supervisor. The wall clock is
-watched here; output beyond the cap kills the job. Afterwards every other process this
-supervisor can signal is killed (`kill(-1, SIGKILL)`: the whole PID namespace, so a daemonised
-child cannot outlive its run) and the workdir and /tmp are wiped. `dirty` in the reply tells the
-host to replace the sandbox (a limit was hit, a process survived, or the wipe failed).
+oom_score_adj of 1000. The wall clock is watched here; output beyond the cap kills the job. With
+a checker, the job ends when the checker exits. Afterwards every other process is killed
+(`kill(-1, SIGKILL)` over the PID namespace) and per-run state is reset: the workdir, /tmp and
+/dev/shm are emptied, POSIX message queues removed; SysV IPC objects left behind, shared memory
+above the level at start, a tree the bounded wipe cannot remove, or a surviving process set
+`dirty` in the reply, which tells the host to replace the sandbox. Clean-up never raises.
 """
 
 import errno
+import fcntl
 import json
 import os
 import resource
@@ -25,14 +37,21 @@ import time
 
 READ_CHUNK = 65536
 PYTHON = "/usr/bin/python3"
+CHECKER_MEMORY = 256 << 20  # address space of the checker process (trusted test code + decoding)
+CHECKER_OUTPUT = 64 << 10  # the checker's own stdout/stderr, kept for diagnosis
+STATE_DIRS = ("/tmp", "/dev/shm")  # emptied after every run, besides the workdir
+WIPE_MAX_DEPTH, WIPE_MAX_ENTRIES = 64, 20000  # beyond either the wipe gives up: dirty, container replaced
+SHMEM_SLACK = 1 << 20  # shared memory (tmpfs, SysV, POSIX shm) allowed above the level at start
 
 
 def main() -> None:
     config = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
+    _make_undumpable()
     if config.get("mount_tmpfs"):  # local backend: private, size-capped dirs in our own mount namespace
-        _mount_private_dirs(config)
+        config["fs_problem"] = _mount_private_dirs(config)
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGPIPE):
-        signal.signal(sig, signal.SIG_IGN)  # a job signalling PID 1 (forwarded to us by init) is ignored
+        signal.signal(sig, signal.SIG_IGN)
+    config["baseline_shmem"] = _shmem_bytes()
     reader = _LineReader(0)
     if config.get("watch_host"):
         config["host_reader"] = reader
@@ -40,11 +59,17 @@ def main() -> None:
         line = reader.readline()
         if line is None:
             return
+        job_id = None
         try:
-            result = run_job(json.loads(line), config)
+            job = json.loads(line)
+            job_id = job.get("job_id")
+            result = run_job(job, config)
         except Exception as error:  # a supervisor bug is reported, never a silent hang
             result = {"status": "error", "stdout": "", "stderr": f"sandbox supervisor: {error!r}", "exit_code": None,
                       "wall_s": 0.0, "cpu_s": 0.0, "peak_memory_bytes": 0, "dirty": True}
+        result["job_id"] = job_id
+        if config.get("fs_problem"):
+            result["fs_problem"] = config["fs_problem"]
         _write_all(1, (json.dumps(result) + "\n").encode())
         if config.get("one_job"):
             return
@@ -52,29 +77,70 @@ def main() -> None:
 
 def run_job(job: dict, config: dict) -> dict:
     limits = job["limits"]
+    uids = config.get("uids") or {}
+    program_uid, checker_uid = uids.get("program"), uids.get("checker")
     workdir = config.get("workdir", "/sandbox")
     os.makedirs(workdir, mode=0o700, exist_ok=True)
     with open(os.path.join(workdir, "main.py"), "w", encoding="utf-8") as f:
         f.write(job["program"])
-    if config.get("drop_to_uid") is not None:
-        os.chown(workdir, config["drop_to_uid"], config["drop_to_uid"])
+    if program_uid is not None:
+        os.chown(workdir, program_uid, program_uid)
+        os.chown(os.path.join(workdir, "main.py"), program_uid, program_uid)
     oom_before = _oom_kills()
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": workdir, "LANG": "C.UTF-8", "TMPDIR": "/tmp",
            "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0"}
-    stdin = job.get("stdin", "").encode("utf-8")
-    start = time.monotonic()
     python = config.get("python", PYTHON)
-    pid, stdin_fd, out_fd, err_fd = _spawn([python, "-I", "-B", "main.py"], env, workdir, limits,
-                                           config.get("drop_to_uid"))
-    status, outputs, exit_info, strays = _supervise(pid, stdin, stdin_fd, out_fd, err_fd, limits, start,
-                                                    config.get("host_reader"))
+    checker = job.get("checker")
+    start = time.monotonic()
+    prog_in, prog_out, prog_err = os.pipe(), os.pipe(), os.pipe()
+    links = (os.pipe(), os.pipe()) if checker else ()  # checker -> program, program -> checker
+    prog_fds = {0: prog_in[0], 1: prog_out[1], 2: prog_err[1]}
+    if checker:
+        prog_fds.update({3: links[0][0], 4: links[1][1]})
+    pid = _spawn([python, "-I", "-B", "main.py"], env, workdir, limits, program_uid, prog_fds)
+    feeds = [(prog_in[1], job.get("stdin", "").encode("utf-8"))]
+    captures = {prog_out[0]: int(limits["output_bytes"]), prog_err[0]: int(limits["output_bytes"])}
+    main_pid, checker_pid = pid, None
+    if checker:
+        chk_in, chk_out, chk_err, verdict = os.pipe(), os.pipe(), os.pipe(), os.pipe()
+        checker_limits = {**limits, "memory_bytes": max(CHECKER_MEMORY, int(limits["memory_bytes"])), "nproc": 0}
+        checker_pid = _spawn([python, "-I", "-S", "-c", checker["program"]], {**env, "HOME": "/"}, "/",
+                             checker_limits, checker_uid,
+                             {0: chk_in[0], 1: chk_out[1], 2: chk_err[1], 3: links[1][0], 4: links[0][1],
+                              5: verdict[1]})
+        for fd in (chk_in[0], chk_out[1], chk_err[1], verdict[1], *links[0], *links[1]):
+            os.close(fd)
+        feeds.append((chk_in[1], checker.get("input", "").encode("utf-8")))
+        captures.update({chk_out[0]: CHECKER_OUTPUT, chk_err[0]: CHECKER_OUTPUT, verdict[0]: int(limits["output_bytes"])})
+        limited = {prog_out[0], prog_err[0], verdict[0]}
+        main_pid = checker_pid
+    else:
+        limited = set(captures)
+    for fd in (prog_in[0], prog_out[1], prog_err[1]):
+        os.close(fd)
+    status, outputs = _supervise(main_pid, feeds, captures, limited, limits, start, config.get("host_reader"))
+    program_done = main_pid == pid or _has_exited(pid)
+    if status != "exited":
+        _kill_group(main_pid)
+    main_info = _reap(main_pid)
+    if checker_pid is not None:
+        if not program_done:  # still serving calls when the tests ended: we stop it, no verdict from that
+            _kill_group(pid)
+        exit_info = _reap(pid) if program_done else (None, _reap(pid)[1])
+    else:
+        exit_info = main_info
+    strays = _kill_everything_else()  # also closes every writer, so the pipes reach EOF
+    for fd in list(captures):
+        if not _drain(fd, outputs, captures[fd]) and fd in limited and status == "exited":
+            status = "output_limit"
+        os.close(fd)
     wall = time.monotonic() - start
     code, rusage = exit_info
-    stdout = outputs[out_fd].decode("utf-8", "replace")
-    stderr = outputs[err_fd].decode("utf-8", "replace")
+    stdout = outputs[prog_out[0]].decode("utf-8", "replace")
+    stderr = outputs[prog_err[0]].decode("utf-8", "replace")
     cpu = rusage.ru_utime + rusage.ru_stime if rusage else 0.0
-    if status == "exited":
-        if code is not None and code < 0 and -code in (signal.SIGXCPU,):
+    if status == "exited" and code is not None:
+        if code < 0 and -code in (signal.SIGXCPU,):
             status = "timeout"
         elif code == -signal.SIGKILL and _oom_kills() > oom_before:
             status = "memory_limit"
@@ -82,28 +148,31 @@ def run_job(job: dict, config: dict) -> dict:
             status = "memory_limit"
         elif code == -signal.SIGXFSZ or _is_file_limit_error(_last_line(stderr)):
             status = "output_limit"
-    wiped = _wipe(workdir) and _wipe("/tmp")
-    return {
+    leftovers = _reset_state(workdir, config["baseline_shmem"])
+    result = {
         "status": status, "stdout": stdout, "stderr": stderr, "exit_code": code,
         "wall_s": round(wall, 6), "cpu_s": round(cpu, 6),
         "peak_memory_bytes": int(rusage.ru_maxrss * 1024) if rusage else 0,
-        "stray_processes": strays,
-        "dirty": status != "exited" or strays > 0 or not wiped,
+        "stray_processes": strays, "leftover_state": leftovers,
+        "dirty": status != "exited" or strays > 0 or bool(leftovers),
     }
+    if checker_pid is not None:
+        result["verdict"] = outputs[verdict[0]].decode("utf-8", "replace")
+        result["checker_exit_code"] = main_info[0]
+        result["checker_stderr"] = (outputs[chk_out[0]] + outputs[chk_err[0]]).decode("utf-8", "replace")[-2000:]
+    return result
 
 
-def _spawn(argv, env, cwd, limits, uid):
-    r0, w0 = os.pipe()
-    r1, w1 = os.pipe()
-    r2, w2 = os.pipe()
+def _spawn(argv, env, cwd, limits, uid, fds: dict):
+    """Fork and exec `argv` with `fds` (target fd -> our fd) as its only open descriptors."""
     pid = os.fork()
     if pid == 0:  # child: never returns
         try:
             os.setsid()
-            os.dup2(r0, 0)
-            os.dup2(w1, 1)
-            os.dup2(w2, 2)
-            os.closerange(3, 65536)
+            high = {target: fcntl.fcntl(fd, fcntl.F_DUPFD, 100) for target, fd in fds.items()}
+            for target, fd in high.items():
+                os.dup2(fd, target)
+            os.closerange(max(fds) + 1, 65536)
             for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGPIPE):
                 signal.signal(sig, signal.SIG_DFL)
             try:
@@ -123,9 +192,7 @@ def _spawn(argv, env, cwd, limits, uid):
                 os.write(2, f"sandbox: could not start the program: {error!r}\n".encode())
             finally:
                 os._exit(127)
-    for fd in (r0, w1, w2):
-        os.close(fd)
-    return pid, w0, r1, r2
+    return pid
 
 
 def _set_rlimits(limits: dict) -> None:
@@ -136,80 +203,73 @@ def _set_rlimits(limits: dict) -> None:
     resource.setrlimit(resource.RLIMIT_FSIZE, (int(limits["file_bytes"]), int(limits["file_bytes"])))
     resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_MSGQUEUE, (0, 0))  # no POSIX message queue memory to squat
     if limits.get("nproc"):
         resource.setrlimit(resource.RLIMIT_NPROC, (int(limits["nproc"]), int(limits["nproc"])))
 
 
-def _supervise(pid, stdin, stdin_fd, out_fd, err_fd, limits, start, host_reader=None):
-    """Feed stdin, collect capped output, enforce the wall clock.
+def _supervise(main_pid, feeds, captures, limited, limits, start, host_reader=None):
+    """Feed the input pipes, collect capped output, enforce the wall clock until `main_pid` exits.
 
-    Returns (status, outputs by fd, (exit code, rusage), processes still alive after the program exited).
+    Returns (status, outputs by fd). Each fd in `captures` keeps at most its cap; one in `limited`
+    going past it ends the job with output_limit.
     """
-    cap = int(limits["output_bytes"])
     deadline = start + float(limits["wall_s"])
-    outputs = {out_fd: bytearray(), err_fd: bytearray()}
-    pidfd = os.pidfd_open(pid)
+    outputs = {fd: bytearray() for fd in captures}
+    pidfd = os.pidfd_open(main_pid)
     poller = select.poll()
-    for fd in (out_fd, err_fd):
+    open_fds = set(captures)
+    for fd in captures:
+        os.set_blocking(fd, False)
         poller.register(fd, select.POLLIN)
     poller.register(pidfd, select.POLLIN)
     if host_reader is not None:  # the host hanging up means nobody wants this result: stop at once
         poller.register(host_reader.fd, select.POLLIN)
-    pending = memoryview(stdin)
-    if pending:
-        os.set_blocking(stdin_fd, False)
-        poller.register(stdin_fd, select.POLLOUT)
-    else:
-        os.close(stdin_fd)
-        stdin_fd = None
-    status, exited = "exited", False
-    open_fds = {out_fd, err_fd}
-    while open_fds and not exited:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            status = "timeout"
-            break
-        for fd, _event in poller.poll(remaining * 1000):
-            if fd == pidfd:
-                exited = True
-            elif host_reader is not None and fd == host_reader.fd:
-                if not host_reader.fill():
-                    _kill_group(pid)
-                    _kill_everything_else()
-                    os._exit(0)
-            elif fd == stdin_fd:
-                try:
-                    pending = pending[os.write(stdin_fd, pending[:READ_CHUNK]):]
-                except OSError:  # the program closed its stdin; what is left is dropped
-                    pending = pending[:0]
-                if not pending:
-                    poller.unregister(stdin_fd)
-                    os.close(stdin_fd)
-                    stdin_fd = None
-            elif not _drain(fd, outputs, open_fds, poller, cap, once=True):
-                status = "output_limit"
-        if status == "output_limit":
-            break
-    if not exited and status == "exited":  # both pipes closed; wait for the exit itself
-        if not select.select([pidfd], [], [], max(0.0, deadline - time.monotonic()))[0]:
-            status = "timeout"
-    if status != "exited":
-        _kill_group(pid)
-    exit_info = _reap(pid)
-    strays = _kill_everything_else()  # also closes every writer, so the pipes reach EOF
-    for fd in list(open_fds):
-        if not _drain(fd, outputs, open_fds, poller, cap, once=False) and status == "exited":
-            status = "output_limit"
-    for fd in (out_fd, err_fd, pidfd) + ((stdin_fd,) if stdin_fd is not None else ()):
-        try:
+    pending = {}
+    for fd, data in feeds:
+        if data:
+            os.set_blocking(fd, False)
+            pending[fd] = memoryview(data)
+            poller.register(fd, select.POLLOUT)
+        else:
             os.close(fd)
-        except OSError:
-            pass
-    return status, outputs, exit_info, strays
+    status = "exited"
+    try:
+        while status == "exited":
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                status = "timeout"
+                break
+            events = poller.poll(remaining * 1000)
+            if any(fd == pidfd for fd, _ in events):
+                break
+            for fd, _event in events:
+                if host_reader is not None and fd == host_reader.fd:
+                    if not host_reader.fill():
+                        _kill_group(main_pid)
+                        _kill_everything_else()
+                        os._exit(0)
+                elif fd in pending:
+                    try:
+                        pending[fd] = pending[fd][os.write(fd, pending[fd][:READ_CHUNK]):]
+                    except OSError:  # the reader closed its end; what is left is dropped
+                        pending[fd] = pending[fd][:0]
+                    if not pending[fd]:
+                        poller.unregister(fd)
+                        os.close(fd)
+                        del pending[fd]
+                elif fd in open_fds:
+                    if not _drain(fd, outputs, captures[fd], once=True, open_fds=open_fds, poller=poller) \
+                            and fd in limited:
+                        status = "output_limit"
+    finally:
+        for fd in list(pending) + [pidfd]:
+            os.close(fd)
+    return status, outputs
 
 
-def _drain(fd, outputs, open_fds, poller, cap, once):
-    """Read what `fd` has (once) or all of it up to EOF; False when the output cap was exceeded."""
+def _drain(fd, outputs, cap, once=False, open_fds=None, poller=None):
+    """Read what `fd` has (once) or all of it up to EOF; False when its cap was exceeded."""
     os.set_blocking(fd, not once)
     while True:
         try:
@@ -217,16 +277,13 @@ def _drain(fd, outputs, open_fds, poller, cap, once):
         except BlockingIOError:
             return True
         except OSError as error:
-            if error.errno != errno.EINTR:
-                chunk = b""
-            else:
+            if error.errno == errno.EINTR:
                 continue
+            chunk = b""
         if not chunk:
-            open_fds.discard(fd)
-            try:
+            if open_fds is not None:
+                open_fds.discard(fd)
                 poller.unregister(fd)
-            except KeyError:
-                pass
             return True
         room = cap - len(outputs[fd])
         outputs[fd] += chunk[:max(room, 0)]
@@ -234,6 +291,17 @@ def _drain(fd, outputs, open_fds, poller, cap, once):
             return False
         if once:
             return True
+
+
+def _has_exited(pid) -> bool:
+    try:
+        fd = os.pidfd_open(pid)
+    except OSError:
+        return True
+    try:
+        return bool(select.select([fd], [], [], 0)[0])
+    finally:
+        os.close(fd)
 
 
 def _kill_group(pid):
@@ -298,35 +366,89 @@ def _reap_any():
             return
 
 
-def _wipe(path: str) -> bool:
-    """Empty `path` (a tmpfs); True when nothing is left."""
-    ok = True
-    for root, dirs, files in os.walk(path, topdown=False, onerror=lambda e: None):
-        for name in files + dirs:
-            full = os.path.join(root, name)
+def _reset_state(workdir: str, baseline_shmem: int) -> list[str]:
+    """Empty the run's writable places; what could not be reset, as short descriptions (never raises)."""
+    problems = []
+    for path in (workdir, *STATE_DIRS):
+        if os.path.isdir(path) and not _wipe(path):
+            problems.append(f"could not empty {path}")
+    try:
+        for name in os.listdir("/dev/mqueue"):
             try:
-                if os.path.isdir(full) and not os.path.islink(full):
-                    os.rmdir(full)
-                else:
-                    os.unlink(full)
+                os.unlink(os.path.join("/dev/mqueue", name))
             except OSError:
-                ok = False
-    if not ok:  # a job may have removed permissions on its own directories; restore and retry once
-        for root, dirs, _files in os.walk(path):
-            for name in dirs:
+                problems.append(f"message queue {name}")
+    except OSError:
+        pass
+    for kind in ("shm", "msg", "sem"):
+        try:
+            with open(f"/proc/sysvipc/{kind}") as f:
+                if len(f.read().strip().splitlines()) > 1:
+                    problems.append(f"SysV {kind} objects")
+        except OSError:
+            pass
+    shmem = _shmem_bytes()
+    if shmem > baseline_shmem + SHMEM_SLACK:
+        problems.append(f"shared memory {shmem} bytes above {baseline_shmem} at start")
+    return problems
+
+
+def _wipe(path: str) -> bool:
+    """Empty the directory `path`, without following links; False (never an exception) when anything
+    is left: deeper than WIPE_MAX_DEPTH, more than WIPE_MAX_ENTRIES entries, or an error."""
+    stack = []
+    try:
+        stack.append((os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW), None))
+        budget = WIPE_MAX_ENTRIES
+        while stack:
+            fd, _name = stack[-1]
+            child = None
+            with os.scandir(fd) as entries:
+                for entry in entries:
+                    budget -= 1
+                    if budget < 0:
+                        return False
+                    if entry.is_dir(follow_symlinks=False):
+                        child = entry.name
+                        break
+                    os.unlink(entry.name, dir_fd=fd)
+            if child is not None:
+                if len(stack) >= WIPE_MAX_DEPTH:
+                    return False
                 try:
-                    os.chmod(os.path.join(root, name), 0o700)
-                except OSError:
-                    pass
-        ok = True
-        for root, dirs, files in os.walk(path, topdown=False):
-            for name in files + dirs:
-                full = os.path.join(root, name)
-                try:
-                    os.rmdir(full) if os.path.isdir(full) and not os.path.islink(full) else os.unlink(full)
-                except OSError:
-                    ok = False
-    return ok
+                    sub = os.open(child, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+                except PermissionError:  # a run may remove its own permissions (matters without DAC_OVERRIDE)
+                    os.chmod(child, 0o700, dir_fd=fd)
+                    sub = os.open(child, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+                stack.append((sub, child))
+                continue
+            os.close(fd)
+            stack.pop()
+            if stack:
+                os.rmdir(_name, dir_fd=stack[-1][0])
+        return True
+    except BaseException:  # noqa: BLE001 - a hostile tree must make the sandbox dirty, never crash the supervisor
+        return False
+    finally:
+        for fd, _name in stack:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _shmem_bytes() -> int:
+    """Shared memory (tmpfs, SysV, POSIX shm) charged to our memory cgroup (v2 or v1), 0 when unreadable."""
+    for path, key in (("/sys/fs/cgroup/memory.stat", "shmem"), ("/sys/fs/cgroup/memory/memory.stat", "total_shmem")):
+        try:
+            with open(path) as f:
+                for line in f:
+                    name, _, value = line.partition(" ")
+                    if name == key:
+                        return int(value)
+        except (OSError, ValueError):
+            continue
+    return 0
 
 
 def _oom_kills() -> int:
@@ -352,14 +474,43 @@ def _is_file_limit_error(line: str) -> bool:
     return line.startswith("OSError") and ("[Errno 27]" in line or "[Errno 28]" in line)
 
 
-def _mount_private_dirs(config: dict) -> None:
+def _make_undumpable() -> None:
+    """PR_SET_DUMPABLE 0: no ptrace attach, no /proc/<pid>/mem or fd by anyone without CAP_SYS_PTRACE."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)
+    except (OSError, AttributeError, ImportError):
+        pass
+
+
+def _mount_private_dirs(config: dict) -> str:
+    """Local backend: the host's filesystem read-only, a private size-capped tmpfs on every place the
+    program could otherwise write (/tmp, /var/tmp, /dev/shm, /run/lock, /run/shm) and a fresh
+    mqueue view. Returns "" when all of that held, else what did not (doctor prints it)."""
     import ctypes
 
     libc = ctypes.CDLL(None, use_errno=True)
     libc.mount(b"none", b"/", None, 0x4000 | 0x40000, None)  # MS_REC | MS_PRIVATE: nothing propagates out
     size = str(config.get("tmpfs_bytes", 64 << 20)).encode()
-    if libc.mount(b"tmpfs", b"/tmp", b"tmpfs", 0x2 | 0x4, b"size=" + size + b",mode=1777") != 0:  # nosuid, nodev
-        raise OSError(ctypes.get_errno(), "mount tmpfs on /tmp")
+    problems = []
+    # mount_setattr(AT_FDCWD, "/", AT_RECURSIVE, {attr_set: MOUNT_ATTR_RDONLY}) (Linux 5.12+; syscall
+    # 442 on every architecture): every mount we inherited becomes read-only in this namespace.
+    attr = (ctypes.c_uint64 * 4)(1, 0, 0, 0)
+    if libc.syscall(442, -100, b"/", 0x8000, ctypes.byref(attr), ctypes.sizeof(attr)) != 0:
+        problems.append(f"host filesystem stays writable (mount_setattr: {os.strerror(ctypes.get_errno())})")
+    for path in ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/run/shm"):
+        if not os.path.isdir(path) or os.path.islink(path):
+            continue
+        if libc.mount(b"tmpfs", path.encode(), b"tmpfs", 0x2 | 0x4, b"size=" + size + b",mode=1777") != 0:  # nosuid, nodev
+            if path == "/tmp":
+                raise OSError(ctypes.get_errno(), "mount tmpfs on /tmp")
+            problems.append(f"{path} is the host's (tmpfs: {os.strerror(ctypes.get_errno())})")
+    if os.path.isdir("/dev/mqueue") and libc.mount(b"mqueue", b"/dev/mqueue", b"mqueue", 0x2 | 0x4 | 0x8, None) != 0:
+        problems.append("/dev/mqueue shows the host's queues")
+    if libc.syscall(442, -100, b"/proc", 0, ctypes.byref((ctypes.c_uint64 * 4)(0, 1, 0, 0)), 32) != 0:
+        pass  # /proc read-only only costs the program its oom_score_adj write
+    return "; ".join(problems)
 
 
 class _LineReader:

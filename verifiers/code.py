@@ -10,8 +10,9 @@ DESIGN.md's three kinds:
 (numbers within `float_tol` when given). `assert` runs prefix + code, then the test code, then
 `check(entry_point)`, in one run (HumanEval style; when prefix + code is not valid Python, e.g.
 a bare signature followed by a whole function, the code alone). `call` calls `fn(*args)` per case in one
-run and compares the JSON results on the host. How a pass is established, and why a program
-cannot fake one, is in code_harness.py.
+run and compares the JSON results on the host. In both, the tests run in a checker process
+under another user than the model's code, which it calls through a strict serialiser; how a
+pass is established, and why a program cannot fake one, is in code_harness.py.
 
 Reward: the fraction of tests passed (`reward="fraction"`) or 1/0 (`"binary"`); with
 `stop_at_first_failure`, tests after the first failure are not run (stdio) or not counted.
@@ -31,9 +32,9 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from typing import Any
 
-from rlvr.sandboxes.base import BACKENDS, MiB, Execution, ExecStatus, Limits, get_sandbox
+from rlvr.sandboxes.base import BACKENDS, MiB, Checker, Execution, ExecStatus, Limits, get_sandbox
 from rlvr.verifiers.code_harness import (
-    HARNESS, harness_input, new_nonce, parse_report, stdout_matches, values_equal,
+    CANDIDATE, CHECKER, candidate_input, checker_input, parse_report, stdout_matches, values_equal,
 )
 from rlvr.verifiers.registry import ConfigError, register_verifier
 from rlvr.verifiers.result import Status, VerifyResult
@@ -153,9 +154,9 @@ class CodeVerifier:
     def _judge(self, sandbox, code: str, tests: dict) -> VerifyResult:
         if tests["kind"] == "stdio":
             return self._judge_stdio(sandbox, code, tests)
-        nonce = new_nonce()
-        execution = sandbox.run(HARNESS, harness_input(nonce, code, tests), self.limits)
-        report = parse_report(execution.stdout, nonce)
+        execution = sandbox.run(CANDIDATE, candidate_input(code, tests), self.limits,
+                                checker=Checker(CHECKER, checker_input(tests)))
+        report = parse_report(execution.verdict)
         n = 1 if tests["kind"] == "assert" else len(tests["cases"])
         per_test: list[dict[str, Any]] = []
         for i in range(n):
