@@ -25,6 +25,7 @@ above the level at start, a tree the bounded wipe cannot remove, or a surviving 
 `dirty` in the reply, which tells the host to replace the sandbox. Clean-up never raises.
 """
 
+import ctypes
 import errno
 import fcntl
 import json
@@ -42,6 +43,7 @@ CHECKER_OUTPUT = 64 << 10  # the checker's own stdout/stderr, kept for diagnosis
 STATE_DIRS = ("/tmp", "/dev/shm")  # emptied after every run, besides the workdir
 WIPE_MAX_DEPTH, WIPE_MAX_ENTRIES = 64, 20000  # beyond either the wipe gives up: dirty, container replaced
 SHMEM_SLACK = 1 << 20  # shared memory (tmpfs, SysV, POSIX shm) allowed above the level at start
+_LIBC = ctypes.CDLL(None, use_errno=True)
 
 
 def main() -> None:
@@ -181,10 +183,14 @@ def _spawn(argv, env, cwd, limits, uid, fds: dict):
             except OSError:
                 pass
             _set_rlimits(limits)
+            if _LIBC.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS: no setuid binary of the host raises it
+                raise OSError("PR_SET_NO_NEW_PRIVS failed")
             if uid is not None:
                 os.setgroups([])
                 os.setgid(uid)
                 os.setuid(uid)
+            else:  # local backend, not root: we are root of a user namespace; the program must not be
+                _drop_capabilities()
             os.chdir(cwd)
             os.execve(argv[0], argv, env)
         except BaseException as error:  # noqa: BLE001 - the child must never fall back into the supervisor
@@ -474,23 +480,26 @@ def _is_file_limit_error(line: str) -> bool:
     return line.startswith("OSError") and ("[Errno 27]" in line or "[Errno 28]" in line)
 
 
+def _drop_capabilities() -> None:
+    """No new privileges, and an empty capability bounding set, so the exec'd program holds no
+    capability even as root of a user namespace (it could otherwise undo the read-only mounts)."""
+    for cap in range(64):
+        _LIBC.prctl(24, cap, 0, 0, 0)  # PR_CAPBSET_DROP; past the last capability it fails, harmlessly
+    if _LIBC.prctl(23, 21, 0, 0, 0) == 1:  # PR_CAPBSET_READ of CAP_SYS_ADMIN
+        raise OSError("could not empty the capability bounding set")
+
+
 def _make_undumpable() -> None:
     """PR_SET_DUMPABLE 0: no ptrace attach, no /proc/<pid>/mem or fd by anyone without CAP_SYS_PTRACE."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)
-    except (OSError, AttributeError, ImportError):
-        pass
+    if _LIBC.prctl(4, 0, 0, 0, 0) != 0:
+        raise OSError("PR_SET_DUMPABLE failed")
 
 
 def _mount_private_dirs(config: dict) -> str:
     """Local backend: the host's filesystem read-only, a private size-capped tmpfs on every place the
     program could otherwise write (/tmp, /var/tmp, /dev/shm, /run/lock, /run/shm) and a fresh
     mqueue view. Returns "" when all of that held, else what did not (doctor prints it)."""
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
+    libc = _LIBC
     libc.mount(b"none", b"/", None, 0x4000 | 0x40000, None)  # MS_REC | MS_PRIVATE: nothing propagates out
     size = str(config.get("tmpfs_bytes", 64 << 20)).encode()
     problems = []
