@@ -168,7 +168,7 @@ PROBES: tuple[Probe, ...] = (
         "import os, signal\nfor sig in (signal.SIGTERM, signal.SIGKILL):\n"
         "    for pid in (1, os.getppid()):\n        try:\n            os.kill(pid, sig)\n        except OSError:\n            pass\n"
         "print('still here')\n"),
-        frozenset({ExecStatus.EXITED}), note="may kill its supervisor: reported as a crash, container replaced"),
+        frozenset({ExecStatus.EXITED}), note="the supervisor and init are root: the signals are refused"),
     Probe("background process outlives the run", lambda c: (
         "import os, time\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
         "        time.sleep(1000)\n    os._exit(0)\nprint('spawned')\n"),

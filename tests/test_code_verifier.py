@@ -146,6 +146,24 @@ def test_batch_keeps_order_and_reports_progress(verifier):
     assert sum(seen) == 7
 
 
+@pytest.fixture(scope="module")
+def local_verifier():
+    v = CodeVerifier(backend="local", timeout_s=3, workers=2)
+    yield v
+    v.close()
+
+
+@pytest.mark.parametrize("name, code, tests", CHEATS, ids=[c[0] for c in CHEATS])
+def test_cheats_do_not_pass_on_the_local_backend(local_verifier, name, code, tests):
+    if not local_verifier.sandbox.separate_users:
+        pytest.skip("not root: the local checker shares the program's user (doctor says so)")
+    result = local_verifier(fenced(code), {"tests": tests})
+    if name.startswith("honest"):
+        assert result.status is Status.CORRECT, result.details
+    else:
+        assert result.status is not Status.CORRECT and result.reward == 0.0, result.details
+
+
 def test_local_backend_scores_the_same():
     local = CodeVerifier(backend="local", timeout_s=3, workers=2)
     results = local.verify_batch([fenced(FN_ADD), fenced("import os\nos._exit(0)\n")], [{"tests": ADD_ASSERT}] * 2)
