@@ -1,7 +1,8 @@
 """The supervisor that runs inside a sandbox: reads jobs, runs each program under limits, reports.
 
-Standard library only and no rlvr imports: the Docker backend starts it as `python3 -I -c SOURCE
-CONFIG` inside the container, the local backend as a file inside fresh namespaces. One JSON line
+Standard library only and no rlvr imports: both backends start it as `python3 -I -S -c SOURCE
+CONFIG` (SOURCE = base.agent_source(): agent_reset.py, then this file), Docker inside the
+container, the local backend inside fresh namespaces. One JSON line
 in (job id, program, stdin, limits, optional checker) -> one JSON line out (the same job id,
 stdout, stderr, exit code, status, wall and CPU seconds, peak memory, the checker's verdict),
 until stdin closes.
@@ -19,10 +20,11 @@ Per job: the program is written to the workdir, run as `python3 -I -B main.py` i
 with rlimits (CPU, address space, file size, open files, processes where asked) and an
 oom_score_adj of 1000. The wall clock is watched here; output beyond the cap kills the job. With
 a checker, the job ends when the checker exits. Afterwards every other process is killed
-(`kill(-1, SIGKILL)` over the PID namespace) and per-run state is reset: the workdir, /tmp and
-/dev/shm are emptied, POSIX message queues removed; SysV IPC objects left behind, shared memory
-above the level at start, a tree the bounded wipe cannot remove, or a surviving process set
-`dirty` in the reply, which tells the host to replace the sandbox. Clean-up never raises.
+(`kill(-1, SIGKILL)` over the PID namespace) and per-run state is reset (agent_reset.py: the
+workdir, /tmp and /dev/shm emptied, POSIX message queues removed); SysV IPC objects left behind,
+shared memory above the level at start, a tree the bounded wipe cannot remove, or a surviving
+process set `dirty` in the reply, which tells the host to replace the sandbox. Clean-up never
+raises.
 """
 
 import ctypes
@@ -40,10 +42,12 @@ READ_CHUNK = 65536
 PYTHON = "/usr/bin/python3"
 CHECKER_MEMORY = 256 << 20  # address space of the checker process (trusted test code + decoding)
 CHECKER_OUTPUT = 64 << 10  # the checker's own stdout/stderr, kept for diagnosis
-STATE_DIRS = ("/tmp", "/dev/shm")  # emptied after every run, besides the workdir
-WIPE_MAX_DEPTH, WIPE_MAX_ENTRIES = 64, 20000  # beyond either the wipe gives up: dirty, container replaced
-SHMEM_SLACK = 1 << 20  # shared memory (tmpfs, SysV, POSIX shm) allowed above the level at start
 _LIBC = ctypes.CDLL(None, use_errno=True)
+
+try:  # imported on the host (tests); inside a sandbox agent_reset.py's source comes first (base.agent_source)
+    from rlvr.sandboxes.agent_reset import _reset_state, _shmem_bytes
+except ImportError:
+    pass
 
 
 def main() -> None:
@@ -370,91 +374,6 @@ def _reap_any():
             return
         if pid == 0:
             return
-
-
-def _reset_state(workdir: str, baseline_shmem: int) -> list[str]:
-    """Empty the run's writable places; what could not be reset, as short descriptions (never raises)."""
-    problems = []
-    for path in (workdir, *STATE_DIRS):
-        if os.path.isdir(path) and not _wipe(path):
-            problems.append(f"could not empty {path}")
-    try:
-        for name in os.listdir("/dev/mqueue"):
-            try:
-                os.unlink(os.path.join("/dev/mqueue", name))
-            except OSError:
-                problems.append(f"message queue {name}")
-    except OSError:
-        pass
-    for kind in ("shm", "msg", "sem"):
-        try:
-            with open(f"/proc/sysvipc/{kind}") as f:
-                if len(f.read().strip().splitlines()) > 1:
-                    problems.append(f"SysV {kind} objects")
-        except OSError:
-            pass
-    shmem = _shmem_bytes()
-    if shmem > baseline_shmem + SHMEM_SLACK:
-        problems.append(f"shared memory {shmem} bytes above {baseline_shmem} at start")
-    return problems
-
-
-def _wipe(path: str) -> bool:
-    """Empty the directory `path`, without following links; False (never an exception) when anything
-    is left: deeper than WIPE_MAX_DEPTH, more than WIPE_MAX_ENTRIES entries, or an error."""
-    stack = []
-    try:
-        stack.append((os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW), None))
-        budget = WIPE_MAX_ENTRIES
-        while stack:
-            fd, _name = stack[-1]
-            child = None
-            with os.scandir(fd) as entries:
-                for entry in entries:
-                    budget -= 1
-                    if budget < 0:
-                        return False
-                    if entry.is_dir(follow_symlinks=False):
-                        child = entry.name
-                        break
-                    os.unlink(entry.name, dir_fd=fd)
-            if child is not None:
-                if len(stack) >= WIPE_MAX_DEPTH:
-                    return False
-                try:
-                    sub = os.open(child, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
-                except PermissionError:  # a run may remove its own permissions (matters without DAC_OVERRIDE)
-                    os.chmod(child, 0o700, dir_fd=fd)
-                    sub = os.open(child, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
-                stack.append((sub, child))
-                continue
-            os.close(fd)
-            stack.pop()
-            if stack:
-                os.rmdir(_name, dir_fd=stack[-1][0])
-        return True
-    except BaseException:  # noqa: BLE001 - a hostile tree must make the sandbox dirty, never crash the supervisor
-        return False
-    finally:
-        for fd, _name in stack:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-
-
-def _shmem_bytes() -> int:
-    """Shared memory (tmpfs, SysV, POSIX shm) charged to our memory cgroup (v2 or v1), 0 when unreadable."""
-    for path, key in (("/sys/fs/cgroup/memory.stat", "shmem"), ("/sys/fs/cgroup/memory/memory.stat", "total_shmem")):
-        try:
-            with open(path) as f:
-                for line in f:
-                    name, _, value = line.partition(" ")
-                    if name == key:
-                        return int(value)
-        except (OSError, ValueError):
-            continue
-    return 0
 
 
 def _oom_kills() -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import asdict, dataclass, replace
+from importlib.resources import files
 from typing import Any, Protocol
 
 MiB = 1 << 20
@@ -109,6 +110,18 @@ class Checker:
 
     program: str
     input: str = ""
+
+
+_AGENT_SOURCE: str | None = None
+
+
+def agent_source() -> str:
+    """The supervisor as one program for `python3 -c`: agent_reset.py's source, then agent.py's."""
+    global _AGENT_SOURCE
+    if _AGENT_SOURCE is None:
+        folder = files("rlvr.sandboxes")
+        _AGENT_SOURCE = folder.joinpath("agent_reset.py").read_text() + "\n\n" + folder.joinpath("agent.py").read_text()
+    return _AGENT_SOURCE
 
 
 class Sandbox(Protocol):

@@ -27,10 +27,9 @@ import struct
 import threading
 import time
 import uuid
-from importlib.resources import files
 from typing import Any
 
-from rlvr.sandboxes.base import STDERR_CAP, MiB, Checker, Execution, ExecStatus, Limits, reply_cap
+from rlvr.sandboxes.base import STDERR_CAP, MiB, Checker, Execution, ExecStatus, Limits, agent_source, reply_cap
 from rlvr.sandboxes.image import image_present, image_tag
 from rlvr.sandboxes.pool import INSTANCE_LABEL, LABEL, OWNER_LABEL, WarmPool, owner_id, sweep_leaked
 
@@ -181,16 +180,6 @@ class AgentContainer:
             _remove_quietly(self.client, self.container)
         except Exception:
             pass
-
-
-_AGENT_SOURCE: str | None = None
-
-
-def agent_source() -> str:
-    global _AGENT_SOURCE
-    if _AGENT_SOURCE is None:
-        _AGENT_SOURCE = files("rlvr.sandboxes").joinpath("agent.py").read_text()
-    return _AGENT_SOURCE
 
 
 class DockerSandbox:

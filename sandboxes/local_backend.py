@@ -30,9 +30,8 @@ import subprocess
 import sys
 import threading
 import time
-from importlib.resources import as_file, files
 
-from rlvr.sandboxes.base import STDERR_CAP, Checker, Execution, ExecStatus, Limits, reply_cap
+from rlvr.sandboxes.base import STDERR_CAP, Checker, Execution, ExecStatus, Limits, agent_source, reply_cap
 
 HOST_GRACE_S = 10.0
 UNPRIVILEGED_UID, CHECKER_UID = 65534, 65533
@@ -50,7 +49,6 @@ class LocalSandbox:
         self.separate_users = self.root  # program, checker and supervisor under three users
         self.fs_problem = ""  # what the last run's supervisor could not make private ("" = all of it)
         self._slots = threading.BoundedSemaphore(workers or os.cpu_count() or 2)
-        self._agent = as_file(files("rlvr.sandboxes").joinpath("agent.py")).__enter__()
 
     def command(self, limits: Limits) -> list[str]:
         config = {
@@ -61,7 +59,7 @@ class LocalSandbox:
         namespaces = ["--pid", "--net", "--mount", "--ipc", "--uts", "--fork", "--kill-child", "--mount-proc"]
         if not self.root:
             namespaces = ["--user", "--map-root-user", *namespaces]
-        return ["unshare", *namespaces, "--", self.python, "-I", "-S", str(self._agent), json.dumps(config)]
+        return ["unshare", *namespaces, "--", self.python, "-I", "-S", "-c", agent_source(), json.dumps(config)]
 
     def run(self, program: str, stdin: str = "", limits: Limits | None = None,
             checker: Checker | None = None) -> Execution:
