@@ -268,10 +268,9 @@ def _supervise(main_pid, feeds, captures, limited, limits, start, host_reader=No
                         poller.unregister(fd)
                         os.close(fd)
                         del pending[fd]
-                elif fd in open_fds:
-                    if not _drain(fd, outputs, captures[fd], once=True, open_fds=open_fds, poller=poller) \
-                            and fd in limited:
-                        status = "output_limit"
+                elif fd in open_fds and not _drain(fd, outputs, captures[fd], once=True, open_fds=open_fds,
+                                                   poller=poller) and fd in limited:
+                    status = "output_limit"
     finally:
         for fd in list(pending) + [pidfd]:
             os.close(fd)

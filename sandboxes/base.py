@@ -19,7 +19,7 @@ MiB = 1 << 20
 STDERR_CAP = 64 * 1024  # a supervisor's own stderr kept on the host; past it the sandbox is dirty
 
 
-def reply_cap(limits: "Limits") -> int:
+def reply_cap(limits: Limits) -> int:
     """The longest honest supervisor reply: stdout, stderr and verdict at their caps, each byte
     JSON-escaped (at most 6 bytes), plus 1 MiB; the host reads no more than this."""
     return 6 * 3 * int(limits.output_bytes) + MiB

@@ -29,9 +29,25 @@ import time
 import uuid
 from typing import Any
 
-from rlvr.sandboxes.base import STDERR_CAP, MiB, Checker, Execution, ExecStatus, Limits, agent_source, reply_cap
+from rlvr.sandboxes.base import (
+    STDERR_CAP,
+    Checker,
+    ExecStatus,
+    Execution,
+    Limits,
+    MiB,
+    agent_source,
+    reply_cap,
+)
 from rlvr.sandboxes.image import image_present, image_tag
-from rlvr.sandboxes.pool import INSTANCE_LABEL, LABEL, OWNER_LABEL, WarmPool, owner_id, sweep_leaked
+from rlvr.sandboxes.pool import (
+    INSTANCE_LABEL,
+    LABEL,
+    OWNER_LABEL,
+    WarmPool,
+    owner_id,
+    sweep_leaked,
+)
 
 HOST_GRACE_S = 10.0  # beyond the run's wall limit, for the supervisor to kill, wipe and reply
 AGENT_HEADROOM = 64 * MiB  # container memory beyond the program's: python supervisor + init
@@ -154,7 +170,7 @@ class AgentContainer:
             self.sock.settimeout(remaining)
             try:
                 chunk = self.sock.recv(n - len(data))
-            except socket.timeout as error:
+            except TimeoutError as error:
                 raise AgentTimeout() from error
             except OSError as error:
                 raise AgentGone(str(error)) from error

@@ -93,8 +93,8 @@ def local_limitations() -> list[str]:
              "no cgroup: memory is bounded per process (address space), not per run",
              "no seccomp: the whole syscall surface is exposed (e.g. the host-wide kernel keyring of its user)"]
     if not sandbox.root:
-        lines += ["not root: program, checker and supervisor share one user, so the program can reach the "
-                  "checker (code verifier verdicts are NOT out of its reach) and no process limit applies"]
+        lines.append("not root: program, checker and supervisor share one user, so the program can reach the "
+                     "checker (code verifier verdicts are NOT out of its reach) and no process limit applies")
     if sandbox.fs_problem:
         lines.append(sandbox.fs_problem)
     return lines

@@ -31,7 +31,15 @@ import sys
 import threading
 import time
 
-from rlvr.sandboxes.base import STDERR_CAP, Checker, Execution, ExecStatus, Limits, agent_source, reply_cap
+from rlvr.sandboxes.base import (
+    STDERR_CAP,
+    Checker,
+    ExecStatus,
+    Execution,
+    Limits,
+    agent_source,
+    reply_cap,
+)
 
 HOST_GRACE_S = 10.0
 UNPRIVILEGED_UID, CHECKER_UID = 65534, 65533

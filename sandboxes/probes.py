@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from rlvr.sandboxes.base import MiB, Execution, ExecStatus, Limits
+from rlvr.sandboxes.base import ExecStatus, Execution, Limits, MiB
 
 SECRET_VAR = "RLVR_PROBE_SECRET"
 SHORT = Limits(wall_s=2.0, cpu_s=2.0)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 
 import pytest
-
 from rlvr.verifiers import registry
 from rlvr.verifiers.code import CHEATS, CodeVerifier, extract_code
 from rlvr.verifiers.code_harness import stdout_matches, values_equal

@@ -12,9 +12,15 @@ import types
 import weakref
 
 import pytest
-
 from rlvr.verifiers.code_wire import (
-    MAX_DEPTH, MAX_MESSAGE, WireError, wire_decode, wire_dumps, wire_encode, wire_recv, wire_send,
+    MAX_DEPTH,
+    MAX_MESSAGE,
+    WireError,
+    wire_decode,
+    wire_dumps,
+    wire_encode,
+    wire_recv,
+    wire_send,
 )
 
 

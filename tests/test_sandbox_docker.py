@@ -13,7 +13,6 @@ import sys
 import textwrap
 
 import pytest
-
 from rlvr.sandboxes.base import ExecStatus, Limits
 from rlvr.sandboxes.probes import PROBES, HostFixtures, run_probe
 

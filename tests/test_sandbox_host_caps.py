@@ -15,7 +15,6 @@ import subprocess
 import threading
 
 import pytest
-
 from rlvr.sandboxes.base import STDERR_CAP, Limits, reply_cap
 from rlvr.sandboxes.docker_backend import AgentContainer, AgentGone
 from rlvr.sandboxes.local_backend import _exchange

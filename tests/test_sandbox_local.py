@@ -8,7 +8,6 @@ import tempfile
 from pathlib import Path
 
 import pytest
-
 from rlvr.sandboxes.base import ExecStatus
 from rlvr.sandboxes.probes import PROBES, HostFixtures, run_probe
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 
 import pytest
-
 from rlvr.verifiers.code import CodeVerifier
 from rlvr.verifiers.code_cheats import CHEAT_TESTS
 from rlvr.verifiers.result import Status

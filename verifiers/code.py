@@ -32,10 +32,24 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from typing import Any
 
-from rlvr.sandboxes.base import BACKENDS, MiB, Checker, Execution, ExecStatus, Limits, get_sandbox
+from rlvr.sandboxes.base import (
+    BACKENDS,
+    Checker,
+    ExecStatus,
+    Execution,
+    Limits,
+    MiB,
+    get_sandbox,
+)
 from rlvr.verifiers.code_cheats import CHEATS
 from rlvr.verifiers.code_harness import (
-    CANDIDATE, CHECKER, candidate_input, checker_input, parse_report, stdout_matches, values_equal,
+    CANDIDATE,
+    CHECKER,
+    candidate_input,
+    checker_input,
+    parse_report,
+    stdout_matches,
+    values_equal,
 )
 from rlvr.verifiers.registry import ConfigError, register_verifier
 from rlvr.verifiers.result import Status, VerifyResult

@@ -28,7 +28,7 @@ _BUILD = {"L": list, "T": tuple, "E": set, "Z": frozenset}
 def wire_encode(value, depth=0):
     """`value` as tagged JSON-ready lists; WireError for anything but plain data."""
     if depth > MAX_DEPTH:
-        raise WireError("nested deeper than %d" % MAX_DEPTH)
+        raise WireError(f"nested deeper than {MAX_DEPTH}")
     t = type(value)
     if value is None:
         return ["N"]
@@ -46,7 +46,7 @@ def wire_encode(value, depth=0):
         return [_SEQUENCES[t], [wire_encode(item, depth + 1) for item in value]]
     if t is dict:
         return ["D", [[wire_encode(k, depth + 1), wire_encode(v, depth + 1)] for k, v in value.items()]]
-    raise WireError("not plain data: a %s" % t.__name__)
+    raise WireError(f"not plain data: a {t.__name__}")
 
 
 def wire_decode(node, depth=0):
@@ -80,7 +80,7 @@ def wire_decode(node, depth=0):
                 out[wire_decode(pair[0], depth + 1)] = wire_decode(pair[1], depth + 1)
             return out
     except (ValueError, TypeError, OverflowError, RecursionError) as error:  # e.g. bad hex, unhashable key
-        raise WireError("malformed value: %s" % type(error).__name__) from None
+        raise WireError(f"malformed value: {type(error).__name__}") from None
     raise WireError("malformed value")
 
 
@@ -88,7 +88,7 @@ def wire_dumps(message) -> bytes:
     """A framed message; `message` is a JSON-ready list (values inside already wire_encode'd)."""
     body = _json.dumps(message, separators=(",", ":")).encode("ascii")
     if len(body) > MAX_MESSAGE:
-        raise WireError("message of %d bytes, more than %d" % (len(body), MAX_MESSAGE))
+        raise WireError(f"message of {len(body)} bytes, more than {MAX_MESSAGE}")
     return len(body).to_bytes(4, "big") + body
 
 
@@ -102,11 +102,11 @@ def wire_recv(fd):
     """The next framed message from `fd` as parsed JSON; EOFError when the writer is gone."""
     size = int.from_bytes(_read_exactly(fd, 4), "big")
     if size > MAX_MESSAGE:
-        raise WireError("message of %d bytes, more than %d" % (size, MAX_MESSAGE))
+        raise WireError(f"message of {size} bytes, more than {MAX_MESSAGE}")
     try:
         return _json.loads(_read_exactly(fd, size))
     except (ValueError, RecursionError) as error:
-        raise WireError("unreadable message: %s" % type(error).__name__) from None
+        raise WireError(f"unreadable message: {type(error).__name__}") from None
 
 
 def _read_exactly(fd, n):
