@@ -154,7 +154,7 @@ def run_job(job: dict, config: dict) -> dict:
             status = "memory_limit"
         elif code == -signal.SIGXFSZ or _is_file_limit_error(_last_line(stderr)):
             status = "output_limit"
-    leftovers = _reset_state(workdir, config["baseline_shmem"])
+    leftovers = _reset_state(workdir, config["baseline_shmem"], program_uid if config.get("clear_keyrings") else None)
     result = {
         "status": status, "stdout": stdout, "stderr": stderr, "exit_code": code,
         "wall_s": round(wall, 6), "cpu_s": round(cpu, 6),

@@ -10,15 +10,23 @@ the run an error.
 """
 
 import os
+import platform
 
 STATE_DIRS = ("/tmp", "/dev/shm")  # emptied after every run, besides the workdir
 WIPE_MAX_DEPTH, WIPE_MAX_ENTRIES = 64, 20000  # beyond either the wipe gives up: dirty, sandbox replaced
 SHMEM_SLACK = 1 << 20  # shared memory (tmpfs, SysV, POSIX shm) allowed above the level at start
+KEYCTL = {"x86_64": 250, "aarch64": 219}.get(platform.machine())  # keyctl(2)'s syscall number
 
 
-def _reset_state(workdir: str, baseline_shmem: int) -> list[str]:
-    """Empty the run's writable places; what could not be reset, as short descriptions (never raises)."""
+def _reset_state(workdir: str, baseline_shmem: int, keyring_uid: int | None = None) -> list[str]:
+    """Empty the run's writable places; what could not be reset, as short descriptions (never raises).
+
+    `keyring_uid`: also clear that user's kernel keyrings (local backend as root, where the
+    program's user is the host's 65534, whose user keyring outlives every run; Docker's seccomp
+    profile refuses the keyring calls, and a user namespace has keyrings of its own)."""
     problems = []
+    if keyring_uid is not None and not _clear_keyrings(keyring_uid):
+        problems.append(f"could not clear the kernel keyrings of uid {keyring_uid}")
     for path in (workdir, *STATE_DIRS):
         if os.path.isdir(path) and not _wipe(path):
             problems.append(f"could not empty {path}")
@@ -85,6 +93,31 @@ def _wipe(path: str) -> bool:
                 os.close(fd)
             except OSError:
                 pass
+
+
+def _clear_keyrings(uid: int) -> bool:
+    """KEYCTL_CLEAR the user and user-session keyrings of `uid`, from a child running as that user."""
+    if KEYCTL is None:
+        return False
+    try:
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                import ctypes
+
+                libc = ctypes.CDLL(None, use_errno=True)
+                os.setgroups([])
+                os.setgid(uid)
+                os.setuid(uid)
+                cleared = [libc.syscall(KEYCTL, 7, ring) for ring in (-4, -5)]  # KEY_SPEC_USER(_SESSION)_KEYRING
+                code = 0 if all(r == 0 for r in cleared) else 1
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    except BaseException:  # noqa: BLE001 - never raises: the run is reported dirty instead
+        return False
 
 
 def _shmem_bytes() -> int:

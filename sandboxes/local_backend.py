@@ -63,6 +63,7 @@ class LocalSandbox:
             "workdir": "/tmp/sandbox", "mount_tmpfs": True, "tmpfs_bytes": int(limits.tmpfs_bytes),
             "one_job": True, "python": self.python,
             "uids": {"program": UNPRIVILEGED_UID, "checker": CHECKER_UID} if self.root else None,
+            "clear_keyrings": self.root,  # uid 65534's user keyring is the host's: emptied after every run
         }
         namespaces = ["--pid", "--net", "--mount", "--ipc", "--uts", "--fork", "--kill-child", "--mount-proc"]
         if not self.root:

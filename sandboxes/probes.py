@@ -16,6 +16,7 @@ find none of it.
 from __future__ import annotations
 
 import os
+import platform
 import secrets
 import socket
 import threading
@@ -68,6 +69,8 @@ EXITED = frozenset({ExecStatus.EXITED})
 TIMEOUT = frozenset({ExecStatus.TIMEOUT})
 
 STATE_PLACES = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/dev/mqueue")
+ADD_KEY, KEYCTL = {"aarch64": (217, 219)}.get(platform.machine(), (248, 250))  # syscall numbers (x86_64 default)
+KEY_NAME = "rlvr-probe-key"  # a key the state probe adds to its user's kernel keyring
 
 
 def _supervisor_reach(c: ProbeContext) -> str:
@@ -110,7 +113,8 @@ def _leave_state(c: ProbeContext) -> str:
         "        ctypes.memset(addr, 1, 32 << 20)\n        libc.shmdt(ctypes.c_void_p(addr))\n"
         "print('sysv', shm, libc.msgget(0x5EED, 0o1666), libc.semget(0x5EED, 1, 0o1666))\n"
         "libc.mq_open.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p]\n"
-        "print('mq', libc.mq_open(('/' + marker).encode(), os.O_CREAT | os.O_RDWR, 0o666, None), ctypes.get_errno())\n")
+        "print('mq', libc.mq_open(('/' + marker).encode(), os.O_CREAT | os.O_RDWR, 0o666, None), ctypes.get_errno())\n"
+        f"print('key', libc.syscall({ADD_KEY}, b'user', {KEY_NAME!r}.encode(), b'cached', 6, -4))\n")
 
 
 def _nothing_on_host(e: Execution, ctx: ProbeContext) -> str | None:
@@ -214,6 +218,9 @@ AFTERMATH = (
     "for kind in ('shm', 'msg', 'sem'):\n"
     "    try:\n        if len(open('/proc/sysvipc/' + kind).read().splitlines()) > 1:\n            state.append('sysv ' + kind)\n"
     "    except OSError:\n        pass\n"
+    "import ctypes\n"
+    f"if ctypes.CDLL(None).syscall({KEYCTL}, 10, -4, b'user', {KEY_NAME!r}.encode(), 0) >= 0:\n"
+    "    state.append('keyring')\n"
     "print('state', state)\n"
 )
 
