@@ -91,7 +91,8 @@ def local_limitations() -> list[str]:
     sandbox.run("pass")
     lines = ["the host filesystem is readable wherever the program's user may read it",
              "no cgroup: memory is bounded per process (address space), not per run",
-             "no seccomp: the whole syscall surface is exposed (e.g. the host-wide kernel keyring of its user)"]
+             ("no seccomp: the whole syscall surface is exposed (a kernel exploit escapes; uid 65534's keyring, "
+              "emptied after every run, is shared with the host's other processes of that user)")]
     if not sandbox.root:
         lines.append("not root: program, checker and supervisor share one user, so the program can reach the "
                      "checker (code verifier verdicts are NOT out of its reach) and no process limit applies")
