@@ -110,10 +110,9 @@ def run_job(job: dict, config: dict) -> dict:
     if checker:
         chk_in, chk_out, chk_err, verdict = os.pipe(), os.pipe(), os.pipe(), os.pipe()
         checker_limits = {**limits, "memory_bytes": max(CHECKER_MEMORY, int(limits["memory_bytes"])), "nproc": 0}
-        checker_pid = _spawn([python, "-I", "-S", "-c", checker["program"]], {**env, "HOME": "/"}, "/",
-                             checker_limits, checker_uid,
+        checker_pid = _spawn(None, env, "/", checker_limits, checker_uid,
                              {0: chk_in[0], 1: chk_out[1], 2: chk_err[1], 3: links[1][0], 4: links[0][1],
-                              5: verdict[1]})
+                              5: verdict[1]}, inline=checker["program"])
         for fd in (chk_in[0], chk_out[1], chk_err[1], verdict[1], *links[0], *links[1]):
             os.close(fd)
         feeds.append((chk_in[1], checker.get("input", "").encode("utf-8")))
@@ -169,8 +168,12 @@ def run_job(job: dict, config: dict) -> dict:
     return result
 
 
-def _spawn(argv, env, cwd, limits, uid, fds: dict):
-    """Fork and exec `argv` with `fds` (target fd -> our fd) as its only open descriptors."""
+def _spawn(argv, env, cwd, limits, uid, fds: dict, inline: str | None = None):
+    """Fork and exec `argv` with `fds` (target fd -> our fd) as its only open descriptors.
+
+    `inline`: instead of exec, run this trusted source in the forked interpreter (a checker: it
+    saves a Python start per job). The child drops to `uid` before any of it runs and stays
+    non-dumpable; what it inherits of our memory is ours, never a program's."""
     pid = os.fork()
     if pid == 0:  # child: never returns
         try:
@@ -196,6 +199,8 @@ def _spawn(argv, env, cwd, limits, uid, fds: dict):
             else:  # local backend, not root: we are root of a user namespace; the program must not be
                 _drop_capabilities()
             os.chdir(cwd)
+            if inline is not None:
+                _run_inline(inline)
             os.execve(argv[0], argv, env)
         except BaseException as error:  # noqa: BLE001 - the child must never fall back into the supervisor
             try:
@@ -203,6 +208,29 @@ def _spawn(argv, env, cwd, limits, uid, fds: dict):
             finally:
                 os._exit(127)
     return pid
+
+
+def _run_inline(source: str) -> None:
+    """Run `source` as __main__ in this (forked) interpreter and exit with its status; never returns."""
+    code = 0
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)  # as in a fresh interpreter: EPIPE raises, it does not kill
+    try:
+        exec(compile(source, "checker.py", "exec"), {"__name__": "__main__", "__builtins__": __builtins__})
+    except SystemExit as stop:
+        code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+    except BaseException as error:  # noqa: BLE001 - reported on its stderr, as an interpreter would
+        code = 1
+        try:
+            os.write(2, f"checker: {error!r}\n".encode())
+        except OSError:
+            pass
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except BaseException:  # noqa: BLE001
+                pass
+        os._exit(code)
 
 
 def _set_rlimits(limits: dict) -> None:

@@ -103,8 +103,9 @@ class Execution:
 
 @dataclass(frozen=True)
 class Checker:
-    """A trusted program run beside the untrusted one (as `python3 -I -S -c program`, so its source is
-    public: anyone may read a command line), with `input` on its stdin, which the program cannot read.
+    """A trusted program run beside the untrusted one, in a forked copy of the supervisor's interpreter
+    under its own user (treat its source as public; the code verifier's is), with `input` on its
+    stdin, which the program cannot read.
     Its fds 3/4 are the read/write ends of pipes from/to the program's fds 4/3; its fd 5 is the
     verdict channel. The run ends when the checker exits."""
 
