@@ -215,7 +215,8 @@ def _run_inline(source: str) -> None:
     code = 0
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)  # as in a fresh interpreter: EPIPE raises, it does not kill
     try:
-        exec(compile(source, "checker.py", "exec"), {"__name__": "__main__", "__builtins__": __builtins__})
+        code_object = compile(source, "checker.py", "exec")
+        exec(code_object, {"__name__": "__main__", "__builtins__": __builtins__})  # noqa: S102 - trusted, from the host
     except SystemExit as stop:
         code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
     except BaseException as error:  # noqa: BLE001 - reported on its stderr, as an interpreter would
@@ -228,7 +229,7 @@ def _run_inline(source: str) -> None:
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
-            except BaseException:  # noqa: BLE001
+            except BaseException:  # noqa: BLE001, S110 - a closed stream must not stop the exit
                 pass
         os._exit(code)
 
