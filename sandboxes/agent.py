@@ -99,30 +99,28 @@ def run_job(job: dict, config: dict) -> dict:
     checker = job.get("checker")
     start = time.monotonic()
     prog_in, prog_out, prog_err = os.pipe(), os.pipe(), os.pipe()
-    links = (os.pipe(), os.pipe()) if checker else ()  # checker -> program, program -> checker
     prog_fds = {0: prog_in[0], 1: prog_out[1], 2: prog_err[1]}
-    if checker:
-        prog_fds.update({3: links[0][0], 4: links[1][1]})
-    pid = _spawn([python, "-I", "-B", "main.py"], env, workdir, limits, program_uid, prog_fds)
     feeds = [(prog_in[1], job.get("stdin", "").encode("utf-8"))]
     captures = {prog_out[0]: int(limits["output_bytes"]), prog_err[0]: int(limits["output_bytes"])}
-    main_pid, checker_pid = pid, None
-    if checker:
+    limited = set(captures)
+    child_ends = [prog_in[0], prog_out[1], prog_err[1]]
+    checker_pid = None
+    if checker:  # started first, so no program (a fork bomb, say) can leave it without a process slot
+        links = (os.pipe(), os.pipe())  # checker -> program, program -> checker
+        prog_fds.update({3: links[0][0], 4: links[1][1]})
         chk_in, chk_out, chk_err, verdict = os.pipe(), os.pipe(), os.pipe(), os.pipe()
         checker_limits = {**limits, "memory_bytes": max(CHECKER_MEMORY, int(limits["memory_bytes"])), "nproc": 0}
         checker_pid = _spawn(None, env, "/", checker_limits, checker_uid,
                              {0: chk_in[0], 1: chk_out[1], 2: chk_err[1], 3: links[1][0], 4: links[0][1],
                               5: verdict[1]}, inline=checker["program"])
-        for fd in (chk_in[0], chk_out[1], chk_err[1], verdict[1], *links[0], *links[1]):
-            os.close(fd)
+        child_ends += [chk_in[0], chk_out[1], chk_err[1], verdict[1], *links[0], *links[1]]
         feeds.append((chk_in[1], checker.get("input", "").encode("utf-8")))
         captures.update({chk_out[0]: CHECKER_OUTPUT, chk_err[0]: CHECKER_OUTPUT, verdict[0]: int(limits["output_bytes"])})
-        limited = {prog_out[0], prog_err[0], verdict[0]}
-        main_pid = checker_pid
-    else:
-        limited = set(captures)
-    for fd in (prog_in[0], prog_out[1], prog_err[1]):
+        limited.add(verdict[0])
+    pid = _spawn([python, "-I", "-B", "main.py"], env, workdir, limits, program_uid, prog_fds)
+    for fd in child_ends:
         os.close(fd)
+    main_pid = checker_pid if checker_pid is not None else pid
     status, outputs = _supervise(main_pid, feeds, captures, limited, limits, start, config.get("host_reader"))
     program_done = main_pid == pid or _has_exited(pid)
     if status != "exited":

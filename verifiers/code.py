@@ -303,7 +303,7 @@ def _default_workers(sandbox) -> int:
 
 def probe_rows(backend: str = "docker"):
     """Doctor rows: (name, status, contained, note) per entry of CHEATS (code_cheats.py): rows named
-    "honest ..." must pass, every other must score 0 without passing."""
+    "honest ..." must pass, every other must score 0 and end neither correct nor error."""
     verifier = CodeVerifier(backend=backend, timeout_s=5, workers=2)
     try:
         completions = [f"```python\n{code}```" for _name, code, _tests in CHEATS]
@@ -312,7 +312,8 @@ def probe_rows(backend: str = "docker"):
         verifier.close()
     for (name, _code, _tests), result in zip(CHEATS, results):
         control = name.startswith("honest")
-        ok = result.status is Status.CORRECT if control else (result.status is not Status.CORRECT and result.reward == 0)
+        ok = result.status is Status.CORRECT if control else (
+            result.status not in (Status.CORRECT, Status.ERROR) and result.reward == 0)
         yield name, f"{result.status.value} (reward {result.reward:g})", ok, _why(result) if not ok else ""
 
 
