@@ -94,8 +94,11 @@ def local_limitations() -> list[str]:
              ("no seccomp: the whole syscall surface is exposed (a kernel exploit escapes; uid 65534's keyring, "
               "emptied after every run, is shared with the host's other processes of that user)")]
     if not sandbox.root:
-        lines.append("not root: program, checker and supervisor share one user, so the program can reach the "
-                     "checker (code verifier verdicts are NOT out of its reach) and no process limit applies")
+        lines.append("not root: program, checker and supervisor share one user (uid 0 of a user namespace, no "
+                     "capabilities), so the program can list their descriptors and stop or kill the checker (no "
+                     "verdict then, never a pass), though not open their descriptors or memory (non-dumpable); "
+                     "no process limit applies; the probes 'write outside the workdir' (uid 0) and 'reach the "
+                     "supervisor' (fd listing, a signal to PID 1 that the kernel drops) report NO for this")
     if sandbox.fs_problem:
         lines.append(sandbox.fs_problem)
     return lines
