@@ -32,26 +32,34 @@ def test_links_out_are_removed_not_followed(tmp_path):
     assert os.listdir(box) == [] and (outside / "keep").read_text() == "host data"
 
 
+def remove_chain(path: str) -> None:
+    """Remove a d/d/d/... chain one level at a time from the top (shutil.rmtree recurses and fails)."""
+    top, below, spare = os.path.join(path, "d"), os.path.join(path, "d", "d"), os.path.join(path, "e")
+    while os.path.isdir(top):
+        if os.path.isdir(below):
+            os.rename(below, spare)
+            os.rmdir(top)
+            os.rename(spare, top)
+        else:
+            os.rmdir(top)
+
+
 def test_a_1100_deep_chain_is_refused_without_raising(tmp_path):
     path = str(tmp_path)
-    fd = os.open(path, os.O_RDONLY)
     try:
-        for _ in range(1100):  # deeper than PATH_MAX allows by name: built relative to each level
-            os.mkdir("d", dir_fd=fd)
-            child = os.open("d", os.O_RDONLY, dir_fd=fd)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            for _ in range(1100):  # deeper than PATH_MAX allows by name: built relative to each level
+                os.mkdir("d", dir_fd=fd)
+                child = os.open("d", os.O_RDONLY, dir_fd=fd)
+                os.close(fd)
+                fd = child
+        finally:
             os.close(fd)
-            fd = child
-    finally:
-        os.close(fd)
-    assert 1100 > WIPE_MAX_DEPTH
-    assert _wipe(path) is False
-    while os.path.isdir(os.path.join(path, "d")):  # remove the chain one level at a time, from the top
-        if os.path.isdir(os.path.join(path, "d", "d")):
-            os.rename(os.path.join(path, "d", "d"), os.path.join(path, "e"))
-            os.rmdir(os.path.join(path, "d"))
-            os.rename(os.path.join(path, "e"), os.path.join(path, "d"))
-        else:
-            os.rmdir(os.path.join(path, "d"))
+        assert 1100 > WIPE_MAX_DEPTH
+        assert _wipe(path) is False
+    finally:  # a chain left in pytest's tmp would break pytest's own clean-up of old tmp dirs later
+        remove_chain(path)
     assert os.listdir(path) == []
 
 
