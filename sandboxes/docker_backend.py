@@ -4,7 +4,7 @@ Every container is created with: `--network none`; a read-only root with size-ca
 /sandbox (the workdir, noexec) and /tmp; `--cap-drop ALL` plus only what the supervisor needs to
 run programs as other users and clean up after them (CHOWN, DAC_OVERRIDE, FOWNER, KILL, SETUID,
 SETGID); `no-new-privileges`; `--pids-limit`; memory equal to memory+swap (no swap); a CPU quota;
-`--init`; a private IPC namespace; an empty environment (nothing from the host); no logging
+`--init`; a private IPC namespace whose SysV limits are those of a tmpfs; an empty environment (nothing from the host); no logging
 driver (output is not stored); `--rm`. The supervisor is root and non-dumpable; programs run as
 65534 and checkers as 65533, without capabilities (agent.py). Inside, the supervisor applies
 per-run rlimits, the wall clock and the output cap, and kills every leftover process after each
@@ -96,7 +96,8 @@ class AgentContainer:
         config = {"workdir": WORKDIR, "one_job": one_job, "watch_host": True,
                   "uids": {"program": PROGRAM_UID, "checker": CHECKER_UID}}
         tmpfs_opts = f"size={int(limits.tmpfs_bytes)},nosuid,nodev,noexec"
-        container_memory = int(limits.memory_bytes + 3 * limits.tmpfs_bytes + AGENT_HEADROOM + CHECKER_HEADROOM)
+        # tmpfs at /sandbox, /tmp and /dev/shm, and SysV shared memory (ipc_sysctls): each at most tmpfs_bytes
+        container_memory = int(limits.memory_bytes + 4 * limits.tmpfs_bytes + AGENT_HEADROOM + CHECKER_HEADROOM)
         self.container = client.api.create_container(
             image,
             command=["python3", "-I", "-S", "-c", agent_source(), json.dumps(config)],
@@ -108,6 +109,7 @@ class AgentContainer:
                 tmpfs={WORKDIR: f"{tmpfs_opts},mode=0700,uid=65534,gid=65534", "/tmp": f"{tmpfs_opts},mode=1777"},
                 cap_drop=["ALL"], cap_add=CAPABILITIES, security_opt=["no-new-privileges"], pids_limit=int(limits.pids),
                 shm_size=int(limits.tmpfs_bytes),
+                sysctls=ipc_sysctls(limits),
                 mem_limit=container_memory, memswap_limit=container_memory,
                 nano_cpus=int(limits.cpus * 1e9), init=True, auto_remove=True, ipc_mode="private",
                 log_config={"type": "none", "config": {}},
@@ -275,6 +277,13 @@ class DockerSandbox:
             pool, self._pool = self._pool, None
         if pool is not None:
             pool.close()
+
+
+def ipc_sysctls(limits: Limits) -> dict[str, str]:
+    """The container's IPC namespace bounded like a tmpfs: SysV shared memory at most `tmpfs_bytes`
+    in all, few segments, small message queues (the kernel defaults are practically unbounded)."""
+    return {"kernel.shmmax": str(int(limits.tmpfs_bytes)), "kernel.shmall": str(int(limits.tmpfs_bytes) // 4096),
+            "kernel.shmmni": "32", "kernel.msgmni": "32", "kernel.msgmnb": "65536", "kernel.msgmax": "8192"}
 
 
 def _container_key(limits: Limits) -> tuple:
