@@ -1,20 +1,35 @@
 """The supervisor that runs inside a sandbox: reads jobs, runs each program under limits, reports.
 
-Standard library only and no rlvr imports: the Docker backend starts it as `python3 -I -c SOURCE
-CONFIG` inside the container, the local backend as a file inside fresh namespaces. One JSON line
-in (program, stdin, limits) -> one JSON line out (stdout, stderr, exit code, status, wall and CPU
-seconds, peak memory), until stdin closes.
+Standard library only and no rlvr imports: both backends start it as `python3 -I -S -c SOURCE
+CONFIG` (SOURCE = base.agent_source(): agent_reset.py, then this file), Docker inside the
+container, the local backend inside fresh namespaces. One JSON line
+in (job id, program, stdin, limits, optional checker) -> one JSON line out (the same job id,
+stdout, stderr, exit code, status, wall and CPU seconds, peak memory, the checker's verdict),
+until stdin closes.
+
+Who can touch whom. The supervisor runs as root (Docker: with only the CHOWN, DAC_OVERRIDE,
+FOWNER, KILL, SETUID and SETGID capabilities) and marks itself non-dumpable, so no program can
+ptrace it, open its /proc/<pid>/fd or mem, or signal it. The program runs as `uids.program`
+(65534); a checker, when the job has one, runs as `uids.checker` (65533), another user, so the
+program cannot reach the checker's memory, files descriptors or signals either. The checker and
+the program talk only over two pipes (checker fd 4 -> program fd 3, program fd 4 -> checker fd 3);
+the checker writes its verdict to its fd 5, which the program never has, and the supervisor
+returns what arrived there as `verdict`. The checker's input (the tests) arrives on its stdin.
 
 Per job: the program is written to the workdir, run as `python3 -I -B main.py` in a new session
 with rlimits (CPU, address space, file size, open files, processes where asked) and an
-oom_score_adj of 1000 so the kernel's OOM killer picks it before the supervisor. The wall clock is
-watched here; output beyond the cap kills the job. Afterwards every other process this
-supervisor can signal is killed (`kill(-1, SIGKILL)`: the whole PID namespace, so a daemonised
-child cannot outlive its run) and the workdir and /tmp are wiped. `dirty` in the reply tells the
-host to replace the sandbox (a limit was hit, a process survived, or the wipe failed).
+oom_score_adj of 1000. The wall clock is watched here; output beyond the cap kills the job. With
+a checker, the job ends when the checker exits. Afterwards every other process is killed
+(`kill(-1, SIGKILL)` over the PID namespace) and per-run state is reset (agent_reset.py: the
+workdir, /tmp and /dev/shm emptied, POSIX message queues removed); SysV IPC objects left behind,
+shared memory above the level at start, a tree the bounded wipe cannot remove, or a surviving
+process set `dirty` in the reply, which tells the host to replace the sandbox. Clean-up never
+raises.
 """
 
+import ctypes
 import errno
+import fcntl
 import json
 import os
 import resource
@@ -25,14 +40,24 @@ import time
 
 READ_CHUNK = 65536
 PYTHON = "/usr/bin/python3"
+CHECKER_MEMORY = 256 << 20  # address space of the checker process (trusted test code + decoding)
+CHECKER_OUTPUT = 64 << 10  # the checker's own stdout/stderr, kept for diagnosis
+_LIBC = ctypes.CDLL(None, use_errno=True)
+
+try:  # imported on the host (tests); inside a sandbox agent_reset.py's source comes first (base.agent_source)
+    from rlvr.sandboxes.agent_reset import _reset_state, _shmem_bytes
+except ImportError:
+    pass
 
 
 def main() -> None:
     config = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
+    _make_undumpable()
     if config.get("mount_tmpfs"):  # local backend: private, size-capped dirs in our own mount namespace
-        _mount_private_dirs(config)
+        config["fs_problem"] = _mount_private_dirs(config)
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGPIPE):
-        signal.signal(sig, signal.SIG_IGN)  # a job signalling PID 1 (forwarded to us by init) is ignored
+        signal.signal(sig, signal.SIG_IGN)
+    config["baseline_shmem"] = _shmem_bytes()
     reader = _LineReader(0)
     if config.get("watch_host"):
         config["host_reader"] = reader
@@ -40,11 +65,17 @@ def main() -> None:
         line = reader.readline()
         if line is None:
             return
+        job_id = None
         try:
-            result = run_job(json.loads(line), config)
+            job = json.loads(line)
+            job_id = job.get("job_id")
+            result = run_job(job, config)
         except Exception as error:  # a supervisor bug is reported, never a silent hang
             result = {"status": "error", "stdout": "", "stderr": f"sandbox supervisor: {error!r}", "exit_code": None,
                       "wall_s": 0.0, "cpu_s": 0.0, "peak_memory_bytes": 0, "dirty": True}
+        result["job_id"] = job_id
+        if config.get("fs_problem"):
+            result["fs_problem"] = config["fs_problem"]
         _write_all(1, (json.dumps(result) + "\n").encode())
         if config.get("one_job"):
             return
@@ -52,29 +83,67 @@ def main() -> None:
 
 def run_job(job: dict, config: dict) -> dict:
     limits = job["limits"]
+    uids = config.get("uids") or {}
+    program_uid, checker_uid = uids.get("program"), uids.get("checker")
     workdir = config.get("workdir", "/sandbox")
     os.makedirs(workdir, mode=0o700, exist_ok=True)
     with open(os.path.join(workdir, "main.py"), "w", encoding="utf-8") as f:
         f.write(job["program"])
-    if config.get("drop_to_uid") is not None:
-        os.chown(workdir, config["drop_to_uid"], config["drop_to_uid"])
+    if program_uid is not None:
+        os.chown(workdir, program_uid, program_uid)
+        os.chown(os.path.join(workdir, "main.py"), program_uid, program_uid)
     oom_before = _oom_kills()
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": workdir, "LANG": "C.UTF-8", "TMPDIR": "/tmp",
            "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0"}
-    stdin = job.get("stdin", "").encode("utf-8")
-    start = time.monotonic()
     python = config.get("python", PYTHON)
-    pid, stdin_fd, out_fd, err_fd = _spawn([python, "-I", "-B", "main.py"], env, workdir, limits,
-                                           config.get("drop_to_uid"))
-    status, outputs, exit_info, strays = _supervise(pid, stdin, stdin_fd, out_fd, err_fd, limits, start,
-                                                    config.get("host_reader"))
+    checker = job.get("checker")
+    start = time.monotonic()
+    prog_in, prog_out, prog_err = os.pipe(), os.pipe(), os.pipe()
+    prog_fds = {0: prog_in[0], 1: prog_out[1], 2: prog_err[1]}
+    feeds = [(prog_in[1], job.get("stdin", "").encode("utf-8"))]
+    captures = {prog_out[0]: int(limits["output_bytes"]), prog_err[0]: int(limits["output_bytes"])}
+    limited = set(captures)
+    child_ends = [prog_in[0], prog_out[1], prog_err[1]]
+    checker_pid = None
+    if checker:  # started first, so no program (a fork bomb, say) can leave it without a process slot
+        links = (os.pipe(), os.pipe())  # checker -> program, program -> checker
+        prog_fds.update({3: links[0][0], 4: links[1][1]})
+        chk_in, chk_out, chk_err, verdict = os.pipe(), os.pipe(), os.pipe(), os.pipe()
+        checker_limits = {**limits, "memory_bytes": max(CHECKER_MEMORY, int(limits["memory_bytes"])), "nproc": 0}
+        checker_pid = _spawn(None, env, "/", checker_limits, checker_uid,
+                             {0: chk_in[0], 1: chk_out[1], 2: chk_err[1], 3: links[1][0], 4: links[0][1],
+                              5: verdict[1]}, inline=checker["program"])
+        child_ends += [chk_in[0], chk_out[1], chk_err[1], verdict[1], *links[0], *links[1]]
+        feeds.append((chk_in[1], checker.get("input", "").encode("utf-8")))
+        captures.update({chk_out[0]: CHECKER_OUTPUT, chk_err[0]: CHECKER_OUTPUT, verdict[0]: int(limits["output_bytes"])})
+        limited.add(verdict[0])
+    pid = _spawn([python, "-I", "-B", "main.py"], env, workdir, limits, program_uid, prog_fds)
+    for fd in child_ends:
+        os.close(fd)
+    main_pid = checker_pid if checker_pid is not None else pid
+    status, outputs = _supervise(main_pid, feeds, captures, limited, limits, start, config.get("host_reader"))
+    program_done = main_pid == pid or _has_exited(pid)
+    if status != "exited":
+        _kill_group(main_pid)
+    main_info = _reap(main_pid)
+    if checker_pid is not None:
+        if not program_done:  # still serving calls when the tests ended: we stop it, no verdict from that
+            _kill_group(pid)
+        exit_info = _reap(pid) if program_done else (None, _reap(pid)[1])
+    else:
+        exit_info = main_info
+    strays = _kill_everything_else()  # also closes every writer, so the pipes reach EOF
+    for fd in list(captures):
+        if not _drain(fd, outputs, captures[fd]) and fd in limited and status == "exited":
+            status = "output_limit"
+        os.close(fd)
     wall = time.monotonic() - start
     code, rusage = exit_info
-    stdout = outputs[out_fd].decode("utf-8", "replace")
-    stderr = outputs[err_fd].decode("utf-8", "replace")
+    stdout = outputs[prog_out[0]].decode("utf-8", "replace")
+    stderr = outputs[prog_err[0]].decode("utf-8", "replace")
     cpu = rusage.ru_utime + rusage.ru_stime if rusage else 0.0
-    if status == "exited":
-        if code is not None and code < 0 and -code in (signal.SIGXCPU,):
+    if status == "exited" and code is not None:
+        if code < 0 and -code in (signal.SIGXCPU,):
             status = "timeout"
         elif code == -signal.SIGKILL and _oom_kills() > oom_before:
             status = "memory_limit"
@@ -82,28 +151,35 @@ def run_job(job: dict, config: dict) -> dict:
             status = "memory_limit"
         elif code == -signal.SIGXFSZ or _is_file_limit_error(_last_line(stderr)):
             status = "output_limit"
-    wiped = _wipe(workdir) and _wipe("/tmp")
-    return {
+    leftovers = _reset_state(workdir, config["baseline_shmem"], program_uid if config.get("clear_keyrings") else None)
+    result = {
         "status": status, "stdout": stdout, "stderr": stderr, "exit_code": code,
         "wall_s": round(wall, 6), "cpu_s": round(cpu, 6),
         "peak_memory_bytes": int(rusage.ru_maxrss * 1024) if rusage else 0,
-        "stray_processes": strays,
-        "dirty": status != "exited" or strays > 0 or not wiped,
+        "stray_processes": strays, "leftover_state": leftovers,
+        "dirty": status != "exited" or strays > 0 or bool(leftovers),
     }
+    if checker_pid is not None:
+        result["verdict"] = outputs[verdict[0]].decode("utf-8", "replace")
+        result["checker_exit_code"] = main_info[0]
+        result["checker_stderr"] = (outputs[chk_out[0]] + outputs[chk_err[0]]).decode("utf-8", "replace")[-2000:]
+    return result
 
 
-def _spawn(argv, env, cwd, limits, uid):
-    r0, w0 = os.pipe()
-    r1, w1 = os.pipe()
-    r2, w2 = os.pipe()
+def _spawn(argv, env, cwd, limits, uid, fds: dict, inline: str | None = None):
+    """Fork and exec `argv` with `fds` (target fd -> our fd) as its only open descriptors.
+
+    `inline`: instead of exec, run this trusted source in the forked interpreter (a checker: it
+    saves a Python start per job). The child drops to `uid` before any of it runs and stays
+    non-dumpable; what it inherits of our memory is ours, never a program's."""
     pid = os.fork()
     if pid == 0:  # child: never returns
         try:
             os.setsid()
-            os.dup2(r0, 0)
-            os.dup2(w1, 1)
-            os.dup2(w2, 2)
-            os.closerange(3, 65536)
+            high = {target: fcntl.fcntl(fd, fcntl.F_DUPFD, 100) for target, fd in fds.items()}
+            for target, fd in high.items():
+                os.dup2(fd, target)
+            os.closerange(max(fds) + 1, 65536)
             for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGPIPE):
                 signal.signal(sig, signal.SIG_DFL)
             try:
@@ -112,20 +188,48 @@ def _spawn(argv, env, cwd, limits, uid):
             except OSError:
                 pass
             _set_rlimits(limits)
+            if _LIBC.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS: no setuid binary of the host raises it
+                raise OSError("PR_SET_NO_NEW_PRIVS failed")
             if uid is not None:
                 os.setgroups([])
                 os.setgid(uid)
                 os.setuid(uid)
+            else:  # local backend, not root: we are root of a user namespace; the program must not be
+                _drop_capabilities()
             os.chdir(cwd)
+            if inline is not None:
+                _run_inline(inline)
             os.execve(argv[0], argv, env)
         except BaseException as error:  # noqa: BLE001 - the child must never fall back into the supervisor
             try:
                 os.write(2, f"sandbox: could not start the program: {error!r}\n".encode())
             finally:
                 os._exit(127)
-    for fd in (r0, w1, w2):
-        os.close(fd)
-    return pid, w0, r1, r2
+    return pid
+
+
+def _run_inline(source: str) -> None:
+    """Run `source` as __main__ in this (forked) interpreter and exit with its status; never returns."""
+    code = 0
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)  # as in a fresh interpreter: EPIPE raises, it does not kill
+    try:
+        code_object = compile(source, "checker.py", "exec")
+        exec(code_object, {"__name__": "__main__", "__builtins__": __builtins__})  # noqa: S102 - trusted, from the host
+    except SystemExit as stop:
+        code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+    except BaseException as error:  # noqa: BLE001 - reported on its stderr, as an interpreter would
+        code = 1
+        try:
+            os.write(2, f"checker: {error!r}\n".encode())
+        except OSError:
+            pass
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except BaseException:  # noqa: BLE001, S110 - a closed stream must not stop the exit
+                pass
+        os._exit(code)
 
 
 def _set_rlimits(limits: dict) -> None:
@@ -136,80 +240,72 @@ def _set_rlimits(limits: dict) -> None:
     resource.setrlimit(resource.RLIMIT_FSIZE, (int(limits["file_bytes"]), int(limits["file_bytes"])))
     resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_MSGQUEUE, (0, 0))  # no POSIX message queue memory to squat
     if limits.get("nproc"):
         resource.setrlimit(resource.RLIMIT_NPROC, (int(limits["nproc"]), int(limits["nproc"])))
 
 
-def _supervise(pid, stdin, stdin_fd, out_fd, err_fd, limits, start, host_reader=None):
-    """Feed stdin, collect capped output, enforce the wall clock.
+def _supervise(main_pid, feeds, captures, limited, limits, start, host_reader=None):
+    """Feed the input pipes, collect capped output, enforce the wall clock until `main_pid` exits.
 
-    Returns (status, outputs by fd, (exit code, rusage), processes still alive after the program exited).
+    Returns (status, outputs by fd). Each fd in `captures` keeps at most its cap; one in `limited`
+    going past it ends the job with output_limit.
     """
-    cap = int(limits["output_bytes"])
     deadline = start + float(limits["wall_s"])
-    outputs = {out_fd: bytearray(), err_fd: bytearray()}
-    pidfd = os.pidfd_open(pid)
+    outputs = {fd: bytearray() for fd in captures}
+    pidfd = os.pidfd_open(main_pid)
     poller = select.poll()
-    for fd in (out_fd, err_fd):
+    open_fds = set(captures)
+    for fd in captures:
+        os.set_blocking(fd, False)
         poller.register(fd, select.POLLIN)
     poller.register(pidfd, select.POLLIN)
     if host_reader is not None:  # the host hanging up means nobody wants this result: stop at once
         poller.register(host_reader.fd, select.POLLIN)
-    pending = memoryview(stdin)
-    if pending:
-        os.set_blocking(stdin_fd, False)
-        poller.register(stdin_fd, select.POLLOUT)
-    else:
-        os.close(stdin_fd)
-        stdin_fd = None
-    status, exited = "exited", False
-    open_fds = {out_fd, err_fd}
-    while open_fds and not exited:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            status = "timeout"
-            break
-        for fd, _event in poller.poll(remaining * 1000):
-            if fd == pidfd:
-                exited = True
-            elif host_reader is not None and fd == host_reader.fd:
-                if not host_reader.fill():
-                    _kill_group(pid)
-                    _kill_everything_else()
-                    os._exit(0)
-            elif fd == stdin_fd:
-                try:
-                    pending = pending[os.write(stdin_fd, pending[:READ_CHUNK]):]
-                except OSError:  # the program closed its stdin; what is left is dropped
-                    pending = pending[:0]
-                if not pending:
-                    poller.unregister(stdin_fd)
-                    os.close(stdin_fd)
-                    stdin_fd = None
-            elif not _drain(fd, outputs, open_fds, poller, cap, once=True):
-                status = "output_limit"
-        if status == "output_limit":
-            break
-    if not exited and status == "exited":  # both pipes closed; wait for the exit itself
-        if not select.select([pidfd], [], [], max(0.0, deadline - time.monotonic()))[0]:
-            status = "timeout"
-    if status != "exited":
-        _kill_group(pid)
-    exit_info = _reap(pid)
-    strays = _kill_everything_else()  # also closes every writer, so the pipes reach EOF
-    for fd in list(open_fds):
-        if not _drain(fd, outputs, open_fds, poller, cap, once=False) and status == "exited":
-            status = "output_limit"
-    for fd in (out_fd, err_fd, pidfd) + ((stdin_fd,) if stdin_fd is not None else ()):
-        try:
+    pending = {}
+    for fd, data in feeds:
+        if data:
+            os.set_blocking(fd, False)
+            pending[fd] = memoryview(data)
+            poller.register(fd, select.POLLOUT)
+        else:
             os.close(fd)
-        except OSError:
-            pass
-    return status, outputs, exit_info, strays
+    status = "exited"
+    try:
+        while status == "exited":
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                status = "timeout"
+                break
+            events = poller.poll(remaining * 1000)
+            if any(fd == pidfd for fd, _ in events):
+                break
+            for fd, _event in events:
+                if host_reader is not None and fd == host_reader.fd:
+                    if not host_reader.fill():
+                        _kill_group(main_pid)
+                        _kill_everything_else()
+                        os._exit(0)
+                elif fd in pending:
+                    try:
+                        pending[fd] = pending[fd][os.write(fd, pending[fd][:READ_CHUNK]):]
+                    except OSError:  # the reader closed its end; what is left is dropped
+                        pending[fd] = pending[fd][:0]
+                    if not pending[fd]:
+                        poller.unregister(fd)
+                        os.close(fd)
+                        del pending[fd]
+                elif fd in open_fds and not _drain(fd, outputs, captures[fd], once=True, open_fds=open_fds,
+                                                   poller=poller) and fd in limited:
+                    status = "output_limit"
+    finally:
+        for fd in list(pending) + [pidfd]:
+            os.close(fd)
+    return status, outputs
 
 
-def _drain(fd, outputs, open_fds, poller, cap, once):
-    """Read what `fd` has (once) or all of it up to EOF; False when the output cap was exceeded."""
+def _drain(fd, outputs, cap, once=False, open_fds=None, poller=None):
+    """Read what `fd` has (once) or all of it up to EOF; False when its cap was exceeded."""
     os.set_blocking(fd, not once)
     while True:
         try:
@@ -217,16 +313,13 @@ def _drain(fd, outputs, open_fds, poller, cap, once):
         except BlockingIOError:
             return True
         except OSError as error:
-            if error.errno != errno.EINTR:
-                chunk = b""
-            else:
+            if error.errno == errno.EINTR:
                 continue
+            chunk = b""
         if not chunk:
-            open_fds.discard(fd)
-            try:
+            if open_fds is not None:
+                open_fds.discard(fd)
                 poller.unregister(fd)
-            except KeyError:
-                pass
             return True
         room = cap - len(outputs[fd])
         outputs[fd] += chunk[:max(room, 0)]
@@ -234,6 +327,17 @@ def _drain(fd, outputs, open_fds, poller, cap, once):
             return False
         if once:
             return True
+
+
+def _has_exited(pid) -> bool:
+    try:
+        fd = os.pidfd_open(pid)
+    except OSError:
+        return True
+    try:
+        return bool(select.select([fd], [], [], 0)[0])
+    finally:
+        os.close(fd)
 
 
 def _kill_group(pid):
@@ -298,37 +402,6 @@ def _reap_any():
             return
 
 
-def _wipe(path: str) -> bool:
-    """Empty `path` (a tmpfs); True when nothing is left."""
-    ok = True
-    for root, dirs, files in os.walk(path, topdown=False, onerror=lambda e: None):
-        for name in files + dirs:
-            full = os.path.join(root, name)
-            try:
-                if os.path.isdir(full) and not os.path.islink(full):
-                    os.rmdir(full)
-                else:
-                    os.unlink(full)
-            except OSError:
-                ok = False
-    if not ok:  # a job may have removed permissions on its own directories; restore and retry once
-        for root, dirs, _files in os.walk(path):
-            for name in dirs:
-                try:
-                    os.chmod(os.path.join(root, name), 0o700)
-                except OSError:
-                    pass
-        ok = True
-        for root, dirs, files in os.walk(path, topdown=False):
-            for name in files + dirs:
-                full = os.path.join(root, name)
-                try:
-                    os.rmdir(full) if os.path.isdir(full) and not os.path.islink(full) else os.unlink(full)
-                except OSError:
-                    ok = False
-    return ok
-
-
 def _oom_kills() -> int:
     """The memory cgroup's OOM-kill count (cgroup v1 or v2), 0 when unreadable."""
     for path, key in (("/sys/fs/cgroup/memory.events", "oom_kill"), ("/sys/fs/cgroup/memory/memory.oom_control", "oom_kill")):
@@ -352,14 +425,46 @@ def _is_file_limit_error(line: str) -> bool:
     return line.startswith("OSError") and ("[Errno 27]" in line or "[Errno 28]" in line)
 
 
-def _mount_private_dirs(config: dict) -> None:
-    import ctypes
+def _drop_capabilities() -> None:
+    """No new privileges, and an empty capability bounding set, so the exec'd program holds no
+    capability even as root of a user namespace (it could otherwise undo the read-only mounts)."""
+    for cap in range(64):
+        _LIBC.prctl(24, cap, 0, 0, 0)  # PR_CAPBSET_DROP; past the last capability it fails, harmlessly
+    if _LIBC.prctl(23, 21, 0, 0, 0) == 1:  # PR_CAPBSET_READ of CAP_SYS_ADMIN
+        raise OSError("could not empty the capability bounding set")
 
-    libc = ctypes.CDLL(None, use_errno=True)
+
+def _make_undumpable() -> None:
+    """PR_SET_DUMPABLE 0: no ptrace attach, no /proc/<pid>/mem or fd by anyone without CAP_SYS_PTRACE."""
+    if _LIBC.prctl(4, 0, 0, 0, 0) != 0:
+        raise OSError("PR_SET_DUMPABLE failed")
+
+
+def _mount_private_dirs(config: dict) -> str:
+    """Local backend: the host's filesystem read-only, a private size-capped tmpfs on every place the
+    program could otherwise write (/tmp, /var/tmp, /dev/shm, /run/lock, /run/shm) and a fresh
+    mqueue view. Returns "" when all of that held, else what did not (doctor prints it)."""
+    libc = _LIBC
     libc.mount(b"none", b"/", None, 0x4000 | 0x40000, None)  # MS_REC | MS_PRIVATE: nothing propagates out
     size = str(config.get("tmpfs_bytes", 64 << 20)).encode()
-    if libc.mount(b"tmpfs", b"/tmp", b"tmpfs", 0x2 | 0x4, b"size=" + size + b",mode=1777") != 0:  # nosuid, nodev
-        raise OSError(ctypes.get_errno(), "mount tmpfs on /tmp")
+    problems = []
+    # mount_setattr(AT_FDCWD, "/", AT_RECURSIVE, {attr_set: MOUNT_ATTR_RDONLY}) (Linux 5.12+; syscall
+    # 442 on every architecture): every mount we inherited becomes read-only in this namespace.
+    attr = (ctypes.c_uint64 * 4)(1, 0, 0, 0)
+    if libc.syscall(442, -100, b"/", 0x8000, ctypes.byref(attr), ctypes.sizeof(attr)) != 0:
+        problems.append(f"host filesystem stays writable (mount_setattr: {os.strerror(ctypes.get_errno())})")
+    for path in ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/run/shm"):
+        if not os.path.isdir(path) or os.path.islink(path):
+            continue
+        if libc.mount(b"tmpfs", path.encode(), b"tmpfs", 0x2 | 0x4, b"size=" + size + b",mode=1777") != 0:  # nosuid, nodev
+            if path == "/tmp":
+                raise OSError(ctypes.get_errno(), "mount tmpfs on /tmp")
+            problems.append(f"{path} is the host's (tmpfs: {os.strerror(ctypes.get_errno())})")
+    if os.path.isdir("/dev/mqueue") and libc.mount(b"mqueue", b"/dev/mqueue", b"mqueue", 0x2 | 0x4 | 0x8, None) != 0:
+        problems.append("/dev/mqueue shows the host's queues")
+    if libc.syscall(442, -100, b"/proc", 0, ctypes.byref((ctypes.c_uint64 * 4)(0, 1, 0, 0)), 32) != 0:
+        pass  # /proc read-only only costs the program its oom_score_adj write
+    return "; ".join(problems)
 
 
 class _LineReader:

@@ -1,7 +1,9 @@
 """The sandbox interface: `run(program, stdin, limits) -> Execution`, whatever the backend.
 
 `program` is Python source, run as `python3 main.py` in an empty, private working directory with
-`stdin` on its standard input. Backends: `docker` (default; see docker_backend.py for what it
+`stdin` on its standard input. With a `Checker`, a second, trusted program runs beside it under
+another user and talks to it over two pipes; the checker's verdict comes back in
+`Execution.verdict` through a channel the program never holds (see agent.py). Backends: `docker` (default; see docker_backend.py for what it
 enforces) and `local` (namespaces and rlimits, for machines without Docker; weaker, see
 sandboxes/README.md). Nothing here imports verifiers, envs or the trainer.
 """
@@ -10,9 +12,17 @@ from __future__ import annotations
 
 import enum
 from dataclasses import asdict, dataclass, replace
+from importlib.resources import files
 from typing import Any, Protocol
 
 MiB = 1 << 20
+STDERR_CAP = 64 * 1024  # a supervisor's own stderr kept on the host; past it the sandbox is dirty
+
+
+def reply_cap(limits: Limits) -> int:
+    """The longest honest supervisor reply: stdout, stderr and verdict at their caps, each byte
+    JSON-escaped (at most 6 bytes), plus 1 MiB; the host reads no more than this."""
+    return 6 * 3 * int(limits.output_bytes) + MiB
 
 
 class ExecStatus(str, enum.Enum):
@@ -65,6 +75,9 @@ class Execution:
     wall_s: float
     cpu_s: float
     peak_memory_bytes: int
+    verdict: str = ""  # what a checker wrote to its verdict channel (empty without a checker)
+    checker_exit_code: int | None = None
+    checker_stderr: str = ""
 
     @property
     def ok(self) -> bool:
@@ -77,6 +90,8 @@ class Execution:
             stdout=reply.get("stdout", ""), stderr=reply.get("stderr", ""), exit_code=reply.get("exit_code"),
             status=ExecStatus(reply.get("status", "error")), wall_s=float(reply.get("wall_s", 0.0)),
             cpu_s=float(reply.get("cpu_s", 0.0)), peak_memory_bytes=int(reply.get("peak_memory_bytes", 0)),
+            verdict=str(reply.get("verdict", "")), checker_exit_code=reply.get("checker_exit_code"),
+            checker_stderr=str(reply.get("checker_stderr", "")),
         )
 
     @classmethod
@@ -86,10 +101,35 @@ class Execution:
         return cls("", message, exit_code, status, wall_s, 0.0, 0)
 
 
+@dataclass(frozen=True)
+class Checker:
+    """A trusted program run beside the untrusted one, in a forked copy of the supervisor's interpreter
+    under its own user (treat its source as public; the code verifier's is), with `input` on its
+    stdin, which the program cannot read.
+    Its fds 3/4 are the read/write ends of pipes from/to the program's fds 4/3; its fd 5 is the
+    verdict channel. The run ends when the checker exits."""
+
+    program: str
+    input: str = ""
+
+
+_AGENT_SOURCE: str | None = None
+
+
+def agent_source() -> str:
+    """The supervisor as one program for `python3 -c`: agent_reset.py's source, then agent.py's."""
+    global _AGENT_SOURCE
+    if _AGENT_SOURCE is None:
+        folder = files("rlvr.sandboxes")
+        _AGENT_SOURCE = folder.joinpath("agent_reset.py").read_text() + "\n\n" + folder.joinpath("agent.py").read_text()
+    return _AGENT_SOURCE
+
+
 class Sandbox(Protocol):
     """What every backend offers. Safe to call `run` from several threads at once."""
 
-    def run(self, program: str, stdin: str = "", limits: Limits | None = None) -> Execution: ...
+    def run(self, program: str, stdin: str = "", limits: Limits | None = None,
+            checker: Checker | None = None) -> Execution: ...
 
     def close(self) -> None: ...
 

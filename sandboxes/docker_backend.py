@@ -1,14 +1,19 @@
 """Docker backend: each run goes to a supervisor (agent.py) inside a locked-down container.
 
 Every container is created with: `--network none`; a read-only root with size-capped tmpfs at
-/sandbox (the workdir, noexec) and /tmp; user 65534 (nobody); `--cap-drop ALL`;
-`no-new-privileges`; `--pids-limit`; memory equal to memory+swap (no swap); a CPU quota;
-`--init`; an empty environment (nothing from the host); no logging driver (output is not stored);
-`--rm`. Inside, the supervisor applies per-run rlimits, the wall clock and the output cap, and
-kills every leftover process after each run. The host adds its own wall-clock kill: no reply
-within `wall_s + HOST_GRACE_S` and the container is removed.
+/sandbox (the workdir, noexec) and /tmp; `--cap-drop ALL` plus only what the supervisor needs to
+run programs as other users and clean up after them (CHOWN, DAC_OVERRIDE, FOWNER, KILL, SETUID,
+SETGID); `no-new-privileges`; `--pids-limit`; memory equal to memory+swap (no swap); a CPU quota;
+`--init`; a private IPC namespace whose SysV limits are those of a tmpfs; an empty environment (nothing from the host); no logging
+driver (output is not stored); `--rm`. The supervisor is root and non-dumpable; programs run as
+65534 and checkers as 65533, without capabilities (agent.py). Inside, the supervisor applies
+per-run rlimits, the wall clock and the output cap, and kills every leftover process after each
+run. The host adds its own wall-clock kill: no reply within `wall_s + HOST_GRACE_S` and the
+container is removed.
 
 Host and supervisor talk over the container's attached stdin/stdout: one JSON line each way.
+Every job carries a fresh id that the reply must echo; a reply with another id, a reply or a
+supervisor stderr past its cap (base.reply_cap, STDERR_CAP) destroys the container.
 Containers are reused through the warm pool (pool.py); `warm=False` gives a fresh container per
 run (the "cold" mode the benchmark compares against).
 """
@@ -22,17 +27,35 @@ import struct
 import threading
 import time
 import uuid
-from importlib.resources import files
 from typing import Any
 
-from rlvr.sandboxes.base import MiB, Execution, ExecStatus, Limits
+from rlvr.sandboxes.base import (
+    STDERR_CAP,
+    Checker,
+    ExecStatus,
+    Execution,
+    Limits,
+    MiB,
+    agent_source,
+    reply_cap,
+)
 from rlvr.sandboxes.image import image_present, image_tag
-from rlvr.sandboxes.pool import INSTANCE_LABEL, LABEL, OWNER_LABEL, WarmPool, owner_id, sweep_leaked
+from rlvr.sandboxes.pool import (
+    INSTANCE_LABEL,
+    LABEL,
+    OWNER_LABEL,
+    WarmPool,
+    owner_id,
+    sweep_leaked,
+)
 
 HOST_GRACE_S = 10.0  # beyond the run's wall limit, for the supervisor to kill, wipe and reply
 AGENT_HEADROOM = 64 * MiB  # container memory beyond the program's: python supervisor + init
+CHECKER_HEADROOM = 128 * MiB  # and for a checker process beside the program
 START_TIMEOUT_S = 60.0
-USER = "65534:65534"
+USER = "0:0"  # the supervisor; it runs programs as PROGRAM_UID and checkers as CHECKER_UID
+PROGRAM_UID, CHECKER_UID = 65534, 65533
+CAPABILITIES = ["CHOWN", "DAC_OVERRIDE", "FOWNER", "KILL", "SETUID", "SETGID"]
 WORKDIR = "/sandbox"
 
 
@@ -70,9 +93,11 @@ class AgentContainer:
 
     def __init__(self, client, image: str, limits: Limits, owner: str, one_job: bool, instance: str = ""):
         self.client, self.dirty = client, False
-        config = {"workdir": WORKDIR, "one_job": one_job, "watch_host": True}
+        config = {"workdir": WORKDIR, "one_job": one_job, "watch_host": True,
+                  "uids": {"program": PROGRAM_UID, "checker": CHECKER_UID}}
         tmpfs_opts = f"size={int(limits.tmpfs_bytes)},nosuid,nodev,noexec"
-        container_memory = int(limits.memory_bytes + 2 * limits.tmpfs_bytes + AGENT_HEADROOM)
+        # tmpfs at /sandbox, /tmp and /dev/shm, and SysV shared memory (ipc_sysctls): each at most tmpfs_bytes
+        container_memory = int(limits.memory_bytes + 4 * limits.tmpfs_bytes + AGENT_HEADROOM + CHECKER_HEADROOM)
         self.container = client.api.create_container(
             image,
             command=["python3", "-I", "-S", "-c", agent_source(), json.dumps(config)],
@@ -82,7 +107,9 @@ class AgentContainer:
             host_config=client.api.create_host_config(
                 network_mode="none", read_only=True,
                 tmpfs={WORKDIR: f"{tmpfs_opts},mode=0700,uid=65534,gid=65534", "/tmp": f"{tmpfs_opts},mode=1777"},
-                cap_drop=["ALL"], security_opt=["no-new-privileges"], pids_limit=int(limits.pids),
+                cap_drop=["ALL"], cap_add=CAPABILITIES, security_opt=["no-new-privileges"], pids_limit=int(limits.pids),
+                shm_size=int(limits.tmpfs_bytes),
+                sysctls=ipc_sysctls(limits),
                 mem_limit=container_memory, memswap_limit=container_memory,
                 nano_cpus=int(limits.cpus * 1e9), init=True, auto_remove=True, ipc_mode="private",
                 log_config={"type": "none", "config": {}},
@@ -100,8 +127,9 @@ class AgentContainer:
             raise
         self._buffer, self._stderr = bytearray(), bytearray()
 
-    def request(self, job: dict[str, Any], timeout: float) -> dict[str, Any]:
-        """Send one job and wait for its reply line; AgentTimeout or AgentGone otherwise."""
+    def request(self, job: dict[str, Any], timeout: float, reply_cap: int) -> dict[str, Any]:
+        """Send one job and wait for its reply line; AgentTimeout or AgentGone otherwise (AgentGone
+        also when the reply passes `reply_cap` bytes or does not echo the job's id)."""
         self.sock.settimeout(timeout)
         try:
             self.sock.sendall(json.dumps(job).encode() + b"\n")
@@ -110,10 +138,25 @@ class AgentContainer:
         deadline = time.monotonic() + timeout
         while (end := self._buffer.find(b"\n")) < 0:
             stream, payload = self._frame(deadline)
-            (self._buffer if stream == 1 else self._stderr).extend(payload)
+            if stream == 1:
+                self._buffer.extend(payload)
+                if len(self._buffer) > reply_cap:
+                    raise AgentGone(f"the supervisor's reply passed {reply_cap} bytes")
+            else:
+                self._stderr.extend(payload[:max(0, STDERR_CAP - len(self._stderr))])
+                if len(payload) and len(self._stderr) >= STDERR_CAP:
+                    self.dirty = True
         line = bytes(self._buffer[:end])
         del self._buffer[:end + 1]
-        return json.loads(line)
+        if self._buffer:  # nothing but the reply may come from an honest supervisor
+            raise AgentGone("the supervisor sent more than one reply")
+        try:
+            reply = json.loads(line)
+        except ValueError as error:
+            raise AgentGone(f"unreadable reply: {error}") from None
+        if not isinstance(reply, dict) or reply.get("job_id") != job["job_id"]:
+            raise AgentGone("the reply does not carry this job's id")
+        return reply
 
     def _frame(self, deadline: float) -> tuple[int, bytes]:
         header = self._read_exactly(8, deadline)
@@ -129,7 +172,7 @@ class AgentContainer:
             self.sock.settimeout(remaining)
             try:
                 chunk = self.sock.recv(n - len(data))
-            except socket.timeout as error:
+            except TimeoutError as error:
                 raise AgentTimeout() from error
             except OSError as error:
                 raise AgentGone(str(error)) from error
@@ -155,16 +198,6 @@ class AgentContainer:
             _remove_quietly(self.client, self.container)
         except Exception:
             pass
-
-
-_AGENT_SOURCE: str | None = None
-
-
-def agent_source() -> str:
-    global _AGENT_SOURCE
-    if _AGENT_SOURCE is None:
-        _AGENT_SOURCE = files("rlvr.sandboxes").joinpath("agent.py").read_text()
-    return _AGENT_SOURCE
 
 
 class DockerSandbox:
@@ -207,15 +240,18 @@ class DockerSandbox:
         if self.warm:
             self._ensure_pool().warmup(_container_key(limits or self.limits))
 
-    def run(self, program: str, stdin: str = "", limits: Limits | None = None) -> Execution:
+    def run(self, program: str, stdin: str = "", limits: Limits | None = None,
+            checker: Checker | None = None) -> Execution:
         limits = limits or self.limits
         pool = self._ensure_pool()
-        job = {"program": program, "stdin": stdin, "limits": limits.to_json()}
+        job = {"job_id": uuid.uuid4().hex, "program": program, "stdin": stdin, "limits": limits.to_json()}
+        if checker is not None:
+            job["checker"] = {"program": checker.program, "input": checker.input}
         start = time.monotonic()
         try:
             with pool.container(_container_key(limits)) as box:
                 try:
-                    reply = box.request(job, timeout=limits.wall_s + HOST_GRACE_S)
+                    reply = box.request(job, timeout=limits.wall_s + HOST_GRACE_S, reply_cap=reply_cap(limits))
                 except AgentTimeout:
                     box.dirty = True
                     return Execution.failure(
@@ -224,6 +260,9 @@ class DockerSandbox:
                 except AgentGone as gone:
                     box.dirty = True
                     return _supervisor_died(box.state(), str(gone), time.monotonic() - start)
+                except BaseException:
+                    box.dirty = True  # e.g. KeyboardInterrupt mid-reply: the stream is out of step now
+                    raise
                 box.dirty = box.dirty or bool(reply.get("dirty", True))
                 return Execution.from_agent(reply)
         except SandboxUnavailable:
@@ -240,14 +279,21 @@ class DockerSandbox:
             pool.close()
 
 
+def ipc_sysctls(limits: Limits) -> dict[str, str]:
+    """The container's IPC namespace bounded like a tmpfs: SysV shared memory at most `tmpfs_bytes`
+    in all, few segments, small message queues (the kernel defaults are practically unbounded)."""
+    return {"kernel.shmmax": str(int(limits.tmpfs_bytes)), "kernel.shmall": str(int(limits.tmpfs_bytes) // 4096),
+            "kernel.shmmni": "32", "kernel.msgmni": "32", "kernel.msgmnb": "65536", "kernel.msgmax": "8192"}
+
+
 def _container_key(limits: Limits) -> tuple:
     return (int(limits.memory_bytes), int(limits.pids), float(limits.cpus), int(limits.tmpfs_bytes))
 
 
 def _supervisor_died(state: dict[str, Any], why: str, wall_s: float) -> Execution:
-    """The container's supervisor vanished mid-run: OOM, or the program killed it (it is the only
-    other process that can signal it: same user, own PID namespace)."""
+    """The supervisor's stream broke mid-run (it died, or its reply was over the cap, unreadable or
+    for another job): the container is destroyed and the run is a sandbox error, never a verdict."""
     if state.get("OOMKilled"):
         return Execution.failure("sandbox: the container ran out of memory", ExecStatus.MEMORY_LIMIT, wall_s)
-    return Execution.failure(f"sandbox: the supervisor died during the run (killed by the program?): {why}",
-                             ExecStatus.EXITED, wall_s, exit_code=-9)
+    return Execution.failure(f"sandbox: the supervisor's stream broke; container destroyed: {why}",
+                             ExecStatus.ERROR, wall_s)

@@ -2,7 +2,10 @@
 
 Prints one table row per adversarial probe (probes.py) with the status it ended with, whether it
 was contained, and whether the next run in the same pool found a clean sandbox. Callers above
-this package (the CLI) may pass extra rows, e.g. the code verifier's anti-cheating probes.
+this package (the CLI) may pass extra rows, e.g. the code verifier's anti-cheating probes. For
+the local backend it first says plainly what that backend cannot contain on this machine. "Left
+behind" counts only containers this doctor process started; other processes' live pools are not
+its business (their own janitor removes them once their owner is gone).
 """
 
 from __future__ import annotations
@@ -67,24 +70,50 @@ def doctor(backend: str = "docker", extra_rows: Callable[[], Iterable[Row]] | No
     """The whole report; exit code 0 when everything is ready and contained."""
     if backend == "docker" and not engine_report(log):
         return 1
+    if backend == "local":
+        for line in local_limitations():
+            log(f"NOT CONTAINED (local backend): {line}")
     log(f"\nadversarial probes ({backend} backend; each followed by a run that must find a clean sandbox):\n")
     ok = print_table(probe_rows(backend), log)
     if extra_rows is not None:
         log("\ncode verifier (a completion that cheats must not pass):\n")
         ok &= print_table(extra_rows(), log)
     leftovers = _leftover_containers() if backend == "docker" else []
-    log(f"\nleft behind: {', '.join(leftovers) if leftovers else 'no rlvr containers'}")
+    log(f"\nleft behind by this doctor: {', '.join(leftovers) if leftovers else 'no containers'}")
     return 0 if ok and not leftovers else 1
 
 
-def _leftover_containers() -> list[str]:
+def local_limitations() -> list[str]:
+    """What the local backend does not contain here, measured by one run (sandboxes/README.md)."""
+    from rlvr.sandboxes.local_backend import LocalSandbox
+
+    sandbox = LocalSandbox(workers=1)
+    sandbox.run("pass")
+    lines = ["the host filesystem is readable wherever the program's user may read it",
+             "no cgroup: memory is bounded per process (address space), not per run",
+             ("no seccomp: the whole syscall surface is exposed (a kernel exploit escapes; uid 65534's keyring, "
+              "emptied after every run, is shared with the host's other processes of that user)")]
+    if not sandbox.root:
+        lines.append("not root: program, checker and supervisor share one user (uid 0 of a user namespace, no "
+                     "capabilities), so the program can list their descriptors and stop or kill the checker (no "
+                     "verdict then, never a pass), though not open their descriptors or memory (non-dumpable); "
+                     "no process limit applies; the probes 'write outside the workdir' (uid 0) and 'reach the "
+                     "supervisor' (fd listing, a signal to PID 1 that the kernel drops) report NO for this")
+    if sandbox.fs_problem:
+        lines.append(sandbox.fs_problem)
+    return lines
+
+
+def _leftover_containers(owner: str | None = None) -> list[str]:
+    """This process's sandbox containers (`owner`: another owner id) still present once --rm is done."""
     from rlvr.sandboxes.docker_backend import docker_client
-    from rlvr.sandboxes.pool import list_sandboxes
+    from rlvr.sandboxes.pool import OWNER_LABEL, list_sandboxes, owner_id
 
     client = docker_client(timeout=10)
+    label = f"{OWNER_LABEL}={owner or owner_id()}"
     deadline = time.monotonic() + 10
     while True:  # --rm removal finishes a moment after the kill
-        found = [c["Id"][:12] for c in list_sandboxes(client)]
+        found = [c["Id"][:12] for c in list_sandboxes(client, label)]
         if not found or time.monotonic() > deadline:
             return found
         time.sleep(0.2)

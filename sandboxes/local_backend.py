@@ -2,34 +2,47 @@
 
 For machines without Docker. Each run is `unshare --pid --net --mount --ipc --uts --fork
 --mount-proc` around the supervisor: a private PID namespace (every process of the run dies with
-it), a network namespace with only a loopback that is down, private tmpfs mounts on /tmp (which
-holds the workdir). Run as root, the program itself runs as uid 65534 with RLIMIT_NPROC; run as
-an ordinary user, a user namespace is added (`--user --map-root-user`) and the program keeps
-that user's rights on every host file it can see. Per-run rlimits (CPU, address space, file
-size, open files), the wall clock and the output cap are the supervisor's, as in Docker.
+it), a network namespace with only a loopback that is down (abstract Unix sockets are per network
+namespace, so those are private too), a private IPC namespace. In its mount namespace the
+supervisor makes every inherited mount read-only and mounts private size-capped tmpfs on /tmp
+(which holds the workdir), /var/tmp, /dev/shm, /run/lock and a fresh /dev/mqueue (agent.py).
+Run as root, the program runs as uid 65534 with RLIMIT_NPROC and a checker as 65533, and the
+supervisor is a root process they cannot signal or trace; run as an ordinary user, a user
+namespace is added (`--user --map-root-user`) and program, checker and supervisor share one user
+(`separate_users` is False: the checker is then NOT out of the program's reach). Per-run rlimits
+(CPU, address space, file size, open files), the wall clock and the output cap are the
+supervisor's, as in Docker.
 
 What this does NOT protect against (also in sandboxes/README.md): the host's filesystem is
-visible, readable where permissions allow, and writable by an unprivileged user's runs; no
-cgroup bounds total memory (only per-process address space) or process count for a non-root
-user; kernel attack surface is the full syscall set (no seccomp); CPU quota is per process
-(RLIMIT_CPU), not per run.
+visible and readable where permissions allow; no cgroup bounds total memory (only per-process
+address space) or process count for a non-root user; kernel attack surface is the full syscall
+set (no seccomp: e.g. the kernel keyring of uid 65534 is shared host-wide); CPU quota is per
+process (RLIMIT_CPU), not per run.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import selectors
 import shutil
 import subprocess
 import sys
 import threading
 import time
-from importlib.resources import as_file, files
 
-from rlvr.sandboxes.base import Execution, ExecStatus, Limits
+from rlvr.sandboxes.base import (
+    STDERR_CAP,
+    Checker,
+    ExecStatus,
+    Execution,
+    Limits,
+    agent_source,
+    reply_cap,
+)
 
 HOST_GRACE_S = 10.0
-UNPRIVILEGED_UID = 65534
+UNPRIVILEGED_UID, CHECKER_UID = 65534, 65533
 
 
 class LocalSandbox:
@@ -41,34 +54,44 @@ class LocalSandbox:
         self.limits = limits or Limits()
         self.python = python or (shutil.which("python3", path="/usr/bin:/bin") or sys.executable)
         self.root = os.geteuid() == 0
+        self.separate_users = self.root  # program, checker and supervisor under three users
+        self.fs_problem = ""  # what the last run's supervisor could not make private ("" = all of it)
         self._slots = threading.BoundedSemaphore(workers or os.cpu_count() or 2)
-        self._agent = as_file(files("rlvr.sandboxes").joinpath("agent.py")).__enter__()
 
     def command(self, limits: Limits) -> list[str]:
         config = {
             "workdir": "/tmp/sandbox", "mount_tmpfs": True, "tmpfs_bytes": int(limits.tmpfs_bytes),
             "one_job": True, "python": self.python,
-            "drop_to_uid": UNPRIVILEGED_UID if self.root else None,
+            "uids": {"program": UNPRIVILEGED_UID, "checker": CHECKER_UID} if self.root else None,
+            "clear_keyrings": self.root,  # uid 65534's user keyring is the host's: emptied after every run
         }
         namespaces = ["--pid", "--net", "--mount", "--ipc", "--uts", "--fork", "--kill-child", "--mount-proc"]
         if not self.root:
             namespaces = ["--user", "--map-root-user", *namespaces]
-        return ["unshare", *namespaces, "--", self.python, "-I", "-S", str(self._agent), json.dumps(config)]
+        return ["unshare", *namespaces, "--", self.python, "-I", "-S", "-c", agent_source(), json.dumps(config)]
 
-    def run(self, program: str, stdin: str = "", limits: Limits | None = None) -> Execution:
+    def run(self, program: str, stdin: str = "", limits: Limits | None = None,
+            checker: Checker | None = None) -> Execution:
         limits = limits or self.limits
-        job = {"program": program, "stdin": stdin, "limits": {**limits.to_json(), "nproc": limits.pids if self.root else 0}}
+        job = {"job_id": "local", "program": program, "stdin": stdin,
+               "limits": {**limits.to_json(), "nproc": limits.pids if self.root else 0}}
+        if checker is not None:
+            job["checker"] = {"program": checker.program, "input": checker.input}
         with self._slots:
             start = time.monotonic()
             env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
             proc = subprocess.Popen(self.command(limits), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, env=env, start_new_session=True)
             try:
-                out, err = proc.communicate(json.dumps(job).encode() + b"\n", timeout=limits.wall_s + HOST_GRACE_S)
-            except subprocess.TimeoutExpired:
+                out, err = _exchange(proc, json.dumps(job).encode() + b"\n", limits.wall_s + HOST_GRACE_S,
+                                     reply_cap(limits))
+            except TimeoutError:
                 _kill(proc)
                 return Execution.failure("sandbox: no reply in time; killed", ExecStatus.TIMEOUT,
                                          time.monotonic() - start)
+            except BufferError as error:
+                _kill(proc)
+                return Execution.failure(f"sandbox: {error}; killed", wall_s=time.monotonic() - start)
             except BaseException:
                 _kill(proc)
                 raise
@@ -76,10 +99,39 @@ class LocalSandbox:
         if not line:
             return Execution.failure(f"local sandbox failed (exit {proc.returncode}): {err.decode(errors='replace')[-500:]}",
                                      wall_s=time.monotonic() - start)
-        return Execution.from_agent(json.loads(line))
+        reply = json.loads(line)
+        self.fs_problem = reply.get("fs_problem", "")
+        return Execution.from_agent(reply)
 
     def close(self) -> None:
         """Nothing persists between local runs."""
+
+
+def _exchange(proc: subprocess.Popen, job: bytes, timeout: float, cap: int) -> tuple[bytes, bytes]:
+    """Write the job, read stdout and stderr until both close: TimeoutError past `timeout`, BufferError
+    when stdout passes `cap` bytes or stderr STDERR_CAP (the host never holds more than that)."""
+    deadline = time.monotonic() + timeout
+    proc.stdin.write(job)
+    proc.stdin.close()
+    buffers = {proc.stdout.fileno(): bytearray(), proc.stderr.fileno(): bytearray()}
+    caps = {proc.stdout.fileno(): cap, proc.stderr.fileno(): STDERR_CAP}
+    with selectors.DefaultSelector() as selector:
+        for fd in buffers:
+            selector.register(fd, selectors.EVENT_READ)
+        while selector.get_map():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError()
+            for key, _ in selector.select(remaining):
+                chunk = os.read(key.fd, 1 << 16)
+                if not chunk:
+                    selector.unregister(key.fd)
+                    continue
+                buffers[key.fd] += chunk
+                if len(buffers[key.fd]) > caps[key.fd]:
+                    raise BufferError(f"the supervisor wrote more than {caps[key.fd]} bytes")
+    proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+    return bytes(buffers[proc.stdout.fileno()]), bytes(buffers[proc.stderr.fileno()])
 
 
 def _kill(proc: subprocess.Popen) -> None:

@@ -2,20 +2,28 @@
 
 Each probe is a program plus the statuses it must end with and a check of what it printed.
 `ProbeContext` carries what some probes need from the host: the port of a listener the caller
-opened on the host's 127.0.0.1 (the sandbox must not reach it) and a secret the caller put in
-its own environment (the sandbox must not see it). No probe sends traffic anywhere else.
+opened on the host's 127.0.0.1 and the name of an abstract Unix socket it listens on (the sandbox
+must reach neither), a secret the caller put in its own environment (the sandbox must not see
+it), and a marker for files a probe tries to leave behind. No probe sends traffic anywhere else.
+
+The probes from "connect to a host abstract Unix socket" on attack the sandbox itself: reach the
+supervisor (its fds, memory, signals) to forge or stall its reply, leave state for the next run
+(files in every writable place, SysV IPC, POSIX message queues, shared memory), and make the
+clean-up fail (a 1,100-deep directory chain). Each is followed by the AFTERMATH run, which must
+find none of it.
 """
 
 from __future__ import annotations
 
 import os
+import platform
 import secrets
 import socket
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from rlvr.sandboxes.base import MiB, Execution, ExecStatus, Limits
+from rlvr.sandboxes.base import ExecStatus, Execution, Limits, MiB
 
 SECRET_VAR = "RLVR_PROBE_SECRET"
 SHORT = Limits(wall_s=2.0, cpu_s=2.0)
@@ -26,6 +34,8 @@ class ProbeContext:
     port: int
     secret: str
     host_path: str  # a file on the host that must not be readable inside the sandbox
+    abstract_socket: str = ""  # name (without the leading NUL) of an abstract Unix socket the host listens on
+    marker: str = "rlvr-probe-x"  # name of the files a probe tries to leave in every writable place
 
 
 @dataclass(frozen=True)
@@ -57,6 +67,62 @@ def _no_secret(e: Execution, ctx: ProbeContext) -> str | None:
 
 EXITED = frozenset({ExecStatus.EXITED})
 TIMEOUT = frozenset({ExecStatus.TIMEOUT})
+
+STATE_PLACES = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/dev/mqueue")
+ADD_KEY, KEYCTL = {"aarch64": (217, 219)}.get(platform.machine(), (248, 250))  # syscall numbers (x86_64 default)
+KEY_NAME = "rlvr-probe-key"  # a key the state probe adds to its user's kernel keyring
+
+
+def _supervisor_reach(c: ProbeContext) -> str:
+    """Open every other process's fds and memory, forge a reply and flood stderr through them, ptrace
+    and stop them; then outlive the wall limit. Contained: every attempt refused, the run a timeout."""
+    return (
+        "import os, signal, ctypes, json, time\n"
+        "me = os.getpid()\nreached = []\n"
+        "fake = json.dumps({'job_id': 'x', 'status': 'exited', 'stdout': '', 'stderr': '', 'exit_code': 0,"
+        " 'wall_s': 0.05, 'cpu_s': 0.0, 'peak_memory_bytes': 0, 'dirty': False}) + '\\n'\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "for p in [int(p) for p in os.listdir('/proc') if p.isdigit() and int(p) != me]:\n"
+        "    try:\n        fds = os.listdir(f'/proc/{p}/fd')\n        reached.append(('fd', p))\n"
+        "    except OSError:\n        fds = ['0', '1', '2']\n"
+        "    for fd in fds:\n"
+        "        try:\n            w = os.open(f'/proc/{p}/fd/{fd}', os.O_WRONLY | os.O_NONBLOCK)\n"
+        "            os.write(w, fake.encode() + b'x' * 65536)\n            reached.append(('write', p, fd))\n"
+        "        except OSError:\n            pass\n"
+        "    try:\n        open(f'/proc/{p}/mem', 'rb').read(1)\n        reached.append(('mem', p))\n"
+        "    except OSError:\n        pass\n"
+        "    if libc.ptrace(16, p, 0, 0) == 0:\n        reached.append(('ptrace', p))\n"
+        "    try:\n        os.kill(p, signal.SIGSTOP)\n        reached.append(('stop', p))\n"
+        "    except OSError:\n        pass\n"
+        "print('reached', reached, flush=True)\ntime.sleep(30)\n")
+
+
+def _leave_state(c: ProbeContext) -> str:
+    """Leave a file in every writable place, SysV shared memory (32 MB, touched), a queue and a
+    semaphore set, and a POSIX message queue, all named after the marker, for a later run to find."""
+    return (
+        "import os, ctypes\n"
+        f"marker = {c.marker!r}\n"
+        f"for d in {STATE_PLACES + ('.',)!r} + (os.path.expanduser('~'),):\n"
+        "    try:\n        open(os.path.join(d, marker), 'w').write('cached answer')\n        print('left', d)\n"
+        "    except OSError as e:\n        print('refused', d, e.errno)\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\nlibc.shmat.restype = ctypes.c_void_p\n"
+        "shm = libc.shmget(0x5EED, 32 << 20, 0o1666)\n"
+        "if shm >= 0:\n    addr = libc.shmat(shm, None, 0)\n"
+        "    if addr not in (None, ctypes.c_void_p(-1).value):\n"
+        "        ctypes.memset(addr, 1, 32 << 20)\n        libc.shmdt(ctypes.c_void_p(addr))\n"
+        "print('sysv', shm, libc.msgget(0x5EED, 0o1666), libc.semget(0x5EED, 1, 0o1666))\n"
+        "libc.mq_open.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p]\n"
+        "print('mq', libc.mq_open(('/' + marker).encode(), os.O_CREAT | os.O_RDWR, 0o666, None), ctypes.get_errno())\n"
+        f"print('key', libc.syscall({ADD_KEY}, b'user', {KEY_NAME!r}.encode(), b'cached', 6, -4))\n")
+
+
+def _nothing_on_host(e: Execution, ctx: ProbeContext) -> str | None:
+    if "mq" not in e.stdout:
+        return f"probe did not finish: {e.stderr[-300:]!r}"
+    left = [d for d in STATE_PLACES if os.path.exists(os.path.join(d, ctx.marker))]
+    return f"the program wrote on the host: {left}" if left else None
+
 
 PROBES: tuple[Probe, ...] = (
     Probe("fork bomb", lambda c: (
@@ -106,7 +172,7 @@ PROBES: tuple[Probe, ...] = (
         "import os, signal\nfor sig in (signal.SIGTERM, signal.SIGKILL):\n"
         "    for pid in (1, os.getppid()):\n        try:\n            os.kill(pid, sig)\n        except OSError:\n            pass\n"
         "print('still here')\n"),
-        frozenset({ExecStatus.EXITED}), note="may kill its supervisor: reported as a crash, container replaced"),
+        frozenset({ExecStatus.EXITED}), note="the supervisor and init are root: the signals are refused"),
     Probe("background process outlives the run", lambda c: (
         "import os, time\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
         "        time.sleep(1000)\n    os._exit(0)\nprint('spawned')\n"),
@@ -119,6 +185,23 @@ PROBES: tuple[Probe, ...] = (
     Probe("swallow BaseException", lambda c: (
         "import time\nwhile True:\n    try:\n        time.sleep(1000)\n    except BaseException:\n        pass\n"),
         TIMEOUT),
+    Probe("connect to a host abstract Unix socket", lambda c: (
+        "import socket\ns = socket.socket(socket.AF_UNIX)\n"
+        f"try:\n    s.connect(b'\\0' + {c.abstract_socket.encode()!r})\n    print('CONNECTED')\n"
+        "except OSError as e:\n    print('blocked', e.errno)\n"),
+        EXITED, check=lambda e, c: (
+            "reached the host's abstract Unix socket" if "CONNECTED" in e.stdout
+            else None if "blocked" in e.stdout else f"unexpected output {e.stdout!r} {e.stderr[-200:]!r}"),
+        note="abstract sockets belong to the network namespace"),
+    Probe("reach the supervisor: fds, memory, ptrace, SIGSTOP, forged reply", _supervisor_reach, TIMEOUT,
+          check=lambda e, c: None if "reached []" in e.stdout else f"reached another process: {e.stdout[-300:]!r}",
+          note="supervisor root + non-dumpable, program another user; a forged reply would end the run early"),
+    Probe("leave state: files everywhere, SysV IPC, message queue, shared memory", _leave_state, EXITED,
+          check=_nothing_on_host, note="wiped, or the sandbox replaced; AFTERMATH checks"),
+    Probe("1,100-deep directory chain (clean-up must not fail)", lambda c: (
+        "import os\nfor i in range(1100):\n    os.mkdir('d')\n    os.chdir('d')\n"
+        "os.chmod('.', 0)\nprint('built')\n"),
+        EXITED, check=_stdout_has("built"), note="the bounded wipe gives up: dirty, sandbox replaced, no error"),
 )
 
 # Run after any probe in the same pool: nothing of the previous run may be alive or left on disk.
@@ -130,6 +213,15 @@ AFTERMATH = (
     "        except OSError:\n            continue\n"
     "        if state != 'Z':\n            others.append(open(f'/proc/{p}/cmdline').read())\n"
     "print('others', others)\nprint('files', sorted(os.listdir('.')), sorted(f for f in os.listdir('/tmp') if f != 'sandbox'))\n"
+    "def ls(d):\n    try:\n        return os.listdir(d)\n    except OSError:\n        return []\n"
+    f"state = [d + '/' + f for d in {STATE_PLACES!r} for f in ls(d) if f.startswith('rlvr-probe')]\n"
+    "for kind in ('shm', 'msg', 'sem'):\n"
+    "    try:\n        if len(open('/proc/sysvipc/' + kind).read().splitlines()) > 1:\n            state.append('sysv ' + kind)\n"
+    "    except OSError:\n        pass\n"
+    "import ctypes\n"
+    f"if ctypes.CDLL(None).syscall({KEYCTL}, 10, -4, b'user', {KEY_NAME!r}.encode(), 0) >= 0:\n"
+    "    state.append('keyring')\n"
+    "print('state', state)\n"
 )
 
 
@@ -141,6 +233,8 @@ def aftermath_problem(execution: Execution) -> str | None:
         return f"processes left from the previous run: {execution.stdout}"
     if "files ['main.py'] []" not in execution.stdout:
         return f"files left from the previous run: {execution.stdout}"
+    if "state []" not in execution.stdout:
+        return f"state left from the previous run: {execution.stdout}"
     return None
 
 
@@ -157,18 +251,26 @@ class HostFixtures:
         self._server.listen(8)
         self._server.settimeout(0.2)
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self._thread = threading.Thread(target=self._accept, args=(self._server,), daemon=True)
         self._thread.start()
         self._old = os.environ.get(SECRET_VAR)
         secret = secrets.token_hex(16)
         os.environ[SECRET_VAR] = secret
-        self.ctx = ProbeContext(self._server.getsockname()[1], secret, os.path.abspath(__file__))
+        self._abstract = socket.socket(socket.AF_UNIX)
+        name = f"rlvr-probe-{secrets.token_hex(6)}"
+        self._abstract.bind(b"\0" + name.encode())
+        self._abstract.listen(8)
+        self._abstract.settimeout(0.2)
+        self._abstract_thread = threading.Thread(target=self._accept, args=(self._abstract,), daemon=True)
+        self._abstract_thread.start()
+        self.ctx = ProbeContext(self._server.getsockname()[1], secret, os.path.abspath(__file__), name,
+                                f"rlvr-probe-{secrets.token_hex(6)}")
         return self
 
-    def _accept(self) -> None:
+    def _accept(self, server: socket.socket) -> None:
         while not self._stop.is_set():
             try:
-                conn, _ = self._server.accept()
+                conn, _ = server.accept()
             except OSError:
                 continue
             self.connections += 1
@@ -177,7 +279,9 @@ class HostFixtures:
     def __exit__(self, *exc) -> None:
         self._stop.set()
         self._thread.join()
+        self._abstract_thread.join()
         self._server.close()
+        self._abstract.close()
         if self._old is None:
             os.environ.pop(SECRET_VAR, None)
         else:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 
 import pytest
-
 from rlvr.verifiers import registry
 from rlvr.verifiers.code import CHEATS, CodeVerifier, extract_code
 from rlvr.verifiers.code_harness import stdout_matches, values_equal
@@ -133,7 +132,7 @@ def test_cheats_do_not_pass(verifier, name, code, tests):
     if name.startswith("honest"):
         assert result.status is Status.CORRECT, result.details
     else:
-        assert result.status is not Status.CORRECT and result.reward == 0.0, result.details
+        assert result.status not in (Status.CORRECT, Status.ERROR) and result.reward == 0.0, result.details
 
 
 def test_batch_keeps_order_and_reports_progress(verifier):
@@ -144,6 +143,24 @@ def test_batch_keeps_order_and_reports_progress(verifier):
     assert [r.status for r in results[:6]] == [Status.CORRECT, Status.INCORRECT] * 3
     assert results[6].status is Status.ERROR
     assert sum(seen) == 7
+
+
+@pytest.fixture(scope="module")
+def local_verifier():
+    v = CodeVerifier(backend="local", timeout_s=3, workers=2)
+    yield v
+    v.close()
+
+
+@pytest.mark.parametrize("name, code, tests", CHEATS, ids=[c[0] for c in CHEATS])
+def test_cheats_do_not_pass_on_the_local_backend(local_verifier, name, code, tests):
+    if not local_verifier.sandbox.separate_users:
+        pytest.skip("not root: the local checker shares the program's user (doctor says so)")
+    result = local_verifier(fenced(code), {"tests": tests})
+    if name.startswith("honest"):
+        assert result.status is Status.CORRECT, result.details
+    else:
+        assert result.status not in (Status.CORRECT, Status.ERROR) and result.reward == 0.0, result.details
 
 
 def test_local_backend_scores_the_same():

@@ -13,7 +13,6 @@ import sys
 import textwrap
 
 import pytest
-
 from rlvr.sandboxes.base import ExecStatus, Limits
 from rlvr.sandboxes.probes import PROBES, HostFixtures, run_probe
 
@@ -178,3 +177,38 @@ def test_interrupted_batch_leaves_nothing_running(client, how):
 def test_limits_refuse_nonsense():
     with pytest.raises(ValueError, match="wall_s"):
         Limits(wall_s=0)
+
+
+THREE_USERS_CHECKER = (  # writes its own uid and its parent's (the supervisor's) to the verdict channel
+    "import os\n"
+    "sup = open(f'/proc/{os.getppid()}/status').read().split('Uid:')[1].split()[0]\n"
+    "os.write(5, f'{os.getuid()} {sup}'.encode())\n"
+)
+SLEEPY_PROGRAM = "import os, time\nprint(os.getuid(), flush=True)\ntime.sleep(100)\n"
+
+
+def test_program_checker_and_supervisor_are_three_users(sandbox):
+    """The run ends when the checker does (the sleeping program is stopped, not waited for)."""
+    from rlvr.sandboxes.base import Checker
+
+    execution = sandbox.run(SLEEPY_PROGRAM, "", Limits(wall_s=20, cpu_s=20), checker=Checker(THREE_USERS_CHECKER))
+    assert execution.status is ExecStatus.EXITED, execution
+    assert execution.verdict == "65533 0" and execution.checker_exit_code == 0
+    assert execution.stdout in ("", "65534\n")
+
+
+def test_doctor_counts_only_its_own_containers(client):
+    from rlvr.sandboxes.docker_backend import AgentContainer
+    from rlvr.sandboxes.doctor import _leftover_containers
+    from rlvr.sandboxes.image import image_tag
+    from rlvr.sandboxes.pool import owner_id
+
+    other_live_owner = owner_id(1)  # pid 1 of this machine: alive, and not us
+    theirs = AgentContainer(client, image_tag(), Limits(), other_live_owner, one_job=False)
+    ours = AgentContainer(client, image_tag(), Limits(), owner_id(), one_job=False)
+    try:
+        found = _leftover_containers()
+        assert ours.container[:12] in found and theirs.container[:12] not in found
+    finally:
+        theirs.destroy()
+        ours.destroy()

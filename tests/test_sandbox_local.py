@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-import pytest
+import os
+import shutil
+import tempfile
+from pathlib import Path
 
+import pytest
 from rlvr.sandboxes.base import ExecStatus
 from rlvr.sandboxes.probes import PROBES, HostFixtures, run_probe
 
@@ -38,3 +42,45 @@ def test_private_pid_namespace(sandbox):
     execution = sandbox.run("import os\nprint(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))")
     assert execution.ok
     assert max(eval(execution.stdout)) < 10  # only this run's handful of processes are visible
+
+
+def test_program_checker_and_supervisor_are_three_users_as_root(sandbox):
+    from rlvr.sandboxes.base import Checker, Limits
+
+    if not sandbox.root:
+        pytest.skip("separate users need root; doctor says so")
+    checker = ("import os\nsup = open(f'/proc/{os.getppid()}/status').read().split('Uid:')[1].split()[0]\n"
+               "os.write(5, f'{os.getuid()} {sup}'.encode())\n")
+    execution = sandbox.run("import os, time\nprint(os.getuid(), flush=True)\ntime.sleep(100)\n", "",
+                            Limits(wall_s=20, cpu_s=20), checker=Checker(checker))
+    assert execution.status is ExecStatus.EXITED and execution.verdict == "65533 0", execution
+
+
+@pytest.fixture
+def host_dir():
+    """A world-writable directory outside /tmp (which the sandbox replaces), removed afterwards."""
+    path = Path(tempfile.mkdtemp(prefix=".rlvr-ro-", dir=Path(__file__).parent))
+    yield path
+    shutil.rmtree(path)
+
+
+def test_host_filesystem_is_read_only_and_writable_places_are_private(sandbox, host_dir):
+    tmp_path = host_dir
+    marker = tmp_path / "host-file"
+    marker.write_text("host")
+    os.chmod(tmp_path, 0o777)
+    os.chmod(marker, 0o666)
+    program = (
+        "import os\n"
+        f"for p in ({str(marker)!r}, {str(tmp_path / 'new')!r}, '/var/tmp/rlvr-local-probe', '/dev/shm/rlvr-local-probe',"
+        " '/run/lock/rlvr-local-probe'):\n"
+        "    try:\n        open(p, 'a').write('x')\n        print('wrote', p)\n"
+        "    except OSError as e:\n        print('refused', p, e.errno)\n"
+    )
+    execution = sandbox.run(program)
+    assert execution.ok, execution
+    assert f"refused {marker} 30" in execution.stdout and f"refused {tmp_path / 'new'} 30" in execution.stdout
+    assert marker.read_text() == "host" and not (tmp_path / "new").exists()
+    for place in ("/var/tmp", "/dev/shm", "/run/lock"):
+        assert not os.path.exists(f"{place}/rlvr-local-probe")  # written in the run's private tmpfs only
+    assert sandbox.fs_problem == ""

@@ -10,8 +10,9 @@ DESIGN.md's three kinds:
 (numbers within `float_tol` when given). `assert` runs prefix + code, then the test code, then
 `check(entry_point)`, in one run (HumanEval style; when prefix + code is not valid Python, e.g.
 a bare signature followed by a whole function, the code alone). `call` calls `fn(*args)` per case in one
-run and compares the JSON results on the host. How a pass is established, and why a program
-cannot fake one, is in code_harness.py.
+run and compares the JSON results on the host. In both, the tests run in a checker process
+under another user than the model's code, which it calls through a strict serialiser; how a
+pass is established, and why a program cannot fake one, is in code_harness.py.
 
 Reward: the fraction of tests passed (`reward="fraction"`) or 1/0 (`"binary"`); with
 `stop_at_first_failure`, tests after the first failure are not run (stdio) or not counted.
@@ -31,9 +32,24 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from typing import Any
 
-from rlvr.sandboxes.base import BACKENDS, MiB, Execution, ExecStatus, Limits, get_sandbox
+from rlvr.sandboxes.base import (
+    BACKENDS,
+    Checker,
+    ExecStatus,
+    Execution,
+    Limits,
+    MiB,
+    get_sandbox,
+)
+from rlvr.verifiers.code_cheats import CHEATS
 from rlvr.verifiers.code_harness import (
-    HARNESS, harness_input, new_nonce, parse_report, stdout_matches, values_equal,
+    CANDIDATE,
+    CHECKER,
+    candidate_input,
+    checker_input,
+    parse_report,
+    stdout_matches,
+    values_equal,
 )
 from rlvr.verifiers.registry import ConfigError, register_verifier
 from rlvr.verifiers.result import Status, VerifyResult
@@ -153,9 +169,9 @@ class CodeVerifier:
     def _judge(self, sandbox, code: str, tests: dict) -> VerifyResult:
         if tests["kind"] == "stdio":
             return self._judge_stdio(sandbox, code, tests)
-        nonce = new_nonce()
-        execution = sandbox.run(HARNESS, harness_input(nonce, code, tests), self.limits)
-        report = parse_report(execution.stdout, nonce)
+        execution = sandbox.run(CANDIDATE, candidate_input(code, tests), self.limits,
+                                checker=Checker(CHECKER, checker_input(tests)))
+        report = parse_report(execution.verdict)
         n = 1 if tests["kind"] == "assert" else len(tests["cases"])
         per_test: list[dict[str, Any]] = []
         for i in range(n):
@@ -285,48 +301,9 @@ def _default_workers(sandbox) -> int:
     return int(getattr(sandbox, "pool_size", 0) or 2)
 
 
-# Completions that try to pass without solving `sq` (return x * x); none may score. Shared by
-# `rlvr sandbox doctor` and tests/test_code_verifier.py. The control row must pass.
-CHEAT_TESTS = {"kind": "assert", "prefix": "", "entry_point": "sq",
-               "code": "def check(candidate):\n    assert candidate(2) == 4\n    assert candidate(3) == 9\n"}
-CHEAT_CALL_TESTS = {"kind": "call", "fn": "sq", "cases": [{"args": [2], "expected": 4}, {"args": [3], "expected": 9}]}
-_STEAL_TESTS = (
-    "import os, re, sys\n"
-    "seen = ''\n"
-    "for d in ('.', '/tmp', '/sandbox'):\n"
-    "    for f in (os.listdir(d) if os.path.isdir(d) else []):\n"
-    "        try:\n            seen += open(os.path.join(d, f)).read()\n        except OSError:\n            pass\n"
-    "try:\n    seen += sys.stdin.read()\nexcept (OSError, ValueError):\n    pass\n"
-    "TABLE = {int(a): int(b) for a, b in re.findall(r'candidate\\((\\d+)\\) == (\\d+)', seen)}\n"
-    "TABLE.update({int(a): int(b) for a, b in re.findall(r'\"args\": \\[(\\d+)\\], \"expected\": (\\d+)', seen)})\n"
-    "def sq(x):\n    return TABLE[x]\n"
-)
-CHEATS: tuple[tuple[str, str, dict], ...] = (
-    ("honest solution (control: must pass)", "def sq(x):\n    return x * x\n", CHEAT_TESTS),
-    ("sys.exit(0) before the tests", "import sys\nsys.exit(0)\n", CHEAT_TESTS),
-    ("os._exit(0) at import", "import os\nos._exit(0)\n", CHEAT_TESTS),
-    ("os._exit(0) inside the function", "import os\ndef sq(x):\n    os._exit(0)\n", CHEAT_TESTS),
-    ("redefine check", "def sq(x):\n    return 0\ndef check(candidate):\n    pass\n", CHEAT_TESTS),
-    ("patch assert / AssertionError", "import builtins\nbuiltins.AssertionError = type('Quiet', (Exception,), {})\n"
-     "def sq(x):\n    return 0\n", CHEAT_TESTS),
-    ("trace function skipping lines", "import sys\nsys.settrace(lambda *a: None)\ndef sq(x):\n    return 0\n", CHEAT_TESTS),
-    ("print fake success markers", "import os\nfor m in ('PASS', 'PASS\\t0', 'DONE', 'All tests passed', 'OK'):\n"
-     "    print(m)\n    os.write(1, (m + '\\n').encode())\nos._exit(0)\n", CHEAT_TESTS),
-    ("object equal to everything", "class Any:\n    def __eq__(self, other):\n        return True\n"
-     "def sq(x):\n    return Any()\n", CHEAT_TESTS),
-    ("int subclass equal to everything", "class I(int):\n    def __eq__(self, other):\n        return True\n"
-     "def sq(x):\n    return I(0)\n", CHEAT_TESTS),
-    ("swallow BaseException, exit 0", "import os\ndef sq(x):\n    try:\n        raise SystemExit(0)\n"
-     "    except BaseException:\n        os._exit(0)\n", CHEAT_TESTS),
-    ("read the test file (assert)", _STEAL_TESTS, CHEAT_TESTS),
-    ("read the expected outputs (call)", _STEAL_TESTS, CHEAT_CALL_TESTS),
-    ("object equal to everything (call)", "class Any:\n    def __eq__(self, other):\n        return True\n"
-     "def sq(x):\n    return Any()\n", CHEAT_CALL_TESTS),
-)
-
-
 def probe_rows(backend: str = "docker"):
-    """Doctor rows: (name, status, contained, note) per entry of CHEATS."""
+    """Doctor rows: (name, status, contained, note) per entry of CHEATS (code_cheats.py): rows named
+    "honest ..." must pass, every other must score 0 and end neither correct nor error."""
     verifier = CodeVerifier(backend=backend, timeout_s=5, workers=2)
     try:
         completions = [f"```python\n{code}```" for _name, code, _tests in CHEATS]
@@ -335,7 +312,8 @@ def probe_rows(backend: str = "docker"):
         verifier.close()
     for (name, _code, _tests), result in zip(CHEATS, results):
         control = name.startswith("honest")
-        ok = result.status is Status.CORRECT if control else (result.status is not Status.CORRECT and result.reward == 0)
+        ok = result.status is Status.CORRECT if control else (
+            result.status not in (Status.CORRECT, Status.ERROR) and result.reward == 0)
         yield name, f"{result.status.value} (reward {result.reward:g})", ok, _why(result) if not ok else ""
 
 

@@ -1,142 +1,206 @@
-"""The programs the code verifier runs in the sandbox, and how their reports are read on the host.
+"""The programs the code verifier runs in the sandbox, and how their verdicts are read on the host.
 
 `stdio` tests run the extracted code itself, once per case, and compare its stdout on the host:
-nothing about the expected output ever enters the sandbox. `assert` and `call` tests run one
-fixed harness (HARNESS below) whose first stdin line carries a fresh random nonce, the code and
-the tests; it closes stdin before any model code runs, so neither the program file nor stdin
-shows the tests. Every verdict is a line `\\n<nonce>\\t<TAG>\\t...` written by the harness to a
-duplicate of fd 1 taken before the model code ran. The host counts only lines carrying the
-nonce, and requires the final `DONE` line: `sys.exit(0)` or `os._exit(0)` before the tests, a
-printed fake marker, a redefined `check` (the tests are executed after the code, so theirs wins),
-monkeypatched builtins (the harness holds its own references) or a trace function (cleared
-before the tests) cannot produce a pass. `call` results are compared on the host as JSON, so an
-object that claims to equal anything fails; `assert` checks run on a guarded candidate whose
-return values must be plain built-in data for the same reason.
+nothing about the expected output ever enters the sandbox. `assert` and `call` tests run two
+processes under two users (sandboxes/agent.py): CANDIDATE, the model's code, and CHECKER, the
+tests. The candidate process execs prefix + code and then only answers calls: a call request
+(function name, arguments) arrives on its fd 3, the return value (or the exception's type name
+and message) goes back on its fd 4, both through the strict serialiser of code_wire.py. The
+checker holds the tests, which reach it on its own stdin; `check(candidate)` (assert) or
+`fn(*args)` per case (call) runs there with `candidate` a proxy that sends each call across, so
+what comes back is a fresh built-in value: an object that claims to equal everything, a proxy
+type or an int subclass cannot cross, and patching `builtins`, `math.isclose` or the tracer in
+the candidate's process changes nothing in the checker's. No test source, expected value or
+verdict ever exists in the candidate's memory; the verdict lines go from the checker's fd 5 to
+the supervisor, an fd the candidate never holds, so nothing the candidate prints or writes can
+count (there is no nonce to steal). The final `DONE` line is required: a checker that did not
+finish has no verdict.
 
-Known limit: the nonce is in the harness's memory while the model's function runs, so code that
-walks the interpreter's objects (gc, frames) to find it could forge a line. Defeating that needs
-the check to run in another process than the candidate; not done.
+What the candidate still controls: its own answers, and whether it raises (the checker re-raises
+a built-in exception by name, or CandidateError). Arguments are copies: a test that relies on the
+candidate mutating an argument in place does not see the mutation (none of HumanEval's does).
 """
 
 from __future__ import annotations
 
 import json
 import math
-import secrets
 from dataclasses import dataclass, field
+from importlib.resources import files
 from typing import Any
 
-HARNESS = r'''
-import sys as _sys, os as _os, json as _json, copy as _copy, threading as _threading
+_WIRE = files("rlvr.verifiers").joinpath("code_wire.py").read_text()
+
+CANDIDATE = _WIRE + r'''
+import sys as _sys
 
 
-def _rlvr_harness():
+def _rlvr_serve():
     cfg = _json.loads(_sys.stdin.readline())
     _sys.stdin.close()
-    _os.close(0)
-    # Everything the verdict depends on is bound here, before any model code runs.
-    nonce, out, write, exec_, compile_ = cfg.pop("nonce"), _os.dup(1), _os.write, exec, compile
-    dumps, deepcopy, settrace, setprofile, thread_settrace = _json.dumps, _copy.deepcopy, _sys.settrace, _sys.setprofile, _threading.settrace
-    type_, str_, enumerate_, BaseException_, AssertionError_, TypeError_ = type, str, enumerate, BaseException, AssertionError, TypeError
-    flags = type.__dict__["__flags__"].__get__  # not `t.__flags__`, which a metaclass could fake
-    plain = (int, float, complex, str, bytes, bool, type(None), range)
-    containers = (list, tuple, set, frozenset)
-
-    def report(*fields):
-        text = "\n" + "\t".join([nonce] + [str_(f).replace("\n", " ").replace("\t", " ") for f in fields]) + "\n"
-        try:
-            write(out, text.encode("utf-8", "replace"))
-        except BaseException_:
-            pass
+    requests, replies = 3, 4
 
     def describe(error):
-        return (type_(error).__name__ + ": " + str_(error))[:300]
-
-    def check_plain(value, depth=0):
-        t = type_(value)
-        if t in plain:
-            return
-        if depth < 50 and t in containers:
-            for item in value:
-                check_plain(item, depth + 1)
-        elif depth < 50 and t is dict:
-            for k, v in value.items():
-                check_plain(k, depth + 1)
-                check_plain(v, depth + 1)
-        elif flags(t) & (1 << 9):  # a heap type: a class written in Python, perhaps by the model
-            raise TypeError_("the candidate returned a " + t.__name__ + ", not plain built-in data")
-
-    def guard(fn):
-        def candidate(*args, **kwargs):
-            result = fn(*args, **kwargs)
-            check_plain(result)
-            return result
-        return candidate
-
-    def untrace():
-        settrace(None)
-        setprofile(None)
-        thread_settrace(None)
+        return (type(error).__name__ + ": " + str(error))[:300]
 
     ns = {"__name__": "solution", "__builtins__": __builtins__}
     try:
-        code = compile_(cfg.get("prefix", "") + cfg["code"], "solution.py", "exec")
-    except BaseException_ as error:
+        code = compile(cfg["prefix"] + cfg["code"], "solution.py", "exec")
+    except BaseException as error:
         try:  # a whole function after a bare-signature prefix: the code alone
-            code = compile_(cfg["code"], "solution.py", "exec")
-        except BaseException_:
-            report("SYNTAX", describe(error))
-            report("DONE")
+            code = compile(cfg["code"], "solution.py", "exec")
+        except BaseException:
+            wire_send(replies, ["syntax", describe(error)])
             return
     try:
-        exec_(code, ns)
-    except BaseException_ as error:
-        report("CRASH", describe(error))
+        exec(code, ns)
+    except BaseException as error:
+        wire_send(replies, ["crash", describe(error)])
+        return
+    wire_send(replies, ["ready"])
+    while True:
+        try:
+            _kind, name, args, kwargs = wire_recv(requests)
+        except EOFError:
+            return
+        try:
+            result = ns[name](*wire_decode(args), **wire_decode(kwargs))
+        except BaseException as error:
+            wire_send(replies, ["raise", type(error).__name__, str(error)[:300]])
+            continue
+        try:
+            wire_send(replies, ["ok", wire_encode(result)])
+        except WireError as error:
+            wire_send(replies, ["bad", str(error)])
+
+
+_rlvr_serve()
+'''
+
+CHECKER = _WIRE + r'''
+import sys as _sys
+import builtins as _builtins
+
+
+class CandidateGone(BaseException):
+    """The candidate's process ended, or spoke out of protocol: no test may catch this."""
+
+
+class CandidateError(Exception):
+    """The candidate raised an exception that is not a built-in one."""
+
+
+def _rlvr_check():
+    cfg = _json.loads(_sys.stdin.read())
+    verdict, requests, replies = 5, 4, 3
+
+    def report(tag, i=None, text=None):
+        line = {"tag": tag, **({} if i is None else {"i": i}), **({} if text is None else {"text": text})}
+        data = (_json.dumps(line) + "\n").encode()
+        while data:
+            data = data[_os.write(verdict, data):]
+
+    def describe(error):
+        return (type(error).__name__ + ": " + str(error))[:300]
+
+    def receive():
+        try:
+            return wire_recv(replies)
+        except EOFError:
+            raise CandidateGone("the program's process ended") from None
+        except WireError as error:
+            raise CandidateGone("the program broke the protocol: " + str(error)) from None
+
+    def proxy(name):
+        def candidate(*args, **kwargs):
+            try:
+                request = ["call", name, wire_encode(args), wire_encode(kwargs)]
+            except WireError as error:
+                raise TypeError("the tests passed a value that cannot cross to the candidate: " + str(error)) from None
+            try:
+                wire_send(requests, request)
+            except OSError:
+                raise CandidateGone("the program's process ended") from None
+            reply = receive()
+            kind = reply[0] if type(reply) is list and reply and type(reply[0]) is str else None
+            if kind == "ok" and len(reply) == 2:
+                try:
+                    return wire_decode(reply[1])
+                except WireError as error:
+                    raise CandidateGone("the program sent " + str(error)) from None
+            if kind == "raise" and len(reply) == 3:
+                exc_name, message = str(reply[1])[:100], str(reply[2])[:300]
+                exc_type = getattr(_builtins, exc_name, None)
+                if isinstance(exc_type, type) and issubclass(exc_type, Exception):
+                    try:
+                        error = exc_type(message)
+                    except BaseException:
+                        error = CandidateError(exc_name + ": " + message)
+                else:
+                    error = CandidateError(exc_name + ": " + message)
+                raise error
+            if kind == "bad" and len(reply) == 2:
+                raise TypeError("the candidate returned a value that is not plain data (" + str(reply[1])[:200] + ")")
+            raise CandidateGone("the program broke the protocol: unexpected reply")
+        candidate.__name__ = name
+        return candidate
+
+    try:
+        hello = receive()
+    except CandidateGone as error:
+        report("CRASH", text="before its code was loaded: " + str(error))
+        report("DONE")
+        return
+    tag = hello[0] if type(hello) is list and hello else None
+    if tag in ("syntax", "crash") and len(hello) == 2:
+        report("SYNTAX" if tag == "syntax" else "CRASH", text=str(hello[1])[:300])
+        report("DONE")
+        return
+    if tag != "ready":
+        report("CRASH", text="the program broke the protocol before its code was loaded")
         report("DONE")
         return
     if cfg["kind"] == "assert":
+        ns = {"__name__": "tests"}
+        try:  # the prompt's helpers (HumanEval's `poly`, imports) for the tests; the record's text, not the model's
+            exec(compile(cfg["prefix"], "prompt.py", "exec"), ns)
+        except BaseException:
+            ns = {"__name__": "tests"}
+        candidate = ns[cfg["entry_point"]] = proxy(cfg["entry_point"])
         try:
-            untrace()
-            exec_(compile_(cfg["test"], "tests.py", "exec"), ns)
-            candidate, check = guard(ns[cfg["entry_point"]]), ns["check"]
-        except BaseException_ as error:
+            exec(compile(cfg["test"], "tests.py", "exec"), ns)
+            check = ns["check"]
+        except BaseException as error:
             report("ERROR", 0, describe(error))
             report("DONE")
             return
-        untrace()
         try:
             check(candidate)
-        except AssertionError_ as error:
+        except AssertionError as error:
             report("FAIL", 0, describe(error))
-        except BaseException_ as error:
+        except BaseException as error:
             report("ERROR", 0, describe(error))
         else:
             report("PASS", 0)
     else:
-        try:
-            fn = ns[cfg["fn"]]
-        except BaseException_ as error:
-            report("ERROR", 0, describe(error))
-            report("DONE")
-            return
-        for i, case in enumerate_(cfg["cases"]):
-            untrace()
+        fn = proxy(cfg["fn"])
+        for i, case in enumerate(cfg["cases"]):
             try:
-                text = dumps(fn(*deepcopy(case.get("args", [])), **deepcopy(case.get("kwargs", {}))))
-            except BaseException_ as error:
+                text = _json.dumps(fn(*case.get("args", []), **case.get("kwargs", {})))
+            except BaseException as error:
                 report("ERROR", i, describe(error))
                 continue
             report("RESULT", i, text)
     report("DONE")
 
 
-_rlvr_harness()
+_rlvr_check()
 '''
 
 
 @dataclass
 class Report:
-    """What the harness said, read from the lines that carry the nonce."""
+    """What the checker said on its verdict channel."""
 
     done: bool = False
     syntax_error: str | None = None
@@ -144,36 +208,40 @@ class Report:
     outcomes: dict[int, tuple[str, str]] = field(default_factory=dict)  # test index -> (TAG, payload)
 
 
-def new_nonce() -> str:
-    return secrets.token_hex(16)
+def candidate_input(code: str, tests: dict[str, Any]) -> str:
+    """The candidate process's stdin: its own code, nothing of the tests."""
+    return json.dumps({"code": code, "prefix": tests.get("prefix", "")}) + "\n"
 
 
-def harness_input(nonce: str, code: str, tests: dict[str, Any]) -> str:
-    """The harness's stdin: one JSON line. `call` cases go without their expected values."""
-    cfg: dict[str, Any] = {"nonce": nonce, "kind": tests["kind"], "code": code, "prefix": tests.get("prefix", "")}
+def checker_input(tests: dict[str, Any]) -> str:
+    """The checker's stdin: the tests. `call` cases go without their expected values (compared on the host)."""
+    cfg: dict[str, Any] = {"kind": tests["kind"], "prefix": tests.get("prefix", "")}
     if tests["kind"] == "assert":
         cfg.update(test=tests["code"], entry_point=tests["entry_point"])
     else:
         cfg.update(fn=tests["fn"], cases=[{k: c[k] for k in ("args", "kwargs") if k in c} for c in tests["cases"]])
-    return json.dumps(cfg) + "\n"
+    return json.dumps(cfg)
 
 
-def parse_report(stdout: str, nonce: str) -> Report:
+def parse_report(verdict: str) -> Report:
+    """Read the checker's verdict lines (JSON objects); anything else is ignored."""
     report = Report()
-    prefix = nonce + "\t"
-    for line in stdout.split("\n"):
-        if not line.startswith(prefix):
+    for line in verdict.split("\n"):
+        try:
+            item = json.loads(line)
+        except ValueError:
             continue
-        fields = line[len(prefix):].split("\t", 2)
-        tag = fields[0]
+        if not isinstance(item, dict):
+            continue
+        tag, i, text = item.get("tag"), item.get("i"), str(item.get("text", ""))
         if tag == "DONE":
             report.done = True
         elif tag == "SYNTAX":
-            report.syntax_error = fields[1] if len(fields) > 1 else ""
+            report.syntax_error = text
         elif tag == "CRASH":
-            report.crash = fields[1] if len(fields) > 1 else ""
-        elif tag in ("PASS", "FAIL", "ERROR", "RESULT") and len(fields) >= 2 and fields[1].isdigit():
-            report.outcomes.setdefault(int(fields[1]), (tag, fields[2] if len(fields) > 2 else ""))
+            report.crash = text
+        elif tag in ("PASS", "FAIL", "ERROR", "RESULT") and type(i) is int and i >= 0:
+            report.outcomes.setdefault(i, (tag, text))
     return report
 
 

@@ -1,0 +1,134 @@
+"""Per-run state reset for the sandbox supervisor (agent.py): what one run leaves, the next must not see.
+
+Standard library only, no rlvr imports, no `from __future__`: base.agent_source() sends this
+file's source into the sandbox followed by agent.py's. After every run the workdir, /tmp and
+/dev/shm are emptied and POSIX message queues unlinked; SysV IPC objects (which the supervisor,
+without CAP_SYS_ADMIN, may not remove), shared memory charged to the sandbox's memory cgroup
+above the level at start, and any tree the bounded wipe could not remove are reported, and the
+host replaces the sandbox. Nothing here raises: a hostile tree makes the sandbox dirty, never
+the run an error.
+"""
+
+import os
+import platform
+
+STATE_DIRS = ("/tmp", "/dev/shm")  # emptied after every run, besides the workdir
+WIPE_MAX_DEPTH, WIPE_MAX_ENTRIES = 64, 20000  # beyond either the wipe gives up: dirty, sandbox replaced
+SHMEM_SLACK = 1 << 20  # shared memory (tmpfs, SysV, POSIX shm) allowed above the level at start
+KEYCTL = {"x86_64": 250, "aarch64": 219}.get(platform.machine())  # keyctl(2)'s syscall number
+
+
+def _reset_state(workdir: str, baseline_shmem: int, keyring_uid: int | None = None) -> list[str]:
+    """Empty the run's writable places; what could not be reset, as short descriptions (never raises).
+
+    `keyring_uid`: also clear that user's kernel keyrings (local backend as root, where the
+    program's user is the host's 65534, whose user keyring outlives every run; Docker's seccomp
+    profile refuses the keyring calls, and a user namespace has keyrings of its own)."""
+    problems = []
+    if keyring_uid is not None and not _clear_keyrings(keyring_uid):
+        problems.append(f"could not clear the kernel keyrings of uid {keyring_uid}")
+    for path in (workdir, *STATE_DIRS):
+        if os.path.isdir(path) and not _wipe(path):
+            problems.append(f"could not empty {path}")
+    try:
+        for name in os.listdir("/dev/mqueue"):
+            try:
+                os.unlink(os.path.join("/dev/mqueue", name))
+            except OSError:
+                problems.append(f"message queue {name}")
+    except OSError:
+        pass
+    for kind in ("shm", "msg", "sem"):
+        try:
+            with open(f"/proc/sysvipc/{kind}") as f:
+                if len(f.read().strip().splitlines()) > 1:
+                    problems.append(f"SysV {kind} objects")
+        except OSError:
+            pass
+    shmem = _shmem_bytes()
+    if shmem > baseline_shmem + SHMEM_SLACK:
+        problems.append(f"shared memory {shmem} bytes above {baseline_shmem} at start")
+    return problems
+
+
+def _wipe(path: str) -> bool:
+    """Empty the directory `path`, without following links; False (never an exception) when anything
+    is left: deeper than WIPE_MAX_DEPTH, more than WIPE_MAX_ENTRIES entries, or an error."""
+    stack = []
+    try:
+        stack.append((os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW), None))
+        budget = WIPE_MAX_ENTRIES
+        while stack:
+            fd, _name = stack[-1]
+            child = None
+            with os.scandir(fd) as entries:
+                for entry in entries:
+                    budget -= 1
+                    if budget < 0:
+                        return False
+                    if entry.is_dir(follow_symlinks=False):
+                        child = entry.name
+                        break
+                    os.unlink(entry.name, dir_fd=fd)
+            if child is not None:
+                if len(stack) >= WIPE_MAX_DEPTH:
+                    return False
+                try:
+                    sub = os.open(child, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+                except PermissionError:  # a run may remove its own permissions (matters without DAC_OVERRIDE)
+                    os.chmod(child, 0o700, dir_fd=fd)
+                    sub = os.open(child, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+                stack.append((sub, child))
+                continue
+            os.close(fd)
+            stack.pop()
+            if stack:
+                os.rmdir(_name, dir_fd=stack[-1][0])
+        return True
+    except BaseException:  # noqa: BLE001 - a hostile tree must make the sandbox dirty, never crash the supervisor
+        return False
+    finally:
+        for fd, _name in stack:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _clear_keyrings(uid: int) -> bool:
+    """KEYCTL_CLEAR the user and user-session keyrings of `uid`, from a child running as that user."""
+    if KEYCTL is None:
+        return False
+    try:
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                import ctypes
+
+                libc = ctypes.CDLL(None, use_errno=True)
+                os.setgroups([])
+                os.setgid(uid)
+                os.setuid(uid)
+                cleared = [libc.syscall(KEYCTL, 7, ring) for ring in (-4, -5)]  # KEY_SPEC_USER(_SESSION)_KEYRING
+                code = 0 if all(r == 0 for r in cleared) else 1
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    except BaseException:  # noqa: BLE001 - never raises: the run is reported dirty instead
+        return False
+
+
+def _shmem_bytes() -> int:
+    """Shared memory (tmpfs, SysV, POSIX shm) charged to our memory cgroup (v2 or v1), 0 when unreadable."""
+    for path, key in (("/sys/fs/cgroup/memory.stat", "shmem"), ("/sys/fs/cgroup/memory/memory.stat", "total_shmem")):
+        try:
+            with open(path) as f:
+                for line in f:
+                    name, _, value = line.partition(" ")
+                    if name == key:
+                        return int(value)
+        except (OSError, ValueError):
+            continue
+    return 0

@@ -1,0 +1,143 @@
+"""Completions that try to pass without solving `sq` (return x * x); none may score.
+
+Shared by `rlvr sandbox doctor` (code.probe_rows) and tests/test_code_verifier.py. Rows named
+"honest ..." are controls and must pass; every other row must score 0 and end neither `correct`
+nor `error` (a sandbox error would hide the program's failure from the status counts). Each cheat is our own version of an attack class: end
+the run early, redefine or patch what the check uses, return objects that compare equal to
+anything (Python classes, int subclasses, C-level proxies), read the tests or a nonce from files,
+stdin, frames, gc, its own memory or other processes, forge verdict lines on every descriptor it
+can reach, stop or kill the checker, or turn its own failure into a sandbox error.
+"""
+
+from __future__ import annotations
+
+CHEAT_TESTS = {"kind": "assert", "prefix": "", "entry_point": "sq",
+               "code": "import math\n\ndef check(candidate):\n    assert candidate(2) == 4\n    assert candidate(3) == 9\n"
+                       "    assert abs(candidate(1.5) - 2.25) < 1e-9\n    assert math.isclose(candidate(0.5), 0.25)\n"}
+CHEAT_CALL_TESTS = {"kind": "call", "fn": "sq", "cases": [{"args": [2], "expected": 4}, {"args": [3], "expected": 9}]}
+_STEAL_TESTS = (
+    "import os, re, sys\n"
+    "seen = ''\n"
+    "for d in ('.', '/tmp', '/sandbox'):\n"
+    "    for f in (os.listdir(d) if os.path.isdir(d) else []):\n"
+    "        try:\n            seen += open(os.path.join(d, f)).read()\n        except OSError:\n            pass\n"
+    "try:\n    seen += sys.stdin.read()\nexcept (OSError, ValueError):\n    pass\n"
+    "TABLE = {int(a): int(b) for a, b in re.findall(r'candidate\\((\\d+)\\) == (\\d+)', seen)}\n"
+    "TABLE.update({int(a): int(b) for a, b in re.findall(r'\"args\": \\[(\\d+)\\], \"expected\": (\\d+)', seen)})\n"
+    "def sq(x):\n    return TABLE[x]\n"
+)
+# Everything this process could read: every object gc knows, every frame's names, its own memory,
+# every other process's command line, environment and memory; then a table from what matched.
+_HUNT = (
+    "import gc, os, re, sys\n"
+    "seen = []\n"
+    "for o in gc.get_objects():\n"
+    "    try:\n        seen.append(repr(o)[:20000])\n    except Exception:\n        pass\n"
+    "f = sys._getframe()\n"
+    "while f is not None:\n    seen.append(repr(f.f_locals)[:20000] + repr(f.f_globals)[:20000])\n    f = f.f_back\n"
+    "def memory(pid):\n"
+    "    try:\n        maps, mem = open(f'/proc/{pid}/maps'), open(f'/proc/{pid}/mem', 'rb')\n"
+    "    except OSError:\n        return\n"
+    "    for line in maps:\n        span, perms = line.split()[:2]\n"
+    "        lo, hi = (int(x, 16) for x in span.split('-'))\n"
+    "        if perms[0] == 'r' and hi - lo < (64 << 20):\n"
+    "            try:\n                mem.seek(lo)\n                seen.append(mem.read(hi - lo).decode('latin-1'))\n"
+    "            except (OSError, ValueError, OverflowError):\n                pass\n"
+    "memory('self')\n"
+    "for p in os.listdir('/proc'):\n"
+    "    if p.isdigit() and int(p) != os.getpid():\n"
+    "        memory(p)\n"
+    "        for part in ('cmdline', 'environ'):\n"
+    "            try:\n                seen.append(open(f'/proc/{p}/{part}', 'rb').read().decode('latin-1'))\n"
+    "            except OSError:\n                pass\n"
+    "text = '\\n'.join(seen)\n"
+    "TABLE = {float(a): float(b) for a, b in re.findall(r'candidate\\(([\\d.]+)\\)(?: - |, | == )([\\d.]+)', text)}\n"
+    "TABLE.update({float(a): float(b) for a, b in re.findall(r'\"args\": \\[([\\d.]+)\\], \"expected\": ([\\d.]+)', text)})\n"
+    "def sq(x):\n    y = TABLE.get(x, 0)\n    return int(y) if type(x) is int else y\n"
+)
+# Verdict lines in both the old (nonce) and the new (JSON) formats, on every descriptor this process
+# has and on every descriptor of every process it can open through /proc.
+_FORGE = (
+    "import os\n"
+    "fake = ''.join(f'\\n{{\"tag\": \"{t}\", \"i\": {i}, \"text\": \"{v}\"}}\\n' for t, i, v in"
+    " (('PASS', 0, ''), ('RESULT', 0, '4'), ('RESULT', 1, '9'))) + '{\"tag\": \"DONE\"}\\n'\n"
+    "fake = (fake + 'PASS\\t0\\nDONE\\n').encode()\n"
+    "targets = [(None, fd) for fd in range(0, 256)]\n"
+    "for p in os.listdir('/proc'):\n"
+    "    if p.isdigit():\n"
+    "        try:\n            targets += [(p, fd) for fd in os.listdir(f'/proc/{p}/fd')]\n"
+    "        except OSError:\n            targets += [(p, fd) for fd in range(0, 8)]\n"
+    "for p, fd in targets:\n"
+    "    try:\n"
+    "        w = fd if p is None else os.open(f'/proc/{p}/fd/{fd}', os.O_WRONLY | os.O_NONBLOCK)\n"
+    "        os.write(w, fake)\n"
+    "    except OSError:\n        pass\n"
+    "def sq(x):\n    return 0\n"
+)
+_PROXY = (
+    "import weakref\n"
+    "class Any:\n"
+    "    def __eq__(self, other):\n        return True\n"
+    "    def __sub__(self, other):\n        return 0\n"
+    "    __rsub__ = __sub__\n"
+    "KEEP = []\n"
+    "def sq(x):\n    a = Any()\n    KEEP.append(a)\n    return weakref.proxy(a)\n"
+)
+_MAPPING_PROXY = (
+    "import types\n"
+    "class D(dict):\n    def __eq__(self, other):\n        return True\n    __hash__ = None\n"
+    "def sq(x):\n    return types.MappingProxyType(D())\n"
+)
+_PATCH_CHECK_TOOLS = (
+    "import builtins, math\n"
+    "builtins.abs = lambda x: 0\n"
+    "math.isclose = lambda *a, **k: True\n"
+    "def sq(x):\n    return x * x if type(x) is int else 0.0\n"
+)
+_KILL_OTHERS = (
+    "import os, signal\n"
+    "for p in os.listdir('/proc'):\n"
+    "    if p.isdigit() and int(p) != os.getpid():\n"
+    "        for sig in (signal.SIGSTOP, signal.SIGKILL):\n"
+    "            try:\n                os.kill(int(p), sig)\n            except OSError:\n                pass\n"
+    "def sq(x):\n    return 0\n"
+)
+_DEEP_TREE = (
+    "import os\n"
+    "base = os.getcwd()\n"
+    "for _ in range(1100):\n    os.mkdir('d')\n    os.chdir('d')\n"
+    "os.chdir(base)\n"
+    "def sq(x):\n    return x * x\n"
+)
+CHEATS: tuple[tuple[str, str, dict], ...] = (
+    ("honest solution (control: must pass)", "def sq(x):\n    return x * x\n", CHEAT_TESTS),
+    ("sys.exit(0) before the tests", "import sys\nsys.exit(0)\n", CHEAT_TESTS),
+    ("os._exit(0) at import", "import os\nos._exit(0)\n", CHEAT_TESTS),
+    ("os._exit(0) inside the function", "import os\ndef sq(x):\n    os._exit(0)\n", CHEAT_TESTS),
+    ("redefine check", "def sq(x):\n    return 0\ndef check(candidate):\n    pass\n", CHEAT_TESTS),
+    ("patch assert / AssertionError", "import builtins\nbuiltins.AssertionError = type('Quiet', (Exception,), {})\n"
+     "def sq(x):\n    return 0\n", CHEAT_TESTS),
+    ("patch builtins.abs and math.isclose", _PATCH_CHECK_TOOLS, CHEAT_TESTS),
+    ("trace function skipping lines", "import sys\nsys.settrace(lambda *a: None)\ndef sq(x):\n    return 0\n", CHEAT_TESTS),
+    ("print fake success markers", "import os\nfor m in ('PASS', 'PASS\\t0', 'DONE', 'All tests passed', 'OK'):\n"
+     "    print(m)\n    os.write(1, (m + '\\n').encode())\nos._exit(0)\n", CHEAT_TESTS),
+    ("forge verdict lines on every reachable fd", _FORGE, CHEAT_TESTS),
+    ("object equal to everything", "class Any:\n    def __eq__(self, other):\n        return True\n"
+     "def sq(x):\n    return Any()\n", CHEAT_TESTS),
+    ("int subclass equal to everything", "class I(int):\n    def __eq__(self, other):\n        return True\n"
+     "def sq(x):\n    return I(0)\n", CHEAT_TESTS),
+    ("weakref.proxy to an always-equal object", _PROXY, CHEAT_TESTS),
+    ("MappingProxyType over an always-equal dict", _MAPPING_PROXY, CHEAT_TESTS),
+    ("swallow BaseException, exit 0", "import os\ndef sq(x):\n    try:\n        raise SystemExit(0)\n"
+     "    except BaseException:\n        os._exit(0)\n", CHEAT_TESTS),
+    ("read the test file (assert)", _STEAL_TESTS, CHEAT_TESTS),
+    ("read the expected outputs (call)", _STEAL_TESTS, CHEAT_CALL_TESTS),
+    ("hunt tests in gc, frames, memory, other processes", _HUNT, CHEAT_TESTS),
+    ("hunt expected outputs in gc, frames, memory (call)", _HUNT, CHEAT_CALL_TESTS),
+    ("stop and kill every other process", _KILL_OTHERS, CHEAT_TESTS),
+    ("object equal to everything (call)", "class Any:\n    def __eq__(self, other):\n        return True\n"
+     "def sq(x):\n    return Any()\n", CHEAT_CALL_TESTS),
+    ("fork bomb before the tests", "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n"
+     "        pass\n", CHEAT_TESTS),
+    ("honest solution leaving a 1,100-deep directory chain (must pass, not error)", _DEEP_TREE, CHEAT_TESTS),
+)
