@@ -37,6 +37,7 @@ from rlvr.verifiers.math_parse import Bracket, Coll, Expr, Matrix, Num, Rel, Tex
 
 PERCENT_MODES = ("either", "ratio", "strip")
 _BARE_SYMBOL = re.compile(r"[a-zA-Z](?:_\{?[\w]+\}?)?|\\(?:alpha|beta|gamma|theta|lambda|mu|phi|omega)")
+_DECIMAL_IN_LATEX = re.compile(r"(?<![\d.])\d*\.(\d+)")
 _CONSTANT_LATEX = re.compile(r"(?:[-+]?\\infty|[^a-zA-Z]*|.*\\(?:pi|infty|sqrt|frac).*)")
 
 
@@ -54,7 +55,7 @@ class Unparsable(Exception):
 
 @dataclass(frozen=True)
 class Rules:
-    rel_tol: float = 1e-6
+    rel_tol: float = 0.0
     percent: str = "either"
     allow_sympy: bool = True
 
@@ -69,6 +70,10 @@ def equal(g, p, rules: Rules) -> bool:
         return True
     if isinstance(g, Text) or isinstance(p, Text):
         return isinstance(g, Text) and isinstance(p, Text) and g.text == p.text
+    if isinstance(g, Coll) and g.comma_decimal is not None and isinstance(p, Num) and p.approx:
+        return equal(g.comma_decimal, p, rules)  # gold "1,22", predicted 1.22
+    if isinstance(p, Coll) and p.comma_decimal is not None and isinstance(g, Num) and g.approx:
+        return equal(g, p.comma_decimal, rules)  # gold 1000.99, predicted "1000,99"
     if isinstance(g, Coll):
         return isinstance(p, Coll) and _matching(g.items, p.items, rules)
     if isinstance(g, Union):
@@ -122,24 +127,40 @@ def _matching(gold_items, pred_items, rules: Rules) -> bool:
 
 # ------------------------------------------------------------------------------------------- numbers
 
-def _num_values(n: Num, percent: str) -> tuple[Fraction, ...]:
+def _num_values(n: Num, percent: str) -> tuple[tuple[Fraction, int], ...]:
+    """(value, decimal places) pairs a number may stand for; its hundredth has two more places."""
     if not n.pct or percent == "strip":
-        return (n.value,)
+        return ((n.value, n.places),)
     if percent == "ratio":
-        return (n.value / 100,)
-    return (n.value, n.value / 100)
+        return ((n.value / 100, n.places + 2),)
+    return ((n.value, n.places), (n.value / 100, n.places + 2))
 
 
-def close(gold: Fraction | float, pred: Fraction | float, approx: bool, rel_tol: float) -> bool:
-    if not approx:
-        return gold == pred
-    return abs(pred - gold) <= rel_tol * abs(gold) if gold != 0 else abs(pred) <= rel_tol
+def numbers_equal(g: Fraction, g_approx: bool, g_places: int, p: Fraction, p_approx: bool, p_places: int,
+                  rel_tol: float = 0.0) -> bool:
+    """The number rule of the module docstring: exact unless a side is a decimal, then its stated precision."""
+    if g == p:
+        return True
+    if not (g_approx or p_approx):
+        return False  # two exact values: no tolerance at all
+    if g_approx and p_approx and p_places < g_places:
+        return False  # 0.3 does not stand for 0.33: the prediction is less precise than the gold
+    if rel_tol and abs(p - g) <= rel_tol * abs(g):
+        return True
+    places = g_places if g_approx else p_places  # the gold's stated precision binds when it has one
+    if not g_approx and _significant_digits(p, p_places) < 2:
+        return False  # 0.3 for 1/3: one significant digit says too little to earn credit
+    return abs(p - g) * 2 * Fraction(10) ** places <= 1  # within half a unit in the last stated place
+
+
+def _significant_digits(value: Fraction, places: int) -> int:
+    digits = abs(value) * Fraction(10) ** places
+    return len(str(round(digits))) if digits >= 1 else 0
 
 
 def _num_equal(g: Num, p: Num, rules: Rules) -> bool:
-    approx = g.approx or p.approx
-    return any(close(gv, pv, approx, rules.rel_tol)
-               for gv in _num_values(g, rules.percent) for pv in _num_values(p, rules.percent))
+    return any(numbers_equal(gv, g.approx, gp, pv, p.approx, pp, rules.rel_tol)
+               for gv, gp in _num_values(g, rules.percent) for pv, pp in _num_values(p, rules.percent))
 
 
 # ------------------------------------------------------------------------------------------- relations
@@ -238,37 +259,50 @@ def node_to_sympy(node):
     return result
 
 
+def _stated_places(node) -> int | None:
+    """Decimal places of the least precise decimal written in `node`; None when it has no decimal."""
+    if isinstance(node, Num):
+        return node.places if node.approx else None
+    found = [len(m.group(1)) for m in _DECIMAL_IN_LATEX.finditer(node.latex)]
+    return min(found) if found else None
+
+
 def _sympy_equal(g, p, rules: Rules) -> bool:
     import sympy
 
-    approx = (isinstance(g, Num) and g.approx) or (isinstance(p, Num) and p.approx)
     gs, ps = node_to_sympy(g), node_to_sympy(p)
     if not isinstance(gs, sympy.Expr) or not isinstance(ps, sympy.Expr):
         return _structural_sympy_equal(gs, ps, rules)
-    approx = approx or bool(gs.atoms(sympy.Float)) or bool(ps.atoms(sympy.Float))
-    tol = rules.rel_tol if approx else 1e-20
-    g_values = [sympy.Rational(v.numerator, v.denominator) for v in _num_values(g, rules.percent)] if isinstance(g, Num) else [gs]
-    p_values = [sympy.Rational(v.numerator, v.denominator) for v in _num_values(p, rules.percent)] if isinstance(p, Num) else [ps]
-    candidates = [(a, b) for a in g_values for b in p_values]
-    return any(_expr_equal(a, b, tol) for a, b in candidates)
+    g_places, p_places = _stated_places(g), _stated_places(p)
+    if isinstance(p, Num) and p.approx and g_places is None and _significant_digits(p.value, p.places) < 2:
+        return False  # as in numbers_equal: 0.3 does not stand for an exact gold
+    g_values = ([(sympy.Rational(v.numerator, v.denominator), places if g.approx else None)
+                 for v, places in _num_values(g, rules.percent)]
+                if isinstance(g, Num) else [(gs, g_places)])
+    p_values = ([(sympy.Rational(v.numerator, v.denominator), places if p.approx else None)
+                 for v, places in _num_values(p, rules.percent)]
+                if isinstance(p, Num) else [(ps, p_places)])
+    return any(_expr_equal(a, ap, b, bp, rules.rel_tol) for a, ap in g_values for b, bp in p_values)
 
 
 def _structural_sympy_equal(gs, ps, rules: Rules) -> bool:
     import sympy
 
     if isinstance(gs, sympy.MatrixBase) and isinstance(ps, sympy.MatrixBase):
-        return gs.shape == ps.shape and all(_expr_equal(a, b, rules.rel_tol) for a, b in zip(gs, ps))
+        return gs.shape == ps.shape and all(_expr_equal(a, None, b, None, rules.rel_tol) for a, b in zip(gs, ps))
     try:
         return bool(gs == ps)
     except Exception:
         return False
 
 
-def _expr_equal(gs, ps, tol: float) -> bool:
-    """Equal at 30 digits, at random points when there are free symbols.
+def _expr_equal(gs, g_places: int | None, ps, p_places: int | None, rel_tol: float = 0.0) -> bool:
+    """The rule of the module docstring for two SymPy expressions (places: the stated precision, None = exact).
 
-    Values are compared as mpmath numbers, whose exponent range is unbounded: `1/2004!` and
-    `1/2006!` both underflow a Python float to 0.0, which is how fixed-precision graders call them equal."""
+    Values are mpmath numbers at `_DIGITS` digits under `mpmath.workdps`, whose exponent range is
+    unbounded: `1/2004!` and `1/2006!` both underflow a Python float to 0.0, which is how
+    fixed-precision graders call them equal."""
+    import mpmath
     import sympy
 
     if gs == ps:
@@ -276,20 +310,46 @@ def _expr_equal(gs, ps, tol: float) -> bool:
     if gs.has(sympy.oo, -sympy.oo, sympy.zoo) or ps.has(sympy.oo, -sympy.oo, sympy.zoo):
         return False
     symbols = sorted(gs.free_symbols | ps.free_symbols, key=lambda s: s.name)
-    agreeing = 0
-    for point in _points(symbols):
-        gv, pv = _value(gs, point), _value(ps, point)
-        if gv is None or pv is None:
-            continue  # not a number at this point (a pole, a symbol left over): try another
-        if abs(pv - gv) > (tol * abs(gv) if gv != 0 else tol):
-            return False
-        agreeing += 1
-        if agreeing >= (_POINTS if symbols else 1):
-            return True
-    try:  # no point evaluated: fall back to bounded symbolic simplification (the pool's limit applies)
-        return sympy.simplify(gs - ps) == 0
-    except Exception:
+    approx = g_places is not None or p_places is not None
+    if approx and g_places is not None and p_places is not None and p_places < g_places:
         return False
+    with mpmath.workdps(_DIGITS + 10):
+        if approx:
+            half_unit = mpmath.mpf(10) ** -(g_places if g_places is not None else p_places) / 2
+        agreeing = 0
+        for point in _points(symbols):
+            gv, pv = _value(gs, point), _value(ps, point)
+            if gv is None or pv is None:
+                continue  # not a number at this point (a pole, a symbol left over): try another
+            diff = abs(pv - gv)
+            if approx:
+                ok = diff <= half_unit or (rel_tol and diff <= rel_tol * abs(gv))
+            else:  # exact: only the rounding noise of 30-digit arithmetic is forgiven here, then proved below
+                ok = diff <= mpmath.mpf(10) ** -(_DIGITS - 8) * max(abs(gv), 1)
+            if not ok:
+                return False
+            agreeing += 1
+            if agreeing >= (_POINTS if symbols else 1):
+                break
+    if approx:
+        return agreeing > 0
+    if agreeing == 0 or not symbols:
+        return _proved_zero(gs - ps)
+    return True  # an identity in the symbols, by agreement at random points (see the module docstring)
+
+
+def _proved_zero(d) -> bool:
+    """SymPy shows `d == 0` exactly (expand, radsimp, simplify in turn); unproved counts as unequal."""
+    import sympy
+
+    for rewrite in (sympy.expand, sympy.radsimp, sympy.simplify):  # never nsimplify: it rounds
+        try:
+            r = rewrite(d)
+        except Exception:
+            continue
+        if r == 0:
+            return True
+    return False
 
 
 def _points(symbols):
@@ -328,7 +388,15 @@ def _relations_proportional(g: Rel, p: Rel, rules: Rules) -> bool:
         return False
     symbols = sorted(dg.free_symbols | dp.free_symbols, key=lambda s: s.name)
     if not symbols:
-        return _expr_equal(dg, dp, rules.rel_tol)
+        return _expr_equal(dg, None, dp, None, rules.rel_tol)
+    import mpmath
+
+    ratios = []
+    with mpmath.workdps(_DIGITS + 10):
+        return _ratios_agree(dg, dp, symbols, g.ops[0])
+
+
+def _ratios_agree(dg, dp, symbols, op: str) -> bool:
     ratios = []
     for point in _points(symbols):
         a, b = _value(dg, point), _value(dp, point)
@@ -342,7 +410,7 @@ def _relations_proportional(g: Rel, p: Rel, rules: Rules) -> bool:
     first = ratios[0]
     if any(abs(r - first) > 1e-9 * abs(first) for r in ratios[1:]):
         return False
-    return g.ops[0] in ("=", "!=") or (first.real > 0 and abs(first.imag) < 1e-12 * abs(first))
+    return op in ("=", "!=") or (first.real > 0 and abs(first.imag) < 1e-12 * abs(first))
 
 
 def _difference(rel: Rel):

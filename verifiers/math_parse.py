@@ -29,8 +29,9 @@ MAX_EXPONENT = 400  # larger powers of ten go to SymPy (in a worker), not Fracti
 @dataclass(frozen=True)
 class Num:
     value: Fraction
-    approx: bool = False  # written with a decimal point: compared with a tolerance
+    approx: bool = False  # written with a decimal point: a stated approximation (see math_equal)
     pct: bool = False  # written with a percent sign
+    places: int = 0  # decimal places as written, less the power of ten: 0.33 -> 2, 1.2e5 -> -4
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ class Rel:
 @dataclass(frozen=True)
 class Coll:
     items: tuple  # unordered: `\{1, 2\}`, "1, 2", "x=1 or x=2", `1 \pm 2`
+    comma_decimal: Num | None = None  # "1000,99", "0,111": also a number with a decimal comma (see parse)
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,7 @@ _FRAC_SHORT = [
 ]
 _SPACED_THOUSANDS = re.compile(r"(?<![\d.])(\d{1,3})((?: \d{3})+)(?![\d])")
 _BRACE_COMMA = re.compile(r"\{,\}")
+_COMMA_DECIMAL = re.compile(r"([-+]?\d+),(\d+)")  # reached only when it is no thousands grouping
 
 
 def normalize(text: str) -> str:
@@ -130,7 +133,7 @@ def normalize(text: str) -> str:
 # ---------------------------------------------------------------------------------------------
 # numbers (the fast path: exact Fractions, no SymPy)
 
-_INT = r"(?:\d{1,3}(?:,\d{3})+(?![\d])|\d+)"
+_INT = r"(?:[1-9]\d{0,2}(?:,\d{3})+(?![\d])|\d+)"  # "0,111" is no thousands grouping
 _MANT = rf"(?:{_INT}(?:\.\d*)?|\.\d+)"
 _EXP = r"(?:[eE](?P<e1>[-+]?\d+)|\s*(?:\\times|\\cdot|\*|x)\s*10\s*\^\s*(?:\{\s*(?P<e2>[-+]?\d+)\s*\}|(?P<e3>[-+]?\d)))"
 _DECIMAL_RE = re.compile(rf"(?P<sign>[-+]?)\s*(?P<mant>{_MANT})(?:{_EXP})?\s*(?P<pct>%?)")
@@ -153,7 +156,8 @@ def parse_number(s: str) -> Num | None:
             return None
         mant = m.group("mant").replace(",", "")
         value = Fraction(mant) * (Fraction(10) ** int(exp) if exp else 1)
-        return Num(-value if m.group("sign") == "-" else value, approx="." in mant, pct=bool(m.group("pct")))
+        places = (len(mant) - mant.index(".") - 1 if "." in mant else 0) - (int(exp) if exp else 0)
+        return Num(-value if m.group("sign") == "-" else value, approx="." in mant, pct=bool(m.group("pct")), places=places)
     m = _POW10_RE.fullmatch(s)
     if m:
         exp = int(m.group("e2") or m.group("e3"))
@@ -298,6 +302,10 @@ def parse(s: str) -> object:
     parts = [p for p in _top_level_spans(s, _WORD_SEP) if p.strip()]
     if len(parts) > 1:
         return Coll(tuple(parse(p) for p in parts))
+    m = _COMMA_DECIMAL.fullmatch(s)
+    if m:  # "2,74" is a list of two numbers or, in much of the world, 2.74: math_equal decides by the other side
+        value = parse_number(f"{m.group(1)}.{m.group(2)}")
+        return Coll((parse_number(m.group(1)), parse_number(m.group(2))), comma_decimal=value)
     for sep in (";", ","):
         parts = split_top(s, sep)
         if len(parts) > 1 and all(p.strip() for p in parts):

@@ -67,7 +67,7 @@ class MathVerifier:
     name = "math"
 
     def __init__(self, extract: Sequence[str] = DEFAULT_ORDER, last_number: bool = False, percent: str = "either",
-                 rel_tol: float = 1e-6, timeout: float = 3.0, workers: int | None = None,
+                 rel_tol: float = 0.0, timeout: float = 3.0, workers: int | None = None,
                  memory_limit_mb: int | None = 4096):
         if isinstance(extract, str) or not all(isinstance(e, str) and e in EXTRACTORS for e in extract):
             raise ConfigError(f"math verifier: 'extract' must be a list of {', '.join(EXTRACTORS)}; got {extract!r}")

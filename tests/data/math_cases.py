@@ -28,7 +28,7 @@ CASES = [
     (r"$\boxed{6/8}$", r"\frac{3}{4}", True, "unreduced fraction"),
     (r"$\boxed{\frac{2}{3}}$", r"\frac{3}{4}", False, "wrong fraction"),
     (r"$\boxed{-\frac{1}{3}}$", r"\frac{-1}{3}", True, "sign placement"),
-    (r"$\boxed{0.333}$", r"\frac{1}{3}", False, "3-digit decimal is not 1/3 at rel_tol 1e-6"),
+    (r"$\boxed{0.333}$", r"\frac{1}{3}", True, "MV: rounds to 6 places; 0.333 is 1/3 at its stated 3 places"),
     (r"$\boxed{0.3333333}$", r"\frac{1}{3}", True, "decimal within rel_tol"),
     (r"$\boxed{2.50}$", "2.5", True, "trailing zero"),
     (r"$\boxed{.5}$", "0.5", True, "leading dot"),
@@ -46,7 +46,8 @@ CASES = [
     (r"$\boxed{2^{64}}$", "18446744073709551616", True, "power vs integer"),
     # --- constants ----------------------------------------------------------------------
     (r"$\boxed{3.14159265}$", r"\pi", True, "decimal pi within rel_tol"),
-    (r"$\boxed{3.14}$", r"\pi", False, "3.14 is not pi at rel_tol 1e-6"),
+    (r"$\boxed{3.14}$", r"\pi", True, "MV: rounds to 6 places; 3.14 is pi at its stated 2 places"),
+    (r"$\boxed{3.15}$", r"\pi", False, "3.15 is not pi to 2 places"),
     (r"$\boxed{2\pi}$", r"2\pi", True, "pi expr"),
     (r"$\boxed{\pi/2}$", r"\frac{\pi}{2}", True, "pi over 2"),
     (r"$\boxed{2.718281828}$", "e", True, "e decimal"),
