@@ -37,6 +37,7 @@ from rlvr.verifiers.math_parse import Bracket, Coll, Expr, Matrix, Num, Rel, Tex
 
 PERCENT_MODES = ("either", "ratio", "strip")
 _BARE_SYMBOL = re.compile(r"[a-zA-Z](?:_\{?[\w]+\}?)?|\\(?:alpha|beta|gamma|theta|lambda|mu|phi|omega)")
+_COMMAND = re.compile(r"\\[a-zA-Z]+")
 _DECIMAL_IN_LATEX = re.compile(r"(?<![\d.])\d*\.(\d+)")
 _CONSTANT_LATEX = re.compile(r"(?:[-+]?\\infty|[^a-zA-Z]*|.*\\(?:pi|infty|sqrt|frac).*)")
 
@@ -83,14 +84,18 @@ def equal(g, p, rules: Rules) -> bool:
             p = rel_as_interval(p)
         return (isinstance(p, Bracket) and (p.open, p.close) == (g.open, g.close)
                 and len(p.items) == len(g.items) and all(equal(a, b, rules) for a, b in zip(g.items, p.items)))
+    if isinstance(g, Matrix) and isinstance(p, Expr):  # `A + B` or `I \cdot I` written out: SymPy evaluates it
+        if not rules.allow_sympy:
+            raise NeedsSympy
+        return _matrix_expr_equal(g, p, rules)
     if isinstance(g, Matrix):
         return (isinstance(p, Matrix) and [len(r) for r in g.rows] == [len(r) for r in p.rows]
                 and all(equal(a, b, rules) for ra, rb in zip(g.rows, p.rows) for a, b in zip(ra, rb)))
     if isinstance(g, Rel):
         if isinstance(p, Rel):
             return _rel_equal(g, p, rules)
-        if g.ops == ("=",) and _is_bare_symbol(g.sides[0]):  # gold "x = 3", predicted "3"
-            return equal(g.sides[1], p, rules)
+        if all(op == "=" for op in g.ops) and (_is_bare_symbol(g.sides[0]) or _is_label(g.sides[0]) or len(g.sides) > 2):
+            return equal(g.sides[-1], p, rules)  # gold "x = 3", "f(x) = 3", "(p, q) = (3, 2)": predicted "3"
         if isinstance(p, Bracket):
             interval = rel_as_interval(g)
             return interval is not None and equal(interval, p, rules)
@@ -112,6 +117,7 @@ def _has_pct(node) -> bool:
 
 def _matching(gold_items, pred_items, rules: Rules) -> bool:
     """A one-to-one pairing of equal items exists (greedy; fine for the small sets of answers)."""
+    gold_items, pred_items = _distinct(gold_items), _distinct(pred_items)  # a set names each member once
     if len(gold_items) != len(pred_items):
         return False
     left = list(pred_items)
@@ -123,6 +129,14 @@ def _matching(gold_items, pred_items, rules: Rules) -> bool:
         else:
             return False
     return True
+
+
+def _distinct(items) -> list:
+    out = []
+    for item in items:
+        if item not in out:
+            out.append(item)
+    return out
 
 
 # ------------------------------------------------------------------------------------------- numbers
@@ -189,7 +203,7 @@ def rel_as_interval(rel: Rel) -> Bracket | None:
         if op in ("<", "<="):
             return Bracket("(", ")" if op == "<" else "]", (neg_inf, rhs))
         return Bracket("(" if op == ">" else "[", ")", (rhs, inf))
-    if len(rel.sides) == 3 and _is_bare_symbol(rel.sides[1]) and _is_constant(rel.sides[0]) and _is_constant(rel.sides[2]):
+    if len(rel.sides) == 3 and (_is_bare_symbol(rel.sides[1]) or _is_label(rel.sides[1])) and _is_constant(rel.sides[0]) and _is_constant(rel.sides[2]):
         a, b = rel.ops
         if a in ("<", "<=") and b in ("<", "<="):
             return Bracket("(" if a == "<" else "[", ")" if b == "<" else "]", (rel.sides[0], rel.sides[2]))
@@ -198,7 +212,37 @@ def rel_as_interval(rel: Rel) -> Bracket | None:
     return None
 
 
+def _is_label(node) -> bool:
+    """The left side of a gold `name = value`: no digit in it (`f(x)`, `|AB|`, `(p, q)`, `S_{ABC}:S`)."""
+    if isinstance(node, Expr):
+        bare = _COMMAND.sub("", re.sub(r"_\s*(?:\{[^{}]*\}|\w)", "", node.latex))  # `V_{1}` is a name
+        return bool(re.search(r"[a-zA-Z]", bare)) and not re.search(r"\d", bare)
+    if isinstance(node, Bracket):
+        return bool(node.items) and all(_is_label(item) for item in node.items)
+    return False
+
+
+def _chain_ends(rel: Rel) -> Rel:
+    """`x = 5+5+1 = 7 = 11` answers `x = 11`: an equality chain counts by its first and last member."""
+    if len(rel.sides) > 2 and all(op == "=" for op in rel.ops):
+        return Rel(("=",), (rel.sides[0], rel.sides[-1]))
+    return rel
+
+
+def _matrix_expr_equal(g: Matrix, p: Expr, rules: Rules) -> bool:
+    import sympy
+
+    ps = node_to_sympy(p)
+    if not isinstance(ps, sympy.MatrixBase) or ps.shape != (len(g.rows), len(g.rows[0])):
+        return False
+    if not all(isinstance(c, (Num, Expr)) for row in g.rows for c in row):
+        return False
+    return all(_expr_equal(node_to_sympy(c), _stated_places(c), sympy.simplify(v), None, rules.rel_tol)
+               for row, prow in zip(g.rows, ps.tolist()) for c, v in zip(row, prow))
+
+
 def _rel_equal(g: Rel, p: Rel, rules: Rules) -> bool:
+    g, p = _chain_ends(g), _chain_ends(p)
     if len(g.sides) == 2 and len(p.sides) == 2:
         flipped = Rel((_FLIP[p.ops[0]],), (p.sides[1], p.sides[0]))
         for cand in (p, flipped):

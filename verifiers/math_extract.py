@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 
 THINK_CLOSE = "</think>"
 _BOX_COMMANDS = ("\\boxed", "\\fbox")
-_BOX_JOINER_NOISE = re.compile(r"\\(?:text|mbox|textrm)\s*\{|\}|\\q?quad|\$|[\s.]")
+_BOX_JOINER_NOISE = re.compile(r"\\(?:text|mbox|textrm)\s*\{|\}|\\q?quad|\$|\\[()\[\]]|[\s.]")
 _BOX_JOINERS = {"", ",", ";", "or", "and", "&", ",or", ",and"}
 _MINERVA = re.compile(r"final answer is\s*(.+?)\s*\.?\s*I hope it is correct", re.IGNORECASE | re.DOTALL)
 _GSM8K = re.compile(r"####\s*([^\n]+)")
@@ -117,7 +117,8 @@ def extract_answer_tag(text: str) -> list[str] | None:
     if not content:
         return None
     return (extract_boxed(content) or _whole_span(content) or extract_answer_is(content)
-            or (extract_last_latex(content) if re.search(r"[a-zA-Z]{3,}[^$]*\$", content) else None) or [content])
+            or (extract_last_latex(content) if re.search(r"[a-zA-Z]{3,}[^$]*\$", content) else None)
+            or _strip_dollars(content))
 
 
 def extract_minerva(text: str) -> list[str] | None:
@@ -167,8 +168,46 @@ def extract_last_number(text: str) -> list[str] | None:
     return [last.group(0).strip()] if last else None
 
 
+_BARE_NUMBER = re.compile(
+    r"(?<![A-Za-z\d.,])[-\u2212]?(?:\\frac\{\d+\}\{\d+\}|(?:\d{1,3}(?:(?:,\d{3})+| (?=\d{3}(?!\d))\d{3}(?: \d{3})*)|\d+)"
+    r"(?:[.,]\d+)?(?:/\d+)?|\.\d+)(?:\s*(?:%|\\%|percent\b|pct\b))?"
+)
+_WORD = re.compile(r"(?<!\\)\b[A-Za-z]{3,}\b")
+
+
+def extract_bare(text: str) -> list[str] | None:
+    """The lenient fallback for text with no answer marker and no math span.
+
+    A short text with no words is itself the answer (`-5`, `\\frac{10}{9}`, `28 %`, `1,000.99$`);
+    otherwise the last number, fraction or percentage written (`... which is 1,000.99€`), never one
+    glued to a word (`AZYUK2A` has none). math-verify falls back the same way to the last
+    expression of the text (its `ExprExtractionConfig`)."""
+    stripped = text.strip().rstrip(".").strip()
+    if stripped and len(stripped) <= 100 and not _WORD.search(stripped) and "\n" not in stripped:
+        return [stripped]
+    last = None
+    for m in _BARE_NUMBER.finditer(text):
+        last = m
+    return [last.group(0).strip()] if last else None
+
+
+_SENTENCE_VERB = re.compile(r"\s(?:is|are|equals|was|be)\s+(?:\w+\s+)??(?=[-$\\\d(\[.])|\s=\s", re.IGNORECASE)
+
+
+def _answer_of_sentence(answer: str) -> str:
+    """ "The volume of $ABCD$ is 120" -> "120": a sentence's answer follows its last "is"/"=" (when math follows)."""
+    if not _WORD.search(_LATEX_SPANS.sub("", answer)):
+        return answer
+    last = None
+    for m in _SENTENCE_VERB.finditer(answer):
+        last = m
+    return answer[last.end():].strip() if last else answer
+
+
 def _strip_dollars(answer: str) -> list[str]:
-    return [answer.strip().strip("$").strip()]
+    answer = _answer_of_sentence(answer.strip())
+    whole = _whole_span(answer)
+    return whole or [answer.strip().strip("$").strip()]
 
 
 def _whole_span(content: str) -> list[str] | None:
@@ -188,6 +227,7 @@ EXTRACTORS: dict[str, Callable[[str], list[str] | None]] = {
     "answer_is": extract_answer_is,
     "latex": extract_last_latex,
     "last_number": extract_last_number,
+    "bare": extract_bare,
 }
 DEFAULT_ORDER = ("answer_tag", "boxed", "minerva", "gsm8k", "answer_is", "latex")
 
