@@ -233,6 +233,8 @@ def _matrix_expr_equal(g: Matrix, p: Expr, rules: Rules) -> bool:
     import sympy
 
     ps = node_to_sympy(p)
+    if isinstance(ps, sympy.MatrixExpr):
+        ps = ps.doit()  # latex2sympy leaves `A + B`, `A B` of explicit matrices unevaluated
     if not isinstance(ps, sympy.MatrixBase) or ps.shape != (len(g.rows), len(g.rows[0])):
         return False
     if not all(isinstance(c, (Num, Expr)) for row in g.rows for c in row):

@@ -126,7 +126,7 @@ def extract_minerva(text: str) -> list[str] | None:
     matches = list(_MINERVA.finditer(text))
     if not matches:
         return None
-    answer = matches[-1].group(1).strip()
+    answer = re.sub(r'^(?:\\?["\'])+|(?:\\?["\'])+$', "", matches[-1].group(1).strip()).strip()  # quoted answers
     return _strip_dollars(answer) if answer else None
 
 
@@ -157,6 +157,9 @@ def extract_last_latex(text: str) -> list[str] | None:
     if last is None:
         return None
     content = next(g for g in last.groups() if g is not None).strip()
+    tail = [m for m in _BARE_NUMBER.finditer(text, last.end()) if not _LATER_NOISE.match(text, m.start())]
+    if tail:  # "... $d = \frac{90}{n}$ ... Therefore, there are 12 distinct sequences.": the closing number answers
+        return [tail[-1].group(0).strip()]
     return [content] if content else None
 
 
@@ -172,6 +175,7 @@ _BARE_NUMBER = re.compile(
     r"(?<![A-Za-z\d.,])[-\u2212]?(?:\\frac\{\d+\}\{\d+\}|(?:\d{1,3}(?:(?:,\d{3})+| (?=\d{3}(?!\d))\d{3}(?: \d{3})*)|\d+)"
     r"(?:[.,]\d+)?(?:/\d+)?|\.\d+)(?:\s*(?:%|\\%|percent\b|pct\b))?"
 )
+_LATER_NOISE = re.compile(r"\d+\s*(?:\)|\]|:)")  # list markers and references ("1)", "[2]", "3:")
 _WORD = re.compile(r"(?<!\\)\b[A-Za-z]{3,}\b")
 
 
@@ -201,7 +205,10 @@ def _answer_of_sentence(answer: str) -> str:
     last = None
     for m in _SENTENCE_VERB.finditer(answer):
         last = m
-    return answer[last.end():].strip() if last else answer
+    if last:
+        return answer[last.end():].strip()
+    numbers = [m for m in _BARE_NUMBER.finditer(answer) if not _LATEX_SPANS.search(answer)]
+    return numbers[-1].group(0).strip() if numbers else answer  # "Jane started growing Sphere 3 hours ago"
 
 
 def _strip_dollars(answer: str) -> list[str]:
@@ -215,6 +222,8 @@ def _whole_span(content: str) -> list[str] | None:
     m = _LATEX_SPANS.fullmatch(content.strip().rstrip("."))
     if m:
         inner = next(g for g in m.groups() if g is not None).strip()
+        if re.search(r"(?<!\\)\$", inner):
+            return None  # `$21,16$ or $11$` is two spans, not one
         return [inner] if inner else None
     return None
 
@@ -237,8 +246,20 @@ def extract(text: str, order: Sequence[str] = DEFAULT_ORDER) -> tuple[list[str],
     region = answer_region(text)
     for name in order:
         found = EXTRACTORS[name](region)
+        if found and name == "boxed" and "minerva" in order:
+            later = _minerva_after_last_box(region)
+            if later:  # "... \boxed{255} ... Final Answer: The final answer is $10,455$.": the closing line counts
+                return later, "minerva"
         if found:
             return found, name
+    return None
+
+
+def _minerva_after_last_box(text: str) -> list[str] | None:
+    boxes = _boxes(text)
+    matches = list(_MINERVA.finditer(text))
+    if boxes and matches and matches[-1].start() > boxes[-1][1]:
+        return extract_minerva(text[boxes[-1][1]:])
     return None
 
 
@@ -254,4 +275,14 @@ def extract_gold(gold: str) -> str:
         if found:
             return found[0]
     whole = _whole_span(gold)
-    return whole[0] if whole else gold
+    if whole:
+        return whole[0]
+    spans = list(_LATEX_SPANS.finditer(gold))
+    if len(spans) > 1 and all(_BOX_JOINER_NOISE.sub("", gold[a.end(): b.start()]).casefold() in _BOX_JOINERS
+                              for a, b in zip(spans, spans[1:])) and not gold[: spans[0].start()].strip():
+        return ", ".join(next(g for g in m.groups() if g is not None).strip() for m in spans)  # `$21,16$ or $11$`
+    if len(gold) > 80 and _WORD.search(gold):  # a worked solution stored as the gold: its closing answer
+        found = extract(gold, ("minerva", "answer_is", "latex"))
+        if found:
+            return ", ".join(found[0])
+    return gold
