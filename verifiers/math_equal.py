@@ -75,13 +75,15 @@ def equal(g, p, rules: Rules) -> bool:
         return equal(g.comma_decimal, p, rules)  # gold "1,22", predicted 1.22
     if isinstance(p, Coll) and p.comma_decimal is not None and isinstance(g, Num) and g.approx:
         return equal(g, p.comma_decimal, rules)  # gold 1000.99, predicted "1000,99"
+    if isinstance(p, Rel) and not isinstance(g, Rel) and len(p.sides) == 2 and p.ops == ("=",) and _is_label(p.sides[0]):
+        p = p.sides[1]  # predicted "(x, y) = (5, 8)" for gold (5, 8)
+    if isinstance(g, Coll) and isinstance(p, Bracket) and p.open == "(" and _named_values(g) is not None:
+        return equal(Bracket("(", ")", _named_values(g)), p, rules)  # gold "p=5, q=2", predicted (5, 2)
     if isinstance(g, Coll):
         return isinstance(p, Coll) and _matching(g.items, p.items, rules)
     if isinstance(g, Union):
         return isinstance(p, Union) and _matching(g.parts, p.parts, rules)
-    if isinstance(g, Bracket):
-        if isinstance(p, Rel):
-            p = rel_as_interval(p)
+    if isinstance(g, Bracket):  # a predicted relation does not answer an interval gold (the form asked for; math-verify too)
         return (isinstance(p, Bracket) and (p.open, p.close) == (g.open, g.close)
                 and len(p.items) == len(g.items) and all(equal(a, b, rules) for a, b in zip(g.items, p.items)))
     if isinstance(g, Matrix) and isinstance(p, Expr):  # `A + B` or `I \cdot I` written out: SymPy evaluates it
@@ -96,8 +98,8 @@ def equal(g, p, rules: Rules) -> bool:
             return _rel_equal(g, p, rules)
         if all(op == "=" for op in g.ops) and (_is_bare_symbol(g.sides[0]) or _is_label(g.sides[0]) or len(g.sides) > 2):
             return equal(g.sides[-1], p, rules)  # gold "x = 3", "f(x) = 3", "(p, q) = (3, 2)": predicted "3"
-        if isinstance(p, Bracket):
-            interval = rel_as_interval(g)
+        if isinstance(p, (Bracket, Union)):
+            interval = _abs_chain_as_union(g) or rel_as_interval(g)
             return interval is not None and equal(interval, p, rules)
         return False
     if isinstance(p, Rel):  # gold value, predicted "x = value" (or "2 + 3 = 5": the last side)
@@ -203,13 +205,29 @@ def rel_as_interval(rel: Rel) -> Bracket | None:
         if op in ("<", "<="):
             return Bracket("(", ")" if op == "<" else "]", (neg_inf, rhs))
         return Bracket("(" if op == ">" else "[", ")", (rhs, inf))
-    if len(rel.sides) == 3 and (_is_bare_symbol(rel.sides[1]) or _is_label(rel.sides[1])) and _is_constant(rel.sides[0]) and _is_constant(rel.sides[2]):
+    if len(rel.sides) == 3 and (_is_bare_symbol(rel.sides[1]) or _is_label(rel.sides[1]) and "|" not in rel.sides[1].latex) and _is_constant(rel.sides[0]) and _is_constant(rel.sides[2]):
         a, b = rel.ops
         if a in ("<", "<=") and b in ("<", "<="):
             return Bracket("(" if a == "<" else "[", ")" if b == "<" else "]", (rel.sides[0], rel.sides[2]))
         if a in (">", ">=") and b in (">", ">="):
             return Bracket("(" if b == ">" else "[", ")" if a == ">" else "]", (rel.sides[2], rel.sides[0]))
     return None
+
+
+def _abs_chain_as_union(rel: Rel) -> Union | None:
+    """`1 <= |z| <= 3/2` -> [-3/2, -1] U [1, 3/2] (for plain-number bounds 0 < a < b)."""
+    if len(rel.sides) != 3 or rel.ops[0] not in ("<", "<=") or rel.ops[1] not in ("<", "<="):
+        return None
+    lo, mid, hi = rel.sides
+    if not (isinstance(lo, Num) and isinstance(hi, Num) and 0 < lo.value < hi.value and isinstance(mid, Expr)):
+        return None
+    m = re.fullmatch(r"\|\s*(.+?)\s*\|", mid.latex.strip())
+    if not m or not _BARE_SYMBOL.fullmatch(m.group(1)):
+        return None
+    lo_close, hi_close = ("[" if rel.ops[0] == "<=" else "("), ("]" if rel.ops[1] == "<=" else ")")
+    neg = Bracket({"]": "[", ")": "("}[hi_close], {"[": "]", "(": ")"}[lo_close],
+                  (Num(-hi.value, hi.approx, places=hi.places), Num(-lo.value, lo.approx, places=lo.places)))
+    return Union((neg, Bracket(lo_close, hi_close, (lo, hi))))
 
 
 def _is_label(node) -> bool:
@@ -220,6 +238,15 @@ def _is_label(node) -> bool:
     if isinstance(node, Bracket):
         return bool(node.items) and all(_is_label(item) for item in node.items)
     return False
+
+
+def _named_values(coll: Coll):
+    """The values of `p=5, q=2` (distinct bare names, in order), else None."""
+    items = coll.items
+    if len(items) < 2 or not all(isinstance(i, Rel) and i.ops == ("=",) and _is_bare_symbol(i.sides[0]) for i in items):
+        return None
+    names = [i.sides[0].latex.strip() for i in items]
+    return tuple(i.sides[1] for i in items) if len(set(names)) == len(names) else None
 
 
 def _chain_ends(rel: Rel) -> Rel:

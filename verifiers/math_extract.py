@@ -21,7 +21,9 @@ from collections.abc import Callable, Sequence
 
 THINK_CLOSE = "</think>"
 _BOX_COMMANDS = ("\\boxed", "\\fbox")
-_BOX_JOINER_NOISE = re.compile(r"\\(?:text|mbox|textrm)\s*\{|\}|\\q?quad|\$|\\[()\[\]]|[\s.]")
+_BOX_JOINER_NOISE = re.compile(
+    r"\\(?:text|mbox|textrm)\s*\{|\}|\\q?quad|\$|\\[()\[\]]|\bfor\s+part\s*\(?\w\)?|[a-zA-Z](?:_\{?\w+\}?)?\s*=|[\s.]"
+)  # what may stand between boxes that form one answer: "or", "and", commas, and names ("and y_2 = \boxed{..}")
 _BOX_JOINERS = {"", ",", ";", "or", "and", "&", ",or", ",and"}
 _MINERVA = re.compile(r"final answer is\s*(.+?)\s*\.?\s*I hope it is correct", re.IGNORECASE | re.DOTALL)
 _GSM8K = re.compile(r"####\s*([^\n]+)")
@@ -29,7 +31,9 @@ _ANSWER_IS = re.compile(
     r"(?:the\s+)?(?:final\s+)?answer\s*(?:is|:|=)\s*:?\s*(.+?)(?:\n|$|(?<=[^\d\s\\])\.(?:\s|$)|\.\s)",
     re.IGNORECASE,
 )
-_LATEX_SPANS = re.compile(r"\$\$(.+?)\$\$|(?<![\\$])\$(.+?)(?<!\\)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.DOTALL)
+# Inline math (`$...$`, `\(...\)`) stays on one line, as math-verify reads it; display math may span lines.
+_LATEX_SPANS = re.compile(r"\$\$(.+?)\$\$|(?<![\\$])\$([^\n]+?)(?<!\\)\$|\\\(([^\n]+?)\\\)|\\\[(.+?)\\\]", re.DOTALL)
+_STRAY_DELIMITER = re.compile(r"\\\(|\\\)|(?<![\d\s])[ \t]*\$[ \t]*(?![\d\s])|(?<![\d])[ \t]*\$[ \t]*\n|\n[ \t]*\$")
 _LAST_NUMBER = re.compile(
     r"(?<![\w.])[-\u2212]?(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?(?:/\d+)?(?:[eE][-+]?\d+)?\s*%?"
 )
@@ -186,6 +190,8 @@ def extract_bare(text: str) -> list[str] | None:
     otherwise the last number, fraction or percentage written (`... which is 1,000.99€`), never one
     glued to a word (`AZYUK2A` has none). math-verify falls back the same way to the last
     expression of the text (its `ExprExtractionConfig`)."""
+    if _STRAY_DELIMITER.search(text):
+        return None  # a math delimiter that opened no valid span is broken math, not a bare answer
     stripped = text.strip().rstrip(".").strip()
     if stripped and len(stripped) <= 100 and not _WORD.search(stripped) and "\n" not in stripped:
         return [stripped]
@@ -267,6 +273,10 @@ def extract_gold(gold: str) -> str:
     """A gold answer as datasets store it: bare, `$...$`, `\\boxed{...}`, or a GSM8K solution's `#### X`."""
     gold = gold.strip()
     if "\\boxed" in gold or "\\fbox" in gold:
+        boxes = _boxes(gold)
+        near = len(boxes) > 1 and all(len(gold[a[1]: b[0]].strip()) <= 12 for a, b in zip(boxes, boxes[1:]))
+        if near:  # `\boxed{1} papers and \boxed{2} bins`: boxes a few characters apart form one gold (math-verify's
+            return ", ".join(dict.fromkeys(c for _, _, c in boxes if c))  # proximity rule, for gold answers only)
         found = extract_boxed(gold)
         if found:
             return ", ".join(found)

@@ -87,7 +87,7 @@ _DROP = re.compile(
     r"\\(?:left|right|bigl|bigr|Bigl|Bigr|biggl|biggr|big|Big|bigg|Bigg)(?![a-zA-Z])|\\displaystyle|\\textstyle"
     r"|\\!|\\limits|\\mathrm\{\s*\}"
 )
-_SPACES = re.compile(r"(?<!\\)\\[,;: ]|\\q?quad(?![a-zA-Z])|~")
+_SPACES = re.compile(r"(?<!\\)\\[,;: ]|\\q?quad|~")  # `\quadx_2` (no space) is still a quad
 _DEGREES = re.compile(r"\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\circ|\\degree|\s*\bdegrees?\b|\^\{\s*\\text\{\s*o\s*\}\s*\}")
 _CURRENCY = re.compile(r"\\\$|\$|\\euro|€|£|¥|₹|\\pounds|\bUSD\b|\bRs\.?\s|\bINR\b")
 _TEXT_WRAP = re.compile(r"\\(?:text|textbf|textit|textrm|textnormal|mathrm|mathbf|mathit|mbox|operatorname)\s*\{([^{}]*)\}")
