@@ -1,10 +1,26 @@
 """Is a predicted answer tree equal to the gold one? Structure first, numbers next, SymPy last.
 
 Rules (gold `g`, prediction `p`):
-- Numbers: exact when both were written exactly (integers, fractions); when either was written
-  as a decimal, `|p - g| <= rel_tol * |g|` (a *relative* tolerance: `\\frac{1}{2004!}` and
-  `\\frac{1}{2006!}` differ, `3.14159265` matches `\\pi` and `3.14` does not). Rounding to a fixed
-  number of decimals, as math-verify and the Qwen2.5-Math grader do, calls all tiny numbers equal.
+- Exact values compare exactly, with no tolerance: integers, fractions, repeating decimals
+  (`0.\\overline{3}` is 1/3) and exact symbolic constants (`2^{64}`, `20!`, `\\sqrt{2}+\\sqrt{3}`).
+  Why: a reward that can be taken instead of earned teaches the policy to take it. A relative
+  tolerance of 1e-6 between exact values called `2^{64}-1` equal to `2^{64}`, `20!+1` equal to
+  `20!` and `2^{2^{-60}}` equal to 1; a grader that rounds to 6 places (math-verify, the Qwen2.5-Math
+  grader) calls `\\frac{1}{2004!}` and `\\frac{1}{2006!}` equal. Two exact numbers are Fractions
+  here; two exact SymPy constants must agree at 30 digits *and* SymPy must prove `g - p == 0`
+  (expand, radsimp, simplify, under the worker's time limit); unproved counts as unequal.
+- A tolerance applies only when a side is written as a decimal, which states its own precision:
+  the decimal stands for every value within half a unit of its last place (`0.33` for 1/3, `1.4142`
+  for `\\sqrt{2}`, `3.14` for `\\pi`; `0.88` is not `\\sqrt{3}/2`). When the gold is the decimal its
+  precision binds and the prediction must be at least as precise (`16386.169` answers `16386.17`,
+  `0.3` does not answer `0.33`). A decimal with one significant digit never stands for an exact
+  gold (`0.9` for `\\sqrt{3}/2` would pay for guessing). The same rule holds inside tuples,
+  intervals and matrices, and for expressions holding decimals. `rel_tol` (default 0) only widens
+  it, for users who want a relative tolerance on decimals as well.
+- Expressions with free symbols: equal when they agree at 3 random positive points at 30 digits
+  (probabilistic identity testing: a non-identity differs by far more than the 1e-22 rounding
+  noise forgiven at a random point), faster than `simplify` and it does not give up on true
+  identities. PRM800K's grader skips SymPy for anything with `^`; this does not.
 - Percent (`percent=`): "either" (default) lets a number written with % stand for itself or for
   its hundredth (`28\\%` matches 28 and 0.28); "ratio" only its hundredth; "strip" only itself.
   A number written *without* % is only itself: 28 never matches 0.28 (the Qwen2.5-Math grader's
@@ -14,31 +30,37 @@ Rules (gold `g`, prediction `p`):
   only when no point evaluates. PRM800K's grader skips SymPy for anything with `^`; this does not.
 - Relations: equations are equal when `lhs - rhs` of both are proportional (`2x = 4` is `x = 2`),
   inequalities when proportional by a positive factor with the same strictness; so
-  `3x-y+13=0` and `3x+4y+14=0` differ. A bare value matches `x = value` both ways, and
-  `x > 3` matches `(3, \\infty)`.
+  `3x-y+13=0` and `3x+4y+14=0` differ. An equality chain counts by its ends (`x = 5+5+1 = 11` is
+  `x = 11`; the parser already cut it at `\\approx`). A bare value matches `x = value` both ways,
+  and a gold `name = value` (`f(x) = 1`, `(p, q) = (3, 2)`, `S_{ABC}:S = 7:32`) is answered by the
+  value. A relation gold `2 < x < 5` is answered by the interval `(2, 5)`, but an interval gold is
+  not answered by a relation (the question asked for the interval; math-verify's asymmetry too).
+  `a <= |z| <= b` is the union of its two intervals.
+- Ratios and clock times (`a:b`): member by member, exactly: `1:00` is not `12:00`, `2:3` is not `3:2`.
 - Sets and "or"/comma lists: same size, one-to-one match in any order. Tuples and intervals:
-  same delimiters (open vs closed), in order. Matrices: same shape, element by element.
+  same delimiters (open vs closed), in order. Matrices: same shape, element by element; a
+  matrix expression (`A + B` of written-out matrices) is evaluated by SymPy first. A decimal
+  comma (`1000,99`, `0,111`) is read as a number only against a gold written as a decimal; anywhere
+  else `2,3` stays a list.
 - Text: casefolded, spaces and punctuation ignored. Multiple choice: the letter (`B`, `(B)`,
   `\\text{(B)}`, `(B) 12`).
 
 `equal(..., allow_sympy=False)` raises `NeedsSympy` instead of touching SymPy: the parent
-process decides the easy pairs itself and sends only the rest to time-limited workers.
+process decides the easy pairs itself and sends only the rest to time-limited workers. The SymPy
+side of the rules lives in math_sympy, imported only where SymPy work runs.
 """
 
 from __future__ import annotations
 
-import random
 import re
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import lru_cache
 
 from rlvr.verifiers.math_parse import Bracket, Coll, Expr, Matrix, Num, Rel, Text, Union
 
 PERCENT_MODES = ("either", "ratio", "strip")
 _BARE_SYMBOL = re.compile(r"[a-zA-Z](?:_\{?[\w]+\}?)?|\\(?:alpha|beta|gamma|theta|lambda|mu|phi|omega)")
 _COMMAND = re.compile(r"\\[a-zA-Z]+")
-_DECIMAL_IN_LATEX = re.compile(r"(?<![\d.])\d*\.(\d+)")
 _CONSTANT_LATEX = re.compile(r"(?:[-+]?\\infty|[^a-zA-Z]*|.*\\(?:pi|infty|sqrt|frac).*)")
 
 
@@ -89,7 +111,9 @@ def equal(g, p, rules: Rules) -> bool:
     if isinstance(g, Matrix) and isinstance(p, Expr):  # `A + B` or `I \cdot I` written out: SymPy evaluates it
         if not rules.allow_sympy:
             raise NeedsSympy
-        return _matrix_expr_equal(g, p, rules)
+        from rlvr.verifiers.math_sympy import matrix_expr_equal
+
+        return matrix_expr_equal(g, p, rules)
     if isinstance(g, Matrix):
         return (isinstance(p, Matrix) and [len(r) for r in g.rows] == [len(r) for r in p.rows]
                 and all(equal(a, b, rules) for ra, rb in zip(g.rows, p.rows) for a, b in zip(ra, rb)))
@@ -109,7 +133,9 @@ def equal(g, p, rules: Rules) -> bool:
     if isinstance(g, (Num, Expr)) and isinstance(p, (Num, Expr)):
         if not rules.allow_sympy:
             raise NeedsSympy
-        return _sympy_equal(g, p, rules)
+        from rlvr.verifiers.math_sympy import sympy_equal
+
+        return sympy_equal(g, p, rules)
     return False
 
 
@@ -256,20 +282,6 @@ def _chain_ends(rel: Rel) -> Rel:
     return rel
 
 
-def _matrix_expr_equal(g: Matrix, p: Expr, rules: Rules) -> bool:
-    import sympy
-
-    ps = node_to_sympy(p)
-    if isinstance(ps, sympy.MatrixExpr):
-        ps = ps.doit()  # latex2sympy leaves `A + B`, `A B` of explicit matrices unevaluated
-    if not isinstance(ps, sympy.MatrixBase) or ps.shape != (len(g.rows), len(g.rows[0])):
-        return False
-    if not all(isinstance(c, (Num, Expr)) for row in g.rows for c in row):
-        return False
-    return all(_expr_equal(node_to_sympy(c), _stated_places(c), sympy.simplify(v), None, rules.rel_tol)
-               for row, prow in zip(g.rows, ps.tolist()) for c, v in zip(row, prow))
-
-
 def _rel_equal(g: Rel, p: Rel, rules: Rules) -> bool:
     g, p = _chain_ends(g), _chain_ends(p)
     if len(g.sides) == 2 and len(p.sides) == 2:
@@ -281,7 +293,9 @@ def _rel_equal(g: Rel, p: Rel, rules: Rules) -> bool:
             return False
         if not rules.allow_sympy:
             raise NeedsSympy
-        return _relations_proportional(g, p, rules)
+        from rlvr.verifiers.math_sympy import relations_proportional
+
+        return relations_proportional(g, p, rules)
     gi, pi = rel_as_interval(g), rel_as_interval(p)
     if gi is not None and pi is not None:
         return equal(gi, pi, rules)
@@ -291,205 +305,3 @@ def _rel_equal(g: Rel, p: Rel, rules: Rules) -> bool:
 
 def _kind(op: str) -> str:
     return {"=": "eq", "!=": "ne", "<": "lt", ">": "lt", "<=": "le", ">=": "le"}[op]
-
-
-# ------------------------------------------------------------------------------------------- sympy
-
-_POINTS = 3  # agreeing random points needed to call two expressions equal
-_DIGITS = 30
-
-
-@lru_cache(maxsize=4096)
-def to_sympy(latex: str):
-    """SymPy object for a LaTeX string (cached: gold answers repeat G times per prompt)."""
-    from latex2sympy2_extended.latex2sympy2 import ConversionConfig, NormalizationConfig, latex2sympy
-    import sympy
-
-    try:
-        expr = latex2sympy(
-            latex,
-            normalization_config=NormalizationConfig(basic_latex=True, units=False, malformed_operators=False,
-                                                     nits=False, boxed="none", equations=False),
-            conversion_config=ConversionConfig(),
-        )
-    except Exception as error:  # the ANTLR parser raises plain Exceptions on bad input
-        return Unparsable(latex, str(error).splitlines()[0][:200] if str(error) else type(error).__name__)
-    if isinstance(expr, sympy.Basic):
-        imaginary = {s: sympy.I for s in expr.free_symbols if getattr(s, "name", "") == "i"}
-        if imaginary:
-            expr = expr.subs(imaginary)
-    return expr
-
-
-def node_to_sympy(node):
-    import sympy
-
-    if isinstance(node, Num):
-        return sympy.Rational(node.value.numerator, node.value.denominator)
-    result = to_sympy(node.latex)
-    if isinstance(result, Unparsable):
-        raise result
-    return result
-
-
-def _stated_places(node) -> int | None:
-    """Decimal places of the least precise decimal written in `node`; None when it has no decimal."""
-    if isinstance(node, Num):
-        return node.places if node.approx else None
-    found = [len(m.group(1)) for m in _DECIMAL_IN_LATEX.finditer(node.latex)]
-    return min(found) if found else None
-
-
-def _sympy_equal(g, p, rules: Rules) -> bool:
-    import sympy
-
-    gs, ps = node_to_sympy(g), node_to_sympy(p)
-    if not isinstance(gs, sympy.Expr) or not isinstance(ps, sympy.Expr):
-        return _structural_sympy_equal(gs, ps, rules)
-    g_places, p_places = _stated_places(g), _stated_places(p)
-    if isinstance(p, Num) and p.approx and g_places is None and _significant_digits(p.value, p.places) < 2:
-        return False  # as in numbers_equal: 0.3 does not stand for an exact gold
-    g_values = ([(sympy.Rational(v.numerator, v.denominator), places if g.approx else None)
-                 for v, places in _num_values(g, rules.percent)]
-                if isinstance(g, Num) else [(gs, g_places)])
-    p_values = ([(sympy.Rational(v.numerator, v.denominator), places if p.approx else None)
-                 for v, places in _num_values(p, rules.percent)]
-                if isinstance(p, Num) else [(ps, p_places)])
-    return any(_expr_equal(a, ap, b, bp, rules.rel_tol) for a, ap in g_values for b, bp in p_values)
-
-
-def _structural_sympy_equal(gs, ps, rules: Rules) -> bool:
-    import sympy
-
-    if isinstance(gs, sympy.MatrixBase) and isinstance(ps, sympy.MatrixBase):
-        return gs.shape == ps.shape and all(_expr_equal(a, None, b, None, rules.rel_tol) for a, b in zip(gs, ps))
-    try:
-        return bool(gs == ps)
-    except Exception:
-        return False
-
-
-def _expr_equal(gs, g_places: int | None, ps, p_places: int | None, rel_tol: float = 0.0) -> bool:
-    """The rule of the module docstring for two SymPy expressions (places: the stated precision, None = exact).
-
-    Values are mpmath numbers at `_DIGITS` digits under `mpmath.workdps`, whose exponent range is
-    unbounded: `1/2004!` and `1/2006!` both underflow a Python float to 0.0, which is how
-    fixed-precision graders call them equal."""
-    import mpmath
-    import sympy
-
-    if gs == ps:
-        return True
-    if gs.has(sympy.oo, -sympy.oo, sympy.zoo) or ps.has(sympy.oo, -sympy.oo, sympy.zoo):
-        return False
-    symbols = sorted(gs.free_symbols | ps.free_symbols, key=lambda s: s.name)
-    approx = g_places is not None or p_places is not None
-    if approx and g_places is not None and p_places is not None and p_places < g_places:
-        return False
-    with mpmath.workdps(_DIGITS + 10):
-        if approx:
-            half_unit = mpmath.mpf(10) ** -(g_places if g_places is not None else p_places) / 2
-        agreeing = 0
-        for point in _points(symbols):
-            gv, pv = _value(gs, point), _value(ps, point)
-            if gv is None or pv is None:
-                continue  # not a number at this point (a pole, a symbol left over): try another
-            diff = abs(pv - gv)
-            if approx:
-                ok = diff <= half_unit or (rel_tol and diff <= rel_tol * abs(gv))
-            else:  # exact: only the rounding noise of 30-digit arithmetic is forgiven here, then proved below
-                ok = diff <= mpmath.mpf(10) ** -(_DIGITS - 8) * max(abs(gv), 1)
-            if not ok:
-                return False
-            agreeing += 1
-            if agreeing >= (_POINTS if symbols else 1):
-                break
-    if approx:
-        return agreeing > 0
-    if agreeing == 0 or not symbols:
-        return _proved_zero(gs - ps)
-    return True  # an identity in the symbols, by agreement at random points (see the module docstring)
-
-
-def _proved_zero(d) -> bool:
-    """SymPy shows `d == 0` exactly (expand, radsimp, simplify in turn); unproved counts as unequal."""
-    import sympy
-
-    for rewrite in (sympy.expand, sympy.radsimp, sympy.simplify):  # never nsimplify: it rounds
-        try:
-            r = rewrite(d)
-        except Exception:
-            continue
-        if r == 0:
-            return True
-    return False
-
-
-def _points(symbols):
-    """Deterministic pseudo-random positive points (positive: sqrt and log stay real)."""
-    import sympy
-
-    rng = random.Random(0)
-    for _ in range(3 * _POINTS if symbols else 1):
-        yield {s: sympy.Float(rng.randint(300, 2700) / 1000 + rng.random() * 1e-3, _DIGITS) for s in symbols}
-
-
-def _value(expr, point):
-    """`expr` at `point` as an mpmath complex of 30 digits, or None when it is not a finite number."""
-    import mpmath
-    import sympy
-
-    try:
-        v = expr.evalf(_DIGITS, subs=point) if point else expr.evalf(_DIGITS)
-        re_part, im_part = v.as_real_imag()
-        if not (re_part.is_number and im_part.is_number):
-            return None
-        re_f, im_f = sympy.Float(re_part, _DIGITS), sympy.Float(im_part, _DIGITS)
-        z = mpmath.mpc(re_f._mpf_, im_f._mpf_)
-    except (TypeError, ValueError, OverflowError, ZeroDivisionError, AttributeError):
-        return None
-    if not mpmath.isfinite(z.real) or not mpmath.isfinite(z.imag):
-        return None
-    return z
-
-
-def _relations_proportional(g: Rel, p: Rel, rules: Rules) -> bool:
-    """`lhs - rhs` of gold and prediction are proportional (positively for inequalities)."""
-    dg, strict_g = _difference(g)
-    dp, strict_p = _difference(p)
-    if strict_g != strict_p:
-        return False
-    symbols = sorted(dg.free_symbols | dp.free_symbols, key=lambda s: s.name)
-    if not symbols:
-        return _expr_equal(dg, None, dp, None, rules.rel_tol)
-    import mpmath
-
-    ratios = []
-    with mpmath.workdps(_DIGITS + 10):
-        return _ratios_agree(dg, dp, symbols, g.ops[0])
-
-
-def _ratios_agree(dg, dp, symbols, op: str) -> bool:
-    ratios = []
-    for point in _points(symbols):
-        a, b = _value(dg, point), _value(dp, point)
-        if a is None or b is None or abs(b) < 1e-12:
-            continue
-        ratios.append(a / b)
-        if len(ratios) >= _POINTS:
-            break
-    if len(ratios) < _POINTS or abs(ratios[0]) < 1e-12:
-        return False
-    first = ratios[0]
-    if any(abs(r - first) > 1e-9 * abs(first) for r in ratios[1:]):
-        return False
-    return op in ("=", "!=") or (first.real > 0 and abs(first.imag) < 1e-12 * abs(first))
-
-
-def _difference(rel: Rel):
-    """(d, strict) such that the relation reads `d op 0` with op in {=, !=, >, >=}."""
-    lhs, rhs = (node_to_sympy(s) for s in rel.sides)
-    op = rel.ops[0]
-    if op in ("<", "<="):
-        return rhs - lhs, op == "<"
-    return lhs - rhs, op in (">", "!=")
