@@ -17,10 +17,11 @@ Rules (gold `g`, prediction `p`):
   gold (`0.9` for `\\sqrt{3}/2` would pay for guessing). The same rule holds inside tuples,
   intervals and matrices, and for expressions holding decimals. `rel_tol` (default 0) only widens
   it, for users who want a relative tolerance on decimals as well.
-- Expressions with free symbols: equal when they agree at 3 random positive points at 30 digits
-  (probabilistic identity testing: a non-identity differs by far more than the 1e-22 rounding
-  noise forgiven at a random point), faster than `simplify` and it does not give up on true
-  identities. PRM800K's grader skips SymPy for anything with `^`; this does not.
+- Expressions with free symbols: rejected as soon as they differ at one of 3 random positive
+  points at 30 digits; then equal when SymPy's cheap rewrites (expand, cancel) prove `g - p == 0`,
+  or else when they also agree at the points at 90 digits (probabilistic identity testing: it does
+  not give up on true identities that `simplify` misses, and a constant as small as `10^{-30}`
+  added to one side is still caught). PRM800K's grader skips SymPy for anything with `^`; this does not.
 - Percent (`percent=`): "either" (default) lets a number written with % stand for itself or for
   its hundredth (`28\\%` matches 28 and 0.28); "ratio" only its hundredth; "strip" only itself.
   A number written *without* % is only itself: 28 never matches 0.28 (the Qwen2.5-Math grader's

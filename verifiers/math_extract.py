@@ -180,7 +180,7 @@ _BARE_NUMBER = re.compile(
     r"(?:[.,]\d+)?(?:/\d+)?|\.\d+)(?:\s*(?:%|\\%|percent\b|pct\b))?"
 )
 _LATER_NOISE = re.compile(r"\d+\s*(?:\)|\]|:)")  # list markers and references ("1)", "[2]", "3:")
-_WORD = re.compile(r"(?<!\\)\b[A-Za-z]{3,}\b")
+_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{3,}")  # a run of 3+ letters that is no LaTeX command
 
 
 def extract_bare(text: str) -> list[str] | None:
