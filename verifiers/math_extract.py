@@ -161,9 +161,16 @@ def extract_last_latex(text: str) -> list[str] | None:
     if last is None:
         return None
     content = next(g for g in last.groups() if g is not None).strip()
-    tail = [m for m in _BARE_NUMBER.finditer(text, last.end()) if not _LATER_NOISE.match(text, m.start())]
+    boundary = _SENTENCE_END.search(text, last.end())  # a number in the span's own sentence is only a remark
+    after = last.end() if content.endswith(".") else boundary.end() if boundary else None  # `$$...\frac{2}{1}.$$`
+    tail = ([m for m in _BARE_NUMBER.finditer(text, after) if not _LATER_NOISE.match(text, m.start())]
+            if after is not None else [])
     if tail:  # "... $d = \frac{90}{n}$ ... Therefore, there are 12 distinct sequences.": the closing number answers
-        return [tail[-1].group(0).strip()]
+        number = tail[-1]
+        starts = [m.end() for m in _SENTENCE_END.finditer(text, after, number.start())]
+        sentence = text[starts[-1] if starts else after: number.start()]
+        if _CONCLUSION.search(sentence):  # only a concluding sentence: "We used 2 methods." is a remark
+            return [number.group(0).strip()]
     return [content] if content else None
 
 
@@ -179,6 +186,8 @@ _BARE_NUMBER = re.compile(
     r"(?<![A-Za-z\d.,])[-\u2212]?(?:\\frac\{\d+\}\{\d+\}|(?:\d{1,3}(?:(?:,\d{3})+| (?=\d{3}(?!\d))\d{3}(?: \d{3})*)|\d+)"
     r"(?:[.,]\d+)?(?:/\d+)?|\.\d+)(?:\s*(?:%|\\%|percent\b|pct\b))?"
 )
+_CONCLUSION = re.compile(r"\b(?:therefore|thus|hence|so|final|answer|total|altogether|in all)\b", re.IGNORECASE)
+_SENTENCE_END = re.compile(r"\.(?:\s|$)|\n")
 _LATER_NOISE = re.compile(r"\d+\s*(?:\)|\]|:)")  # list markers and references ("1)", "[2]", "3:")
 _WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{3,}")  # a run of 3+ letters that is no LaTeX command
 
@@ -201,20 +210,21 @@ def extract_bare(text: str) -> list[str] | None:
     return [last.group(0).strip()] if last else None
 
 
+_JOINER_WORDS = re.compile(r"\b(?:and|or)\b", re.IGNORECASE)
 _SENTENCE_VERB = re.compile(r"\s(?:is|are|equals|was|be)\s+(?:\w+\s+)??(?=[-$\\\d(\[.])|\s=\s", re.IGNORECASE)
 
 
 def _answer_of_sentence(answer: str) -> str:
     """ "The volume of $ABCD$ is 120" -> "120": a sentence's answer follows its last "is"/"=" (when math follows)."""
-    if not _WORD.search(_LATEX_SPANS.sub("", answer)):
-        return answer
+    if not _WORD.search(_JOINER_WORDS.sub("", _LATEX_SPANS.sub("", answer))):
+        return answer  # "3 and 5" is a list, not a sentence
     last = None
     for m in _SENTENCE_VERB.finditer(answer):
         last = m
     if last:
         return answer[last.end():].strip()
     numbers = [m for m in _BARE_NUMBER.finditer(answer) if not _LATEX_SPANS.search(answer)]
-    return numbers[-1].group(0).strip() if numbers else answer  # "Jane started growing Sphere 3 hours ago"
+    return numbers[0].group(0).strip() if len(numbers) == 1 else answer  # "Jane started growing Sphere 3 hours ago"
 
 
 def _strip_dollars(answer: str) -> list[str]:

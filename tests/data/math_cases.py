@@ -334,4 +334,8 @@ CASES = [
     (r"$\boxed{13 \textbf{ cm}}$", "12", False, r"unit in \textbf, wrong number"),
     (r"$\frac{1}{3} \textbf{meters}$", r"\frac{1}{3}", True, r"unit in \textbf after a fraction"),
     (r"$\boxed{5 \mathbf{kg}}$", "5", True, r"unit in \mathbf"),
+    ("Thus $x=4$. We used 2 methods.", "2", False, "MV: takes the last number, 2; a remark after the last span is not the answer"),
+    ("Thus $x=4$. We used 2 methods.", "4", True, "MV: takes the last number, 2; the last span answers when no concluding sentence follows"),
+    ("Thus $\\frac34$ (checked for n = 2).", "2", False, "MV: takes the last number, 2; a number in the span's own sentence is a remark"),
+    ("Answer: 3 and 5", "5", False, "two answers given; the last alone earns nothing"),
 ]
