@@ -8,10 +8,20 @@ does not earn credit for 3).
 Reasoning traces: when the text has `</think>`, only what follows the last `</think>` is searched,
 so a candidate answer drafted while thinking never counts (open-r1's accuracy reward does the same).
 
+Long texts: a Minerva closing line after the last box wins over the box (a box drafted earlier is
+superseded); a number closing a concluding sentence after the last math span wins over the span
+("... $d = \\frac{90}{n}$ ... Therefore, there are 12 such sequences."); an answer that is a
+sentence ("The volume of $ABCD$ is 120") is reduced to what follows its last "is"/"=".
+Bare answers: `extract_bare` (the `lenient` fallback of math_verifier) takes a short text with no
+words as the answer, else the last number of the text, as math-verify's expression fallback does.
+Inline math (`$...$`, `\\(...\\)`) does not span lines, as in math-verify.
+
 Sources of the conventions: Minerva's "Final Answer: The final answer is X. I hope it is correct."
 (Lewkowycz et al. 2022, also lm-eval's minerva_math); GSM8K's `#### X`; the last-box rule and
 its "boxes separated by a separator form one answer" idea come from math-verify's
-`extract_boxed_content` (reimplemented here without its 10-character proximity rule).
+`extract_boxed_content` (reimplemented here; its 10-character proximity rule is used for gold
+answers only, `\\boxed{1} papers and \\boxed{2} bins`, while a model's boxes must be joined by
+"or"/"and"/commas or a name such as "and y_2 =").
 """
 
 from __future__ import annotations

@@ -4,14 +4,18 @@ Two steps, both plain string work with linear cost (so the parent process may ru
 input; only SymPy work is sent to time-limited workers):
 
 1. `normalize`: one spelling per thing. Unicode minus and symbols, `\\dfrac`/`\\tfrac`, `\\frac12`,
-   `\\left`/`\\right`, spacing macros, `{,}`, thousands separators, degrees, `\\$` and currency,
-   units in `\\text{}` or trailing words, a final full stop.
+   `\\left`/`\\right`, spacing macros, `{,}` and `,\\!`, thousands separators, degrees, `\\$` and
+   currency, "percent"/"pct", units in `\\text{}`/`\\textbf{}` or trailing words, a final full
+   stop, `\\\\frac` typed with an escaped backslash, a bare TeX group `{2, 3}` around a list.
 2. `parse`: the structure a grader must respect, as a tree of frozen dataclasses:
-   `Num` (exact Fraction, with `approx` when written as a decimal and `pct` when written with %),
+   `Num` (exact Fraction, with `approx` and `places` when written as a decimal, `pct` when
+   written with %; `0.\\overline{3}` is exactly 1/3), `Rel` chains cut at `\\approx` (the exact
+   member before it answers), a "2,74" list that may also be a decimal comma (`Coll.comma_decimal`),
    `Expr` (LaTeX left for SymPy), `Rel` (equations/inequalities, chains allowed),
    `Coll` (a set `\\{...\\}`, or a bare list "2, -2" / "x=2 or x=-2" / `a \\pm b`, both unordered),
    `Bracket` (`(a, b)`, `[a, b)`, `\\langle a, b \\rangle`: tuples and intervals keep their
-   delimiters, so open and closed differ), `Union` (`\\cup`), `Matrix`, `Text`.
+   delimiters, so open and closed differ; a ratio or clock time `a:b` is a Bracket with ":"),
+   `Union` (`\\cup`), `Matrix` (also `\\left[\\begin{array}...\\right]`), `Text`.
 
 Invalid LaTeX is not repaired beyond the common shorthands: `4\\sqrt(2)` stays as written and
 fails to parse later, rather than silently becoming 4 (math-verify's behaviour).
