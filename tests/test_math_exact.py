@@ -65,22 +65,24 @@ def test_repeating_decimals_are_exact(verifier):
     assert verdict(verifier, r"0.\overline{142857}", r"\frac{1}{7}+10^{-30}") is Status.INCORRECT
 
 
-@pytest.mark.parametrize("gold,g_approx,g_places,pred,p_approx,p_places,ok", [
+@pytest.mark.parametrize("gold,g_approx,g_places,pred,p_approx,p_places,min_digits,ok", [
     # exact vs exact: equality only, however close
-    (Fraction(1, 3), False, 0, Fraction(333333333, 10 ** 9), False, 0, False),
-    # exact gold, decimal prediction: within half a unit of the decimal's last place
-    (Fraction(1, 3), False, 0, Fraction("0.33"), True, 2, True),
-    (Fraction(1, 3), False, 0, Fraction("0.34"), True, 2, False),
-    (Fraction(1, 3), False, 0, Fraction("0.3"), True, 1, False),  # one significant digit
+    (Fraction(1, 3), False, 0, Fraction(333333333, 10 ** 9), False, 0, 3, False),
+    # exact gold, decimal prediction: within half a unit of the decimal's last place, with enough digits
+    (Fraction(1, 3), False, 0, Fraction("0.333"), True, 3, 3, True),
+    (Fraction(1, 3), False, 0, Fraction("0.334"), True, 3, 3, False),
+    (Fraction(1, 3), False, 0, Fraction("0.33"), True, 2, 3, False),  # 2 digits for a scalar answer
+    (Fraction(1, 3), False, 0, Fraction("0.33"), True, 2, 2, True),  # 2 digits for an entry of a tuple
+    (Fraction(1, 3), False, 0, Fraction("0.3"), True, 1, 2, False),
     # decimal gold: its precision binds, the prediction at least as precise
-    (Fraction("0.33"), True, 2, Fraction("0.3"), True, 1, False),
-    (Fraction("0.33"), True, 2, Fraction("0.333"), True, 3, True),
-    (Fraction("0.33"), True, 2, Fraction(1, 3), False, 0, True),
-    (Fraction("16386.17"), True, 2, Fraction("16386.169"), True, 3, True),
-    (Fraction("16386.17"), True, 2, Fraction("16386.16"), True, 2, False),
+    (Fraction("0.33"), True, 2, Fraction("0.3"), True, 1, 3, False),
+    (Fraction("0.33"), True, 2, Fraction("0.333"), True, 3, 3, True),
+    (Fraction("0.33"), True, 2, Fraction(1, 3), False, 0, 3, True),
+    (Fraction("16386.17"), True, 2, Fraction("16386.169"), True, 3, 3, True),
+    (Fraction("16386.17"), True, 2, Fraction("16386.16"), True, 2, 3, False),
 ])
-def test_number_rule(gold, g_approx, g_places, pred, p_approx, p_places, ok):
-    assert numbers_equal(gold, g_approx, g_places, pred, p_approx, p_places) is ok
+def test_number_rule(gold, g_approx, g_places, pred, p_approx, p_places, min_digits, ok):
+    assert numbers_equal(gold, g_approx, g_places, pred, p_approx, p_places, min_digits=min_digits) is ok
 
 
 def test_decimals_inside_structures_use_the_same_rule(verifier):

@@ -10,13 +10,15 @@ Rules (gold `g`, prediction `p`):
   here; two exact SymPy constants must agree at 30 digits *and* SymPy must prove `g - p == 0`
   (expand, radsimp, simplify, under the worker's time limit); unproved counts as unequal.
 - A tolerance applies only when a side is written as a decimal, which states its own precision:
-  the decimal stands for every value within half a unit of its last place (`0.33` for 1/3, `1.4142`
+  the decimal stands for every value within half a unit of its last place (`0.333` for 1/3, `1.4142`
   for `\\sqrt{2}`, `3.14` for `\\pi`; `0.88` is not `\\sqrt{3}/2`). When the gold is the decimal its
   precision binds and the prediction must be at least as precise (`16386.169` answers `16386.17`,
-  `0.3` does not answer `0.33`). A decimal with one significant digit never stands for an exact
-  gold (`0.9` for `\\sqrt{3}/2` would pay for guessing). The same rule holds inside tuples,
-  intervals and matrices, and for expressions holding decimals. `rel_tol` (default 0) only widens
-  it, for users who want a relative tolerance on decimals as well.
+  `0.3` does not answer `0.33`). A decimal standing for an exact gold it does not equal needs 3
+  significant digits (`3.14` for `\\pi`, not `3.1`; `0.333` for 1/3, not `0.33`): with fewer a
+  policy is paid for a rough numeric guess instead of the exact answer. Inside tuples, intervals
+  and matrices 2 digits suffice (`0.33` for 1/3 in `(0.33, 1]`), as such answers are often
+  written with rounded entries. Expressions holding decimals follow the same rule. `rel_tol`
+  (default 0) only widens it, for users who want a relative tolerance on decimals as well.
 - Expressions with free symbols: rejected as soon as they differ at one of 3 random positive
   points at 30 digits; then equal when SymPy's cheap rewrites (expand, cancel) prove `g - p == 0`,
   or else when they also agree at the points at 90 digits (probabilistic identity testing: it does
@@ -54,7 +56,7 @@ side of the rules lives in math_sympy, imported only where SymPy work runs.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from rlvr.verifiers.math_parse import Bracket, Coll, Expr, Matrix, Num, Rel, Text, Union
@@ -82,6 +84,12 @@ class Rules:
     rel_tol: float = 0.0
     percent: str = "either"
     allow_sympy: bool = True
+    min_digits: int = 3  # significant digits a decimal needs to stand for an exact gold it does not equal
+
+
+def _entries(rules: Rules) -> Rules:
+    """Rules for the entries of a tuple, interval or matrix: `0.33` may stand for 1/3 there."""
+    return replace(rules, min_digits=min(rules.min_digits, 2))
 
 
 def equal(g, p, rules: Rules) -> bool:
@@ -108,7 +116,7 @@ def equal(g, p, rules: Rules) -> bool:
         return isinstance(p, Union) and _matching(g.parts, p.parts, rules)
     if isinstance(g, Bracket):  # a predicted relation does not answer an interval gold (the form asked for; math-verify too)
         return (isinstance(p, Bracket) and (p.open, p.close) == (g.open, g.close)
-                and len(p.items) == len(g.items) and all(equal(a, b, rules) for a, b in zip(g.items, p.items)))
+                and len(p.items) == len(g.items) and all(equal(a, b, _entries(rules)) for a, b in zip(g.items, p.items)))
     if isinstance(g, Matrix) and isinstance(p, Expr):  # `A + B` or `I \cdot I` written out: SymPy evaluates it
         if not rules.allow_sympy:
             raise NeedsSympy
@@ -117,7 +125,7 @@ def equal(g, p, rules: Rules) -> bool:
         return matrix_expr_equal(g, p, rules)
     if isinstance(g, Matrix):
         return (isinstance(p, Matrix) and [len(r) for r in g.rows] == [len(r) for r in p.rows]
-                and all(equal(a, b, rules) for ra, rb in zip(g.rows, p.rows) for a, b in zip(ra, rb)))
+                and all(equal(a, b, _entries(rules)) for ra, rb in zip(g.rows, p.rows) for a, b in zip(ra, rb)))
     if isinstance(g, Rel):
         if isinstance(p, Rel):
             return _rel_equal(g, p, rules)
@@ -180,7 +188,7 @@ def _num_values(n: Num, percent: str) -> tuple[tuple[Fraction, int], ...]:
 
 
 def numbers_equal(g: Fraction, g_approx: bool, g_places: int, p: Fraction, p_approx: bool, p_places: int,
-                  rel_tol: float = 0.0) -> bool:
+                  rel_tol: float = 0.0, min_digits: int = 3) -> bool:
     """The number rule of the module docstring: exact unless a side is a decimal, then its stated precision."""
     if g == p:
         return True
@@ -191,8 +199,8 @@ def numbers_equal(g: Fraction, g_approx: bool, g_places: int, p: Fraction, p_app
     if rel_tol and abs(p - g) <= rel_tol * abs(g):
         return True
     places = g_places if g_approx else p_places  # the gold's stated precision binds when it has one
-    if not g_approx and _significant_digits(p, p_places) < 2:
-        return False  # 0.3 for 1/3: one significant digit says too little to earn credit
+    if not g_approx and _significant_digits(p, p_places) < min_digits:
+        return False  # 3.1 for pi, 0.3 for 1/3: too few digits to earn credit for an exact answer
     return abs(p - g) * 2 * Fraction(10) ** places <= 1  # within half a unit in the last stated place
 
 
@@ -202,7 +210,7 @@ def _significant_digits(value: Fraction, places: int) -> int:
 
 
 def _num_equal(g: Num, p: Num, rules: Rules) -> bool:
-    return any(numbers_equal(gv, g.approx, gp, pv, p.approx, pp, rules.rel_tol)
+    return any(numbers_equal(gv, g.approx, gp, pv, p.approx, pp, rules.rel_tol, rules.min_digits)
                for gv, gp in _num_values(g, rules.percent) for pv, pp in _num_values(p, rules.percent))
 
 

@@ -67,7 +67,7 @@ def sympy_equal(g, p, rules: Rules) -> bool:
     if not isinstance(gs, sympy.Expr) or not isinstance(ps, sympy.Expr):
         return _structural_sympy_equal(gs, ps, rules)
     g_places, p_places = _stated_places(g), _stated_places(p)
-    if isinstance(p, Num) and p.approx and g_places is None and _significant_digits(p.value, p.places) < 2:
+    if isinstance(p, Num) and p.approx and g_places is None and _significant_digits(p.value, p.places) < rules.min_digits:
         return False  # as in numbers_equal: 0.3 does not stand for an exact gold
     g_values = ([(sympy.Rational(v.numerator, v.denominator), places if g.approx else None)
                  for v, places in _num_values(g, rules.percent)]

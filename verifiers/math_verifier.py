@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import replace
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
@@ -156,7 +157,7 @@ class MathVerifier:
             return _result(Status.CORRECT if ok else Status.INCORRECT, details)
         if gold_tree is not None and all(len(p) <= FAST_PATH_CHARS for p in pred_norms):
             try:
-                ok = equal(gold_tree, parse_answers(pred_norms), Rules(self.rules.rel_tol, self.rules.percent, False))
+                ok = equal(gold_tree, parse_answers(pred_norms), replace(self.rules, allow_sympy=False))
                 return _result(Status.CORRECT if ok else Status.INCORRECT, details)
             except (NeedsSympy, RecursionError):
                 pass
