@@ -179,7 +179,7 @@ def extract_last_latex(text: str) -> list[str] | None:
         number = tail[-1]
         starts = [m.end() for m in _SENTENCE_END.finditer(text, after, number.start())]
         sentence = text[starts[-1] if starts else after: number.start()]
-        if _CONCLUSION.search(sentence):  # only a concluding sentence: "We used 2 methods." is a remark
+        if _CONCLUSION.search(sentence) and not _HEDGE.search(sentence):  # "We used 2 methods." is a remark
             return [number.group(0).strip()]
     return [content] if content else None
 
@@ -220,6 +220,9 @@ def extract_bare(text: str) -> list[str] | None:
     return [last.group(0).strip()] if last else None
 
 
+_HEDGE = re.compile(  # words that make a number in a sentence something other than the answer
+    r"\b(?:not|no|never|cannot|can't|isn't|aren't|exceeds?|more|less|fewer|least|most|greater|smaller|between"
+    r"|about|approximately|roughly|around|nearly|almost|unless|except)\b", re.IGNORECASE)
 _JOINER_WORDS = re.compile(r"\b(?:and|or)\b", re.IGNORECASE)
 _SENTENCE_VERB = re.compile(r"\s(?:is|are|equals|was|be)\s+(?:\w+\s+)??(?=[-$\\\d(\[.])|\s=\s", re.IGNORECASE)
 
@@ -228,6 +231,8 @@ def _answer_of_sentence(answer: str) -> str:
     """ "The volume of $ABCD$ is 120" -> "120": a sentence's answer follows its last "is"/"=" (when math follows)."""
     if not _WORD.search(_JOINER_WORDS.sub("", _LATEX_SPANS.sub("", answer))):
         return answer  # "3 and 5" is a list, not a sentence
+    if _HEDGE.search(answer):
+        return answer  # "not 5", "more than 4": left whole, so it never parses as 5 or 4
     last = None
     for m in _SENTENCE_VERB.finditer(answer):
         last = m

@@ -341,4 +341,10 @@ CASES = [
     ("Thus $x=4$. We used 2 methods.", "4", True, "MV: takes the last number, 2; the last span answers when no concluding sentence follows"),
     ("Thus $\\frac34$ (checked for n = 2).", "2", False, "MV: takes the last number, 2; a number in the span's own sentence is a remark"),
     ("Answer: 3 and 5", "5", False, "two answers given; the last alone earns nothing"),
+    ("The answer is not 5.", "5", False, "MV: takes the last number, 5; a negated number is not the answer"),
+    ("<answer>not 7</answer>", "7", False, "MV: takes the last number, 7; a negation inside answer tags is no answer"),
+    ("Thus $a=2$. So the answer must exceed 4.", "4", False, "MV: takes the last number, 4; a bound in the closing sentence is not the answer"),
+    (r"\boxed{2,3}", "2.3", True, "MV: reads 2,3 as a list; a decimal comma against a decimal gold"),
+    (r"\boxed{2,3}", "2, 3", True, "the same text is a list against a list gold"),
+    (r"\boxed{2,3}", "2", False, "decimal comma or list, neither is 2"),
 ]
