@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from itertools import pairwise
 
 THINK_CLOSE = "</think>"
 _BOX_COMMANDS = ("\\boxed", "\\fbox")
@@ -299,7 +300,7 @@ def extract_gold(gold: str) -> str:
     gold = gold.strip()
     if "\\boxed" in gold or "\\fbox" in gold:
         boxes = _boxes(gold)
-        near = len(boxes) > 1 and all(len(gold[a[1]: b[0]].strip()) <= 12 for a, b in zip(boxes, boxes[1:]))
+        near = len(boxes) > 1 and all(len(gold[a[1]: b[0]].strip()) <= 12 for a, b in pairwise(boxes))
         if near:  # `\boxed{1} papers and \boxed{2} bins`: boxes a few characters apart form one gold (math-verify's
             return ", ".join(dict.fromkeys(c for _, _, c in boxes if c))  # proximity rule, for gold answers only)
         found = extract_boxed(gold)
@@ -314,7 +315,7 @@ def extract_gold(gold: str) -> str:
         return whole[0]
     spans = list(_LATEX_SPANS.finditer(gold))
     if len(spans) > 1 and all(_BOX_JOINER_NOISE.sub("", gold[a.end(): b.start()]).casefold() in _BOX_JOINERS
-                              for a, b in zip(spans, spans[1:])) and not gold[: spans[0].start()].strip():
+                              for a, b in pairwise(spans)) and not gold[: spans[0].start()].strip():
         return ", ".join(next(g for g in m.groups() if g is not None).strip() for m in spans)  # `$21,16$ or $11$`
     if len(gold) > 80 and _WORD.search(gold):  # a worked solution stored as the gold: its closing answer
         found = extract(gold, ("minerva", "answer_is", "latex"))

@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import replace
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
