@@ -239,7 +239,7 @@ def _answer_of_sentence(answer: str) -> str:
         last = m
     if last:
         return answer[last.end():].strip()
-    numbers = [m for m in _BARE_NUMBER.finditer(answer) if not _LATEX_SPANS.search(answer)]
+    numbers = [] if _LATEX_SPANS.search(answer) else list(_BARE_NUMBER.finditer(answer))
     return numbers[0].group(0).strip() if len(numbers) == 1 else answer  # "Jane started growing Sphere 3 hours ago"
 
 
@@ -317,8 +317,8 @@ def extract_gold(gold: str) -> str:
     if len(spans) > 1 and all(_BOX_JOINER_NOISE.sub("", gold[a.end(): b.start()]).casefold() in _BOX_JOINERS
                               for a, b in pairwise(spans)) and not gold[: spans[0].start()].strip():
         return ", ".join(next(g for g in m.groups() if g is not None).strip() for m in spans)  # `$21,16$ or $11$`
-    if len(gold) > 80 and _WORD.search(gold):  # a worked solution stored as the gold: its closing answer
-        found = extract(gold, ("minerva", "answer_is", "latex"))
+    if len(gold) > 80 and _WORD.search(gold):  # a worked solution stored as the gold: its stated final answer
+        found = extract(gold, ("minerva", "answer_is"))
         if found:
             return ", ".join(found[0])
     return gold

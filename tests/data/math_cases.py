@@ -351,4 +351,7 @@ CASES = [
     (r"\boxed{2,3}", "2.3", True, "MV: reads 2,3 as a list; a decimal comma against a decimal gold"),
     (r"\boxed{2,3}", "2, 3", True, "the same text is a list against a list gold"),
     (r"\boxed{2,3}", "2", False, "decimal comma or list, neither is 2"),
+    (r"$\boxed{28\%}$", r"It loses $10\%$ on Monday and $20\%$ of the rest on Tuesday, keeping $72\%$ of its value. Final Answer: The final answer is $28\%$. I hope it is correct.", True, "gold stored as a worked solution: its stated final answer"),
+    (r"$\boxed{72\%}$", r"It loses $10\%$ on Monday and $20\%$ of the rest on Tuesday, keeping $72\%$ of its value. Final Answer: The final answer is $28\%$. I hope it is correct.", False, "gold solution: an intermediate value is not its answer"),
+    (r"$\boxed{(1, \infty)}$", r"The function increases on $(0, 1)$ and decreases on $(1, \infty)$, for every real input we tried.", False, "MV: reads the gold by its last span; a long text gold is not reduced to it"),
 ]
