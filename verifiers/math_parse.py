@@ -350,8 +350,8 @@ def parse(s: str) -> object:
             sides, ops = sides[1:], ops[1:]
         if "~" in ops:  # `x = 1/3 \approx 0.33`: the exact member before the approximation answers
             sides, ops = sides[: ops.index("~") + 1], ops[: ops.index("~")]
-            if not ops:
-                return parse(sides[0])
+        if not ops:
+            return parse(sides[0])
         if all(side.strip() for side in sides):
             return Rel(tuple(ops), tuple(parse(side) for side in sides))
     ratio = split_top(s, ":")
