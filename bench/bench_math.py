@@ -8,6 +8,7 @@ Reported: agreement with the labels; pairs/s on one worker and on all cores; the
 and the pathological inputs of issue 3 under a 3 s limit (time to a verdict or a kill).
 math-verify runs with its defaults: `verify(parse(gold), parse(completion))`, gold in `$...$`,
 in the main thread (its signal-based timeouts need that); "all cores" uses a multiprocessing.Pool.
+It runs before rlvr's in-process run, whose SymPy work would warm SymPy's cache in this process.
 With `--math-verify-repo DIR` (a checkout of github.com/huggingface/Math-Verify, never vendored
 here) it also reports agreement with the labelled pairs of math-verify's own test suite, read by
 bench/math_verify_suite.py: rlvr with its defaults next to math-verify's `verify(parse(gold),
@@ -171,8 +172,8 @@ def main() -> None:
     parser.add_argument("--suite-only", action="store_true", help="only the math-verify suite agreement")
     args = parser.parse_args()
     load_before = common.load_average()
-    suite = run_suite(args.math_verify_repo) if args.math_verify_repo else None
     if args.suite_only:
+        suite = run_suite(args.math_verify_repo) if args.math_verify_repo else None
         common.write_json("math_suite", {"args": vars(args), "suite": suite}, load_before)
         return
     table = table_pairs()
@@ -180,11 +181,13 @@ def main() -> None:
     print(common.machine_line())
     print(f"pairs: {len(table)} table + {args.synthetic} generated = {len(pairs)}\n")
 
+    # SymPy work in this process comes last (rlvr's in-process run): SymPy's expression cache would
+    # otherwise be warm for math-verify's timed run on the same strings
     ours1, t_ours1, worst_ours = run_rlvr(pairs, workers=1)
     oursn, t_oursn, _ = run_rlvr(pairs, workers=args.workers)
-    _, t_ours0, _ = run_rlvr(pairs, workers=0)
     mv, t_mv1, worst_mv = run_math_verify(pairs)
     t_mvn = run_math_verify_pool(pairs, args.workers)
+    _, t_ours0, _ = run_rlvr(pairs, workers=0)
 
     def agree(verdicts, subset):
         idx = range(len(table)) if subset == "table" else range(len(table), len(pairs)) if subset == "gen" else range(len(pairs))
@@ -230,6 +233,7 @@ def main() -> None:
                       "call_s": wall})
         print(f"  {completion[:32]!r:36} -> {r.status.value:10} worker {r.details.get('seconds', 0):.2f} s, call {wall:.2f} s")
     verifier.close()
+    suite = run_suite(args.math_verify_repo) if args.math_verify_repo else None  # after the timings (see above)
     common.write_json("math", {"args": vars(args), "pairs": n, "results": results, "pathological": patho,
                                "suite": suite}, load_before)
 
