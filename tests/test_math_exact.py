@@ -116,3 +116,13 @@ def test_lenient_must_be_a_bool():
 
     with pytest.raises(ConfigError, match="lenient"):
         MathVerifier(lenient="yes")
+
+
+def test_rel_tol_widens_decimals_only():
+    loose = MathVerifier(rel_tol=1e-2, workers=1)
+    try:
+        assert loose(r"\boxed{101.0}", {"answer": "100"}).status is Status.CORRECT
+        assert loose(r"\boxed{101}", {"answer": "100"}).status is Status.INCORRECT  # two exact values
+        assert loose(r"\boxed{\frac{101}{100}\pi}", {"answer": r"\pi"}).status is Status.INCORRECT
+    finally:
+        loose.close()

@@ -69,7 +69,9 @@ class MathVerifier:
     Params: `extract` (extractor names in priority order; see math_extract.EXTRACTORS),
     `last_number` (append the last-number fallback: on for GSM8K-style tasks, off for LaTeX ones),
     `lenient` (append the bare-answer fallback `math_extract.extract_bare`; see "Bare answers" above),
-    `percent` ("either" | "ratio" | "strip"), `rel_tol` (relative tolerance for decimals),
+    `percent` ("either" | "ratio" | "strip"), `rel_tol` (default 0: a decimal is compared at its stated
+    precision and exact values exactly, see math_equal; > 0 also accepts a decimal within this
+    relative distance of the gold, never an exact value),
     `timeout` (seconds per item, enforced by killing the worker), `workers` (None = all cores;
     0 = in-process without a time limit, for profiling), `memory_limit_mb` (per worker).
     """
