@@ -1,6 +1,6 @@
 """Math verification: rlvr's `verifier=math` against math-verify on the same labelled pairs.
 
-    python bench/bench_math.py [--synthetic 1000] [--workers N]
+    python bench/bench_math.py [--synthetic 1000] [--workers N] [--math-verify-repo DIR]
 
 Pairs: the regression table (tests/data/math_cases.py) plus generated GSM8K/MATH-style pairs whose
 labels hold by construction (every string distinct, so neither side's parse cache is flattered).
@@ -8,7 +8,12 @@ Reported: agreement with the labels; pairs/s on one worker and on all cores; the
 and the pathological inputs of issue 3 under a 3 s limit (time to a verdict or a kill).
 math-verify runs with its defaults: `verify(parse(gold), parse(completion))`, gold in `$...$`,
 in the main thread (its signal-based timeouts need that); "all cores" uses a multiprocessing.Pool.
-Prints the tables and writes bench/results/math.json.
+It runs before rlvr's in-process run, whose SymPy work would warm SymPy's cache in this process.
+With `--math-verify-repo DIR` (a checkout of github.com/huggingface/Math-Verify, never vendored
+here) it also reports agreement with the labelled pairs of math-verify's own test suite, read by
+bench/math_verify_suite.py: rlvr with its defaults next to math-verify's `verify(parse(gold),
+parse(pred))` with its defaults, and lists the pairs where rlvr disagrees. `--suite-only` skips
+the rest. Prints the tables and writes bench/results/math.json.
 """
 
 from __future__ import annotations
@@ -112,6 +117,16 @@ def run_math_verify_pool(pairs, workers):
         return time.perf_counter() - start
 
 
+def mv_suite_one(pair):
+    from math_verify import parse, verify
+
+    pred, gold = pair
+    try:
+        return bool(verify(parse(gold), parse(pred)))
+    except Exception:
+        return False
+
+
 # ---------------------------------------------------------------------------------------------- rlvr
 
 def run_rlvr(pairs, workers, timeout=3.0):
@@ -127,22 +142,52 @@ def run_rlvr(pairs, workers, timeout=3.0):
     return results, seconds, worst
 
 
+def run_suite(repo: str) -> dict:
+    """Agreement of rlvr and math-verify with the labels of math-verify's own test suite."""
+    from math_verify_suite import load_suite
+
+    rows, skipped = load_suite(repo)
+    pairs = [(pred, gold, label) for _, gold, pred, label in rows]
+    ours, _, _ = run_rlvr(pairs, workers=1)
+    mv = [mv_suite_one((pred, gold)) for pred, gold, _ in pairs]
+    ours_ok = [(r.status.value == "correct") == label for r, (_, _, label) in zip(ours, pairs)]
+    mv_ok = [v == label for v, (_, _, label) in zip(mv, pairs)]
+    print(f"math-verify's own suite ({repo}): {len(rows)} labelled pairs; left out: {dict(skipped)}")
+    print(common.table(["measure", "rlvr math", f"math-verify {importlib.metadata.version('math-verify')}"],
+                       [["agreement, math-verify's suite", f"{sum(ours_ok)}/{len(rows)}", f"{sum(mv_ok)}/{len(rows)}"]]))
+    print("rlvr disagrees with the label on:")
+    for (test, gold, pred, label), ok, r, m in zip(rows, ours_ok, ours, mv_ok):
+        if not ok:
+            print(f"  {test}: gold {gold[:50]!r}, pred {pred[:50]!r}, label {label}, rlvr {r.status.value}, "
+                  f"math-verify {'agrees with the label' if m else 'disagrees too'}")
+    print()
+    return {"pairs": len(rows), "skipped": dict(skipped), "rlvr": sum(ours_ok), "math_verify": sum(mv_ok)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--synthetic", type=int, default=1000)
     parser.add_argument("--workers", type=int, default=os.cpu_count())
+    parser.add_argument("--math-verify-repo", default=None, help="a checkout of huggingface/Math-Verify")
+    parser.add_argument("--suite-only", action="store_true", help="only the math-verify suite agreement")
     args = parser.parse_args()
     load_before = common.load_average()
+    if args.suite_only:
+        suite = run_suite(args.math_verify_repo) if args.math_verify_repo else None
+        common.write_json("math_suite", {"args": vars(args), "suite": suite}, load_before)
+        return
     table = table_pairs()
     pairs = table + synthetic_pairs(args.synthetic)
     print(common.machine_line())
     print(f"pairs: {len(table)} table + {args.synthetic} generated = {len(pairs)}\n")
 
+    # SymPy work in this process comes last (rlvr's in-process run): SymPy's expression cache would
+    # otherwise be warm for math-verify's timed run on the same strings
     ours1, t_ours1, worst_ours = run_rlvr(pairs, workers=1)
     oursn, t_oursn, _ = run_rlvr(pairs, workers=args.workers)
-    _, t_ours0, _ = run_rlvr(pairs, workers=0)
     mv, t_mv1, worst_mv = run_math_verify(pairs)
     t_mvn = run_math_verify_pool(pairs, args.workers)
+    _, t_ours0, _ = run_rlvr(pairs, workers=0)
 
     def agree(verdicts, subset):
         idx = range(len(table)) if subset == "table" else range(len(table), len(pairs)) if subset == "gen" else range(len(pairs))
@@ -188,8 +233,9 @@ def main() -> None:
                       "call_s": wall})
         print(f"  {completion[:32]!r:36} -> {r.status.value:10} worker {r.details.get('seconds', 0):.2f} s, call {wall:.2f} s")
     verifier.close()
-    common.write_json("math", {"args": vars(args), "pairs": n, "results": results, "pathological": patho},
-                      load_before)
+    suite = run_suite(args.math_verify_repo) if args.math_verify_repo else None  # after the timings (see above)
+    common.write_json("math", {"args": vars(args), "pairs": n, "results": results, "pathological": patho,
+                               "suite": suite}, load_before)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,9 @@ mirrors differ in layout). The gold answer is the content of the solution's LAST
 an error naming it.
 
 Reward: the `math` verifier (SymPy equivalence) without the last-number fallback, which would
-match stray numbers in LaTeX answers.
+match stray numbers in LaTeX answers, and with its default bare-answer fallback (`lenient`: a
+completion with no box, marker or math span is read by its last expression, as math-verify
+does); pass `reward: [{verifier: math, params: {lenient: false}}]` to require a marked answer.
 """
 
 from __future__ import annotations

@@ -1,10 +1,29 @@
 """Is a predicted answer tree equal to the gold one? Structure first, numbers next, SymPy last.
 
 Rules (gold `g`, prediction `p`):
-- Numbers: exact when both were written exactly (integers, fractions); when either was written
-  as a decimal, `|p - g| <= rel_tol * |g|` (a *relative* tolerance: `\\frac{1}{2004!}` and
-  `\\frac{1}{2006!}` differ, `3.14159265` matches `\\pi` and `3.14` does not). Rounding to a fixed
-  number of decimals, as math-verify and the Qwen2.5-Math grader do, calls all tiny numbers equal.
+- Exact values compare exactly, with no tolerance: integers, fractions, repeating decimals
+  (`0.\\overline{3}` is 1/3) and exact symbolic constants (`2^{64}`, `20!`, `\\sqrt{2}+\\sqrt{3}`).
+  Why: a reward that can be taken instead of earned teaches the policy to take it. A relative
+  tolerance of 1e-6 between exact values called `2^{64}-1` equal to `2^{64}`, `20!+1` equal to
+  `20!` and `2^{2^{-60}}` equal to 1; a grader that rounds to 6 places (math-verify, the Qwen2.5-Math
+  grader) calls `\\frac{1}{2004!}` and `\\frac{1}{2006!}` equal. Two exact numbers are Fractions
+  here; two exact SymPy constants must agree at 30 digits *and* SymPy must prove `g - p == 0`
+  (expand, radsimp, simplify, under the worker's time limit); unproved counts as unequal.
+- A tolerance applies only when a side is written as a decimal, which states its own precision:
+  the decimal stands for every value within half a unit of its last place (`0.333` for 1/3, `1.4142`
+  for `\\sqrt{2}`, `3.14` for `\\pi`; `0.88` is not `\\sqrt{3}/2`). When the gold is the decimal its
+  precision binds and the prediction must be at least as precise (`16386.169` answers `16386.17`,
+  `0.3` does not answer `0.33`). A decimal standing for an exact gold it does not equal needs 3
+  significant digits (`3.14` for `\\pi`, not `3.1`; `0.333` for 1/3, not `0.33`): with fewer a
+  policy is paid for a rough numeric guess instead of the exact answer. Inside tuples, intervals
+  and matrices 2 digits suffice (`0.33` for 1/3 in `(0.33, 1]`), as such answers are often
+  written with rounded entries. Expressions holding decimals follow the same rule. `rel_tol`
+  (default 0) only widens it, for users who want a relative tolerance on decimals as well.
+- Expressions with free symbols: rejected as soon as they differ at one of 3 random positive
+  points at 30 digits; then equal when SymPy's cheap rewrites (expand, cancel) prove `g - p == 0`,
+  or else when they also agree at the points at 90 digits (probabilistic identity testing: it does
+  not give up on true identities that `simplify` misses, and a constant as small as `10^{-30}`
+  added to one side is still caught). PRM800K's grader skips SymPy for anything with `^`; this does not.
 - Percent (`percent=`): "either" (default) lets a number written with % stand for itself or for
   its hundredth (`28\\%` matches 28 and 0.28); "ratio" only its hundredth; "strip" only itself.
   A number written *without* % is only itself: 28 never matches 0.28 (the Qwen2.5-Math grader's
@@ -14,29 +33,37 @@ Rules (gold `g`, prediction `p`):
   only when no point evaluates. PRM800K's grader skips SymPy for anything with `^`; this does not.
 - Relations: equations are equal when `lhs - rhs` of both are proportional (`2x = 4` is `x = 2`),
   inequalities when proportional by a positive factor with the same strictness; so
-  `3x-y+13=0` and `3x+4y+14=0` differ. A bare value matches `x = value` both ways, and
-  `x > 3` matches `(3, \\infty)`.
+  `3x-y+13=0` and `3x+4y+14=0` differ. An equality chain counts by its ends (`x = 5+5+1 = 11` is
+  `x = 11`; the parser already cut it at `\\approx`). A bare value matches `x = value` both ways,
+  and a gold `name = value` (`f(x) = 1`, `(p, q) = (3, 2)`, `S_{ABC}:S = 7:32`) is answered by the
+  value. A relation gold `2 < x < 5` is answered by the interval `(2, 5)`, but an interval gold is
+  not answered by a relation (the question asked for the interval; math-verify's asymmetry too).
+  `a <= |z| <= b` is the union of its two intervals.
+- Ratios and clock times (`a:b`): member by member, exactly: `1:00` is not `12:00`, `2:3` is not `3:2`.
 - Sets and "or"/comma lists: same size, one-to-one match in any order. Tuples and intervals:
-  same delimiters (open vs closed), in order. Matrices: same shape, element by element.
+  same delimiters (open vs closed), in order. Matrices: same shape, element by element; a
+  matrix expression (`A + B` of written-out matrices) is evaluated by SymPy first. A decimal
+  comma (`1000,99`, `0,111`) is read as a number only against a gold written as a decimal; anywhere
+  else `2,3` stays a list.
 - Text: casefolded, spaces and punctuation ignored. Multiple choice: the letter (`B`, `(B)`,
   `\\text{(B)}`, `(B) 12`).
 
 `equal(..., allow_sympy=False)` raises `NeedsSympy` instead of touching SymPy: the parent
-process decides the easy pairs itself and sends only the rest to time-limited workers.
+process decides the easy pairs itself and sends only the rest to time-limited workers. The SymPy
+side of the rules lives in math_sympy, imported only where SymPy work runs.
 """
 
 from __future__ import annotations
 
-import random
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
-from functools import lru_cache
 
 from rlvr.verifiers.math_parse import Bracket, Coll, Expr, Matrix, Num, Rel, Text, Union
 
 PERCENT_MODES = ("either", "ratio", "strip")
 _BARE_SYMBOL = re.compile(r"[a-zA-Z](?:_\{?[\w]+\}?)?|\\(?:alpha|beta|gamma|theta|lambda|mu|phi|omega)")
+_COMMAND = re.compile(r"\\[a-zA-Z]+")
 _CONSTANT_LATEX = re.compile(r"(?:[-+]?\\infty|[^a-zA-Z]*|.*\\(?:pi|infty|sqrt|frac).*)")
 
 
@@ -54,9 +81,15 @@ class Unparsable(Exception):
 
 @dataclass(frozen=True)
 class Rules:
-    rel_tol: float = 1e-6
+    rel_tol: float = 0.0
     percent: str = "either"
     allow_sympy: bool = True
+    min_digits: int = 3  # significant digits a decimal needs to stand for an exact gold it does not equal
+
+
+def _entries(rules: Rules) -> Rules:
+    """Rules for the entries of a tuple, interval or matrix: `0.33` may stand for 1/3 there."""
+    return replace(rules, min_digits=min(rules.min_digits, 2))
 
 
 def equal(g, p, rules: Rules) -> bool:
@@ -69,25 +102,37 @@ def equal(g, p, rules: Rules) -> bool:
         return True
     if isinstance(g, Text) or isinstance(p, Text):
         return isinstance(g, Text) and isinstance(p, Text) and g.text == p.text
+    if isinstance(g, Coll) and g.comma_decimal is not None and isinstance(p, Num) and p.approx:
+        return equal(g.comma_decimal, p, rules)  # gold "1,22", predicted 1.22
+    if isinstance(p, Coll) and p.comma_decimal is not None and isinstance(g, Num) and g.approx:
+        return equal(g, p.comma_decimal, rules)  # gold 1000.99, predicted "1000,99"
+    if isinstance(p, Rel) and not isinstance(g, Rel) and len(p.sides) == 2 and p.ops == ("=",) and _is_label(p.sides[0]):
+        p = p.sides[1]  # predicted "(x, y) = (5, 8)" for gold (5, 8)
+    if isinstance(g, Coll) and isinstance(p, Bracket) and p.open == "(" and _named_values(g) is not None:
+        return equal(Bracket("(", ")", _named_values(g)), p, rules)  # gold "p=5, q=2", predicted (5, 2)
     if isinstance(g, Coll):
         return isinstance(p, Coll) and _matching(g.items, p.items, rules)
     if isinstance(g, Union):
         return isinstance(p, Union) and _matching(g.parts, p.parts, rules)
-    if isinstance(g, Bracket):
-        if isinstance(p, Rel):
-            p = rel_as_interval(p)
+    if isinstance(g, Bracket):  # a predicted relation does not answer an interval gold (the form asked for; math-verify too)
         return (isinstance(p, Bracket) and (p.open, p.close) == (g.open, g.close)
-                and len(p.items) == len(g.items) and all(equal(a, b, rules) for a, b in zip(g.items, p.items)))
+                and len(p.items) == len(g.items) and all(equal(a, b, _entries(rules)) for a, b in zip(g.items, p.items)))
+    if isinstance(g, Matrix) and isinstance(p, Expr):  # `A + B` or `I \cdot I` written out: SymPy evaluates it
+        if not rules.allow_sympy:
+            raise NeedsSympy
+        from rlvr.verifiers.math_sympy import matrix_expr_equal
+
+        return matrix_expr_equal(g, p, rules)
     if isinstance(g, Matrix):
         return (isinstance(p, Matrix) and [len(r) for r in g.rows] == [len(r) for r in p.rows]
-                and all(equal(a, b, rules) for ra, rb in zip(g.rows, p.rows) for a, b in zip(ra, rb)))
+                and all(equal(a, b, _entries(rules)) for ra, rb in zip(g.rows, p.rows) for a, b in zip(ra, rb)))
     if isinstance(g, Rel):
         if isinstance(p, Rel):
             return _rel_equal(g, p, rules)
-        if g.ops == ("=",) and _is_bare_symbol(g.sides[0]):  # gold "x = 3", predicted "3"
-            return equal(g.sides[1], p, rules)
-        if isinstance(p, Bracket):
-            interval = rel_as_interval(g)
+        if all(op == "=" for op in g.ops) and (_is_bare_symbol(g.sides[0]) or _is_label(g.sides[0]) or len(g.sides) > 2):
+            return equal(g.sides[-1], p, rules)  # gold "x = 3", "f(x) = 3", "(p, q) = (3, 2)": predicted "3"
+        if isinstance(p, (Bracket, Union)):
+            interval = _abs_chain_as_union(g) or rel_as_interval(g)
             return interval is not None and equal(interval, p, rules)
         return False
     if isinstance(p, Rel):  # gold value, predicted "x = value" (or "2 + 3 = 5": the last side)
@@ -97,7 +142,9 @@ def equal(g, p, rules: Rules) -> bool:
     if isinstance(g, (Num, Expr)) and isinstance(p, (Num, Expr)):
         if not rules.allow_sympy:
             raise NeedsSympy
-        return _sympy_equal(g, p, rules)
+        from rlvr.verifiers.math_sympy import sympy_equal
+
+        return sympy_equal(g, p, rules)
     return False
 
 
@@ -107,6 +154,7 @@ def _has_pct(node) -> bool:
 
 def _matching(gold_items, pred_items, rules: Rules) -> bool:
     """A one-to-one pairing of equal items exists (greedy; fine for the small sets of answers)."""
+    gold_items, pred_items = _distinct(gold_items), _distinct(pred_items)  # a set names each member once
     if len(gold_items) != len(pred_items):
         return False
     left = list(pred_items)
@@ -120,26 +168,50 @@ def _matching(gold_items, pred_items, rules: Rules) -> bool:
     return True
 
 
+def _distinct(items) -> list:
+    out = []
+    for item in items:
+        if item not in out:
+            out.append(item)
+    return out
+
+
 # ------------------------------------------------------------------------------------------- numbers
 
-def _num_values(n: Num, percent: str) -> tuple[Fraction, ...]:
+def _num_values(n: Num, percent: str) -> tuple[tuple[Fraction, int], ...]:
+    """(value, decimal places) pairs a number may stand for; its hundredth has two more places."""
     if not n.pct or percent == "strip":
-        return (n.value,)
+        return ((n.value, n.places),)
     if percent == "ratio":
-        return (n.value / 100,)
-    return (n.value, n.value / 100)
+        return ((n.value / 100, n.places + 2),)
+    return ((n.value, n.places), (n.value / 100, n.places + 2))
 
 
-def close(gold: Fraction | float, pred: Fraction | float, approx: bool, rel_tol: float) -> bool:
-    if not approx:
-        return gold == pred
-    return abs(pred - gold) <= rel_tol * abs(gold) if gold != 0 else abs(pred) <= rel_tol
+def numbers_equal(g: Fraction, g_approx: bool, g_places: int, p: Fraction, p_approx: bool, p_places: int,
+                  rel_tol: float = 0.0, min_digits: int = 3) -> bool:
+    """The number rule of the module docstring: exact unless a side is a decimal, then its stated precision."""
+    if g == p:
+        return True
+    if not (g_approx or p_approx):
+        return False  # two exact values: no tolerance at all
+    if g_approx and p_approx and p_places < g_places:
+        return False  # 0.3 does not stand for 0.33: the prediction is less precise than the gold
+    if rel_tol and abs(p - g) <= rel_tol * abs(g):
+        return True
+    places = g_places if g_approx else p_places  # the gold's stated precision binds when it has one
+    if not g_approx and _significant_digits(p, p_places) < min_digits:
+        return False  # 3.1 for pi, 0.3 for 1/3: too few digits to earn credit for an exact answer
+    return abs(p - g) * 2 * Fraction(10) ** places <= 1  # within half a unit in the last stated place
+
+
+def _significant_digits(value: Fraction, places: int) -> int:
+    digits = abs(value) * Fraction(10) ** places
+    return len(str(round(digits))) if digits >= 1 else 0
 
 
 def _num_equal(g: Num, p: Num, rules: Rules) -> bool:
-    approx = g.approx or p.approx
-    return any(close(gv, pv, approx, rules.rel_tol)
-               for gv in _num_values(g, rules.percent) for pv in _num_values(p, rules.percent))
+    return any(numbers_equal(gv, g.approx, gp, pv, p.approx, pp, rules.rel_tol, rules.min_digits)
+               for gv, gp in _num_values(g, rules.percent) for pv, pp in _num_values(p, rules.percent))
 
 
 # ------------------------------------------------------------------------------------------- relations
@@ -168,7 +240,7 @@ def rel_as_interval(rel: Rel) -> Bracket | None:
         if op in ("<", "<="):
             return Bracket("(", ")" if op == "<" else "]", (neg_inf, rhs))
         return Bracket("(" if op == ">" else "[", ")", (rhs, inf))
-    if len(rel.sides) == 3 and _is_bare_symbol(rel.sides[1]) and _is_constant(rel.sides[0]) and _is_constant(rel.sides[2]):
+    if len(rel.sides) == 3 and (_is_bare_symbol(rel.sides[1]) or _is_label(rel.sides[1]) and "|" not in rel.sides[1].latex) and _is_constant(rel.sides[0]) and _is_constant(rel.sides[2]):
         a, b = rel.ops
         if a in ("<", "<=") and b in ("<", "<="):
             return Bracket("(" if a == "<" else "[", ")" if b == "<" else "]", (rel.sides[0], rel.sides[2]))
@@ -177,7 +249,50 @@ def rel_as_interval(rel: Rel) -> Bracket | None:
     return None
 
 
+def _abs_chain_as_union(rel: Rel) -> Union | None:
+    """`1 <= |z| <= 3/2` -> [-3/2, -1] U [1, 3/2] (for plain-number bounds 0 < a < b)."""
+    if len(rel.sides) != 3 or rel.ops[0] not in ("<", "<=") or rel.ops[1] not in ("<", "<="):
+        return None
+    lo, mid, hi = rel.sides
+    if not (isinstance(lo, Num) and isinstance(hi, Num) and 0 < lo.value < hi.value and isinstance(mid, Expr)):
+        return None
+    m = re.fullmatch(r"\|\s*(.+?)\s*\|", mid.latex.strip())
+    if not m or not _BARE_SYMBOL.fullmatch(m.group(1)):
+        return None
+    lo_close, hi_close = ("[" if rel.ops[0] == "<=" else "("), ("]" if rel.ops[1] == "<=" else ")")
+    neg = Bracket({"]": "[", ")": "("}[hi_close], {"[": "]", "(": ")"}[lo_close],
+                  (Num(-hi.value, hi.approx, places=hi.places), Num(-lo.value, lo.approx, places=lo.places)))
+    return Union((neg, Bracket(lo_close, hi_close, (lo, hi))))
+
+
+def _is_label(node) -> bool:
+    """The left side of a gold `name = value`: no digit in it (`f(x)`, `|AB|`, `(p, q)`, `S_{ABC}:S`)."""
+    if isinstance(node, Expr):
+        bare = _COMMAND.sub("", re.sub(r"_\s*(?:\{[^{}]*\}|\w)", "", node.latex))  # `V_{1}` is a name
+        return bool(re.search(r"[a-zA-Z]", bare)) and not re.search(r"\d", bare)
+    if isinstance(node, Bracket):
+        return bool(node.items) and all(_is_label(item) for item in node.items)
+    return False
+
+
+def _named_values(coll: Coll):
+    """The values of `p=5, q=2` (distinct bare names, in order), else None."""
+    items = coll.items
+    if len(items) < 2 or not all(isinstance(i, Rel) and i.ops == ("=",) and _is_bare_symbol(i.sides[0]) for i in items):
+        return None
+    names = [i.sides[0].latex.strip() for i in items]
+    return tuple(i.sides[1] for i in items) if len(set(names)) == len(names) else None
+
+
+def _chain_ends(rel: Rel) -> Rel:
+    """`x = 5+5+1 = 7 = 11` answers `x = 11`: an equality chain counts by its first and last member."""
+    if len(rel.sides) > 2 and all(op == "=" for op in rel.ops):
+        return Rel(("=",), (rel.sides[0], rel.sides[-1]))
+    return rel
+
+
 def _rel_equal(g: Rel, p: Rel, rules: Rules) -> bool:
+    g, p = _chain_ends(g), _chain_ends(p)
     if len(g.sides) == 2 and len(p.sides) == 2:
         flipped = Rel((_FLIP[p.ops[0]],), (p.sides[1], p.sides[0]))
         for cand in (p, flipped):
@@ -187,7 +302,9 @@ def _rel_equal(g: Rel, p: Rel, rules: Rules) -> bool:
             return False
         if not rules.allow_sympy:
             raise NeedsSympy
-        return _relations_proportional(g, p, rules)
+        from rlvr.verifiers.math_sympy import relations_proportional
+
+        return relations_proportional(g, p, rules)
     gi, pi = rel_as_interval(g), rel_as_interval(p)
     if gi is not None and pi is not None:
         return equal(gi, pi, rules)
@@ -197,158 +314,3 @@ def _rel_equal(g: Rel, p: Rel, rules: Rules) -> bool:
 
 def _kind(op: str) -> str:
     return {"=": "eq", "!=": "ne", "<": "lt", ">": "lt", "<=": "le", ">=": "le"}[op]
-
-
-# ------------------------------------------------------------------------------------------- sympy
-
-_POINTS = 3  # agreeing random points needed to call two expressions equal
-_DIGITS = 30
-
-
-@lru_cache(maxsize=4096)
-def to_sympy(latex: str):
-    """SymPy object for a LaTeX string (cached: gold answers repeat G times per prompt)."""
-    from latex2sympy2_extended.latex2sympy2 import ConversionConfig, NormalizationConfig, latex2sympy
-    import sympy
-
-    try:
-        expr = latex2sympy(
-            latex,
-            normalization_config=NormalizationConfig(basic_latex=True, units=False, malformed_operators=False,
-                                                     nits=False, boxed="none", equations=False),
-            conversion_config=ConversionConfig(),
-        )
-    except Exception as error:  # the ANTLR parser raises plain Exceptions on bad input
-        return Unparsable(latex, str(error).splitlines()[0][:200] if str(error) else type(error).__name__)
-    if isinstance(expr, sympy.Basic):
-        imaginary = {s: sympy.I for s in expr.free_symbols if getattr(s, "name", "") == "i"}
-        if imaginary:
-            expr = expr.subs(imaginary)
-    return expr
-
-
-def node_to_sympy(node):
-    import sympy
-
-    if isinstance(node, Num):
-        return sympy.Rational(node.value.numerator, node.value.denominator)
-    result = to_sympy(node.latex)
-    if isinstance(result, Unparsable):
-        raise result
-    return result
-
-
-def _sympy_equal(g, p, rules: Rules) -> bool:
-    import sympy
-
-    approx = (isinstance(g, Num) and g.approx) or (isinstance(p, Num) and p.approx)
-    gs, ps = node_to_sympy(g), node_to_sympy(p)
-    if not isinstance(gs, sympy.Expr) or not isinstance(ps, sympy.Expr):
-        return _structural_sympy_equal(gs, ps, rules)
-    approx = approx or bool(gs.atoms(sympy.Float)) or bool(ps.atoms(sympy.Float))
-    tol = rules.rel_tol if approx else 1e-20
-    g_values = [sympy.Rational(v.numerator, v.denominator) for v in _num_values(g, rules.percent)] if isinstance(g, Num) else [gs]
-    p_values = [sympy.Rational(v.numerator, v.denominator) for v in _num_values(p, rules.percent)] if isinstance(p, Num) else [ps]
-    candidates = [(a, b) for a in g_values for b in p_values]
-    return any(_expr_equal(a, b, tol) for a, b in candidates)
-
-
-def _structural_sympy_equal(gs, ps, rules: Rules) -> bool:
-    import sympy
-
-    if isinstance(gs, sympy.MatrixBase) and isinstance(ps, sympy.MatrixBase):
-        return gs.shape == ps.shape and all(_expr_equal(a, b, rules.rel_tol) for a, b in zip(gs, ps))
-    try:
-        return bool(gs == ps)
-    except Exception:
-        return False
-
-
-def _expr_equal(gs, ps, tol: float) -> bool:
-    """Equal at 30 digits, at random points when there are free symbols.
-
-    Values are compared as mpmath numbers, whose exponent range is unbounded: `1/2004!` and
-    `1/2006!` both underflow a Python float to 0.0, which is how fixed-precision graders call them equal."""
-    import sympy
-
-    if gs == ps:
-        return True
-    if gs.has(sympy.oo, -sympy.oo, sympy.zoo) or ps.has(sympy.oo, -sympy.oo, sympy.zoo):
-        return False
-    symbols = sorted(gs.free_symbols | ps.free_symbols, key=lambda s: s.name)
-    agreeing = 0
-    for point in _points(symbols):
-        gv, pv = _value(gs, point), _value(ps, point)
-        if gv is None or pv is None:
-            continue  # not a number at this point (a pole, a symbol left over): try another
-        if abs(pv - gv) > (tol * abs(gv) if gv != 0 else tol):
-            return False
-        agreeing += 1
-        if agreeing >= (_POINTS if symbols else 1):
-            return True
-    try:  # no point evaluated: fall back to bounded symbolic simplification (the pool's limit applies)
-        return sympy.simplify(gs - ps) == 0
-    except Exception:
-        return False
-
-
-def _points(symbols):
-    """Deterministic pseudo-random positive points (positive: sqrt and log stay real)."""
-    import sympy
-
-    rng = random.Random(0)
-    for _ in range(3 * _POINTS if symbols else 1):
-        yield {s: sympy.Float(rng.randint(300, 2700) / 1000 + rng.random() * 1e-3, _DIGITS) for s in symbols}
-
-
-def _value(expr, point):
-    """`expr` at `point` as an mpmath complex of 30 digits, or None when it is not a finite number."""
-    import mpmath
-    import sympy
-
-    try:
-        v = expr.evalf(_DIGITS, subs=point) if point else expr.evalf(_DIGITS)
-        re_part, im_part = v.as_real_imag()
-        if not (re_part.is_number and im_part.is_number):
-            return None
-        re_f, im_f = sympy.Float(re_part, _DIGITS), sympy.Float(im_part, _DIGITS)
-        z = mpmath.mpc(re_f._mpf_, im_f._mpf_)
-    except (TypeError, ValueError, OverflowError, ZeroDivisionError, AttributeError):
-        return None
-    if not mpmath.isfinite(z.real) or not mpmath.isfinite(z.imag):
-        return None
-    return z
-
-
-def _relations_proportional(g: Rel, p: Rel, rules: Rules) -> bool:
-    """`lhs - rhs` of gold and prediction are proportional (positively for inequalities)."""
-    dg, strict_g = _difference(g)
-    dp, strict_p = _difference(p)
-    if strict_g != strict_p:
-        return False
-    symbols = sorted(dg.free_symbols | dp.free_symbols, key=lambda s: s.name)
-    if not symbols:
-        return _expr_equal(dg, dp, rules.rel_tol)
-    ratios = []
-    for point in _points(symbols):
-        a, b = _value(dg, point), _value(dp, point)
-        if a is None or b is None or abs(b) < 1e-12:
-            continue
-        ratios.append(a / b)
-        if len(ratios) >= _POINTS:
-            break
-    if len(ratios) < _POINTS or abs(ratios[0]) < 1e-12:
-        return False
-    first = ratios[0]
-    if any(abs(r - first) > 1e-9 * abs(first) for r in ratios[1:]):
-        return False
-    return g.ops[0] in ("=", "!=") or (first.real > 0 and abs(first.imag) < 1e-12 * abs(first))
-
-
-def _difference(rel: Rel):
-    """(d, strict) such that the relation reads `d op 0` with op in {=, !=, >, >=}."""
-    lhs, rhs = (node_to_sympy(s) for s in rel.sides)
-    op = rel.ops[0]
-    if op in ("<", "<="):
-        return rhs - lhs, op == "<"
-    return lhs - rhs, op in (">", "!=")

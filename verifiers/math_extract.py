@@ -8,20 +8,33 @@ does not earn credit for 3).
 Reasoning traces: when the text has `</think>`, only what follows the last `</think>` is searched,
 so a candidate answer drafted while thinking never counts (open-r1's accuracy reward does the same).
 
+Long texts: a Minerva closing line after the last box wins over the box (a box drafted earlier is
+superseded); a number closing a concluding sentence after the last math span wins over the span
+("... $d = \\frac{90}{n}$ ... Therefore, there are 12 such sequences."); an answer that is a
+sentence ("The volume of $ABCD$ is 120") is reduced to what follows its last "is"/"=".
+Bare answers: `extract_bare` (the `lenient` fallback of math_verifier) takes a short text with no
+words as the answer, else the last number of the text, as math-verify's expression fallback does.
+Inline math (`$...$`, `\\(...\\)`) does not span lines, as in math-verify.
+
 Sources of the conventions: Minerva's "Final Answer: The final answer is X. I hope it is correct."
 (Lewkowycz et al. 2022, also lm-eval's minerva_math); GSM8K's `#### X`; the last-box rule and
 its "boxes separated by a separator form one answer" idea come from math-verify's
-`extract_boxed_content` (reimplemented here without its 10-character proximity rule).
+`extract_boxed_content` (reimplemented here; its 10-character proximity rule is used for gold
+answers only, `\\boxed{1} papers and \\boxed{2} bins`, while a model's boxes must be joined by
+"or"/"and"/commas or a name such as "and y_2 =").
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from itertools import pairwise
 
 THINK_CLOSE = "</think>"
 _BOX_COMMANDS = ("\\boxed", "\\fbox")
-_BOX_JOINER_NOISE = re.compile(r"\\(?:text|mbox|textrm)\s*\{|\}|\\q?quad|\$|[\s.]")
+_BOX_JOINER_NOISE = re.compile(
+    r"\\(?:text|mbox|textrm)\s*\{|\}|\\q?quad|\$|\\[()\[\]]|\bfor\s+part\s*\(?\w\)?|[a-zA-Z](?:_\{?\w+\}?)?\s*=|[\s.]"
+)  # what may stand between boxes that form one answer: "or", "and", commas, and names ("and y_2 = \boxed{..}")
 _BOX_JOINERS = {"", ",", ";", "or", "and", "&", ",or", ",and"}
 _MINERVA = re.compile(r"final answer is\s*(.+?)\s*\.?\s*I hope it is correct", re.IGNORECASE | re.DOTALL)
 _GSM8K = re.compile(r"####\s*([^\n]+)")
@@ -29,7 +42,9 @@ _ANSWER_IS = re.compile(
     r"(?:the\s+)?(?:final\s+)?answer\s*(?:is|:|=)\s*:?\s*(.+?)(?:\n|$|(?<=[^\d\s\\])\.(?:\s|$)|\.\s)",
     re.IGNORECASE,
 )
-_LATEX_SPANS = re.compile(r"\$\$(.+?)\$\$|(?<![\\$])\$(.+?)(?<!\\)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.DOTALL)
+# Inline math (`$...$`, `\(...\)`) stays on one line, as math-verify reads it; display math may span lines.
+_LATEX_SPANS = re.compile(r"\$\$(.+?)\$\$|(?<![\\$])\$([^\n]+?)(?<!\\)\$|\\\(([^\n]+?)\\\)|\\\[(.+?)\\\]", re.DOTALL)
+_STRAY_DELIMITER = re.compile(r"\\\(|\\\)|(?<![\d\s])[ \t]*\$[ \t]*(?![\d\s])|(?<![\d])[ \t]*\$[ \t]*\n|\n[ \t]*\$")
 _LAST_NUMBER = re.compile(
     r"(?<![\w.])[-\u2212]?(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?(?:/\d+)?(?:[eE][-+]?\d+)?\s*%?"
 )
@@ -117,7 +132,8 @@ def extract_answer_tag(text: str) -> list[str] | None:
     if not content:
         return None
     return (extract_boxed(content) or _whole_span(content) or extract_answer_is(content)
-            or (extract_last_latex(content) if re.search(r"[a-zA-Z]{3,}[^$]*\$", content) else None) or [content])
+            or (extract_last_latex(content) if re.search(r"[a-zA-Z]{3,}[^$]*\$", content) else None)
+            or _strip_dollars(content))
 
 
 def extract_minerva(text: str) -> list[str] | None:
@@ -125,7 +141,7 @@ def extract_minerva(text: str) -> list[str] | None:
     matches = list(_MINERVA.finditer(text))
     if not matches:
         return None
-    answer = matches[-1].group(1).strip()
+    answer = re.sub(r'^(?:\\?["\'])+|(?:\\?["\'])+$', "", matches[-1].group(1).strip()).strip()  # quoted answers
     return _strip_dollars(answer) if answer else None
 
 
@@ -156,6 +172,16 @@ def extract_last_latex(text: str) -> list[str] | None:
     if last is None:
         return None
     content = next(g for g in last.groups() if g is not None).strip()
+    boundary = _SENTENCE_END.search(text, last.end())  # a number in the span's own sentence is only a remark
+    after = last.end() if content.endswith(".") else boundary.end() if boundary else None  # `$$...\frac{2}{1}.$$`
+    tail = ([m for m in _BARE_NUMBER.finditer(text, after) if not _LATER_NOISE.match(text, m.start())]
+            if after is not None else [])
+    if tail:  # "... $d = \frac{90}{n}$ ... Therefore, there are 12 distinct sequences.": the closing number answers
+        number = tail[-1]
+        starts = [m.end() for m in _SENTENCE_END.finditer(text, after, number.start())]
+        sentence = text[starts[-1] if starts else after: number.start()]
+        if _CONCLUSION.search(sentence) and not _HEDGE.search(sentence):  # "We used 2 methods." is a remark
+            return [number.group(0).strip()]
     return [content] if content else None
 
 
@@ -167,8 +193,60 @@ def extract_last_number(text: str) -> list[str] | None:
     return [last.group(0).strip()] if last else None
 
 
+_BARE_NUMBER = re.compile(
+    r"(?<![A-Za-z\d.,])[-\u2212]?(?:\\frac\{\d+\}\{\d+\}|(?:\d{1,3}(?:(?:,\d{3})+| (?=\d{3}(?!\d))\d{3}(?: \d{3})*)|\d+)"
+    r"(?:[.,]\d+)?(?:/\d+)?|\.\d+)(?:\s*(?:%|\\%|percent\b|pct\b))?"
+)
+_CONCLUSION = re.compile(r"\b(?:therefore|thus|hence|so|final|answer|total|altogether|in all)\b", re.IGNORECASE)
+_SENTENCE_END = re.compile(r"\.(?:\s|$)|\n")
+_LATER_NOISE = re.compile(r"\d+\s*(?:\)|\]|:)")  # list markers and references ("1)", "[2]", "3:")
+_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{3,}")  # a run of 3+ letters that is no LaTeX command
+
+
+def extract_bare(text: str) -> list[str] | None:
+    """The lenient fallback for text with no answer marker and no math span.
+
+    A short text with no words is itself the answer (`-5`, `\\frac{10}{9}`, `28 %`, `1,000.99$`);
+    otherwise the last number, fraction or percentage written (`... which is 1,000.99€`), never one
+    glued to a word (`AZYUK2A` has none). math-verify falls back the same way to the last
+    expression of the text (its `ExprExtractionConfig`)."""
+    if _STRAY_DELIMITER.search(text):
+        return None  # a math delimiter that opened no valid span is broken math, not a bare answer
+    stripped = text.strip().rstrip(".").strip()
+    if stripped and len(stripped) <= 100 and not _WORD.search(stripped) and "\n" not in stripped:
+        return [stripped]
+    last = None
+    for m in _BARE_NUMBER.finditer(text):
+        last = m
+    return [last.group(0).strip()] if last else None
+
+
+_HEDGE = re.compile(  # words that make a number in a sentence something other than the answer
+    r"\b(?:not|no|never|cannot|can't|isn't|aren't|exceeds?|more|less|fewer|least|most|greater|smaller|between"
+    r"|about|approximately|roughly|around|nearly|almost|unless|except)\b", re.IGNORECASE)
+_JOINER_WORDS = re.compile(r"\b(?:and|or)\b", re.IGNORECASE)
+_SENTENCE_VERB = re.compile(r"\s(?:is|are|equals|was|be)\s+(?:\w+\s+)??(?=[-$\\\d(\[.])|\s=\s", re.IGNORECASE)
+
+
+def _answer_of_sentence(answer: str) -> str:
+    """ "The volume of $ABCD$ is 120" -> "120": a sentence's answer follows its last "is"/"=" (when math follows)."""
+    if not _WORD.search(_JOINER_WORDS.sub("", _LATEX_SPANS.sub("", answer))):
+        return answer  # "3 and 5" is a list, not a sentence
+    if _HEDGE.search(answer):
+        return answer  # "not 5", "more than 4": left whole, so it never parses as 5 or 4
+    last = None
+    for m in _SENTENCE_VERB.finditer(answer):
+        last = m
+    if last:
+        return answer[last.end():].strip()
+    numbers = [] if _LATEX_SPANS.search(answer) else list(_BARE_NUMBER.finditer(answer))
+    return numbers[0].group(0).strip() if len(numbers) == 1 else answer  # "Jane started growing Sphere 3 hours ago"
+
+
 def _strip_dollars(answer: str) -> list[str]:
-    return [answer.strip().strip("$").strip()]
+    answer = _answer_of_sentence(answer.strip())
+    whole = _whole_span(answer)
+    return whole or [answer.strip().strip("$").strip()]
 
 
 def _whole_span(content: str) -> list[str] | None:
@@ -176,6 +254,8 @@ def _whole_span(content: str) -> list[str] | None:
     m = _LATEX_SPANS.fullmatch(content.strip().rstrip("."))
     if m:
         inner = next(g for g in m.groups() if g is not None).strip()
+        if re.search(r"(?<!\\)\$", inner):
+            return None  # `$21,16$ or $11$` is two spans, not one
         return [inner] if inner else None
     return None
 
@@ -188,6 +268,7 @@ EXTRACTORS: dict[str, Callable[[str], list[str] | None]] = {
     "answer_is": extract_answer_is,
     "latex": extract_last_latex,
     "last_number": extract_last_number,
+    "bare": extract_bare,
 }
 DEFAULT_ORDER = ("answer_tag", "boxed", "minerva", "gsm8k", "answer_is", "latex")
 
@@ -197,8 +278,20 @@ def extract(text: str, order: Sequence[str] = DEFAULT_ORDER) -> tuple[list[str],
     region = answer_region(text)
     for name in order:
         found = EXTRACTORS[name](region)
+        if found and name == "boxed" and "minerva" in order:
+            later = _minerva_after_last_box(region)
+            if later:  # "... \boxed{255} ... Final Answer: The final answer is $10,455$.": the closing line counts
+                return later, "minerva"
         if found:
             return found, name
+    return None
+
+
+def _minerva_after_last_box(text: str) -> list[str] | None:
+    boxes = _boxes(text)
+    matches = list(_MINERVA.finditer(text))
+    if boxes and matches and matches[-1].start() > boxes[-1][1]:
+        return extract_minerva(text[boxes[-1][1]:])
     return None
 
 
@@ -206,6 +299,10 @@ def extract_gold(gold: str) -> str:
     """A gold answer as datasets store it: bare, `$...$`, `\\boxed{...}`, or a GSM8K solution's `#### X`."""
     gold = gold.strip()
     if "\\boxed" in gold or "\\fbox" in gold:
+        boxes = _boxes(gold)
+        near = len(boxes) > 1 and all(len(gold[a[1]: b[0]].strip()) <= 12 for a, b in pairwise(boxes))
+        if near:  # `\boxed{1} papers and \boxed{2} bins`: boxes a few characters apart form one gold (math-verify's
+            return ", ".join(dict.fromkeys(c for _, _, c in boxes if c))  # proximity rule, for gold answers only)
         found = extract_boxed(gold)
         if found:
             return ", ".join(found)
@@ -214,4 +311,14 @@ def extract_gold(gold: str) -> str:
         if found:
             return found[0]
     whole = _whole_span(gold)
-    return whole[0] if whole else gold
+    if whole:
+        return whole[0]
+    spans = list(_LATEX_SPANS.finditer(gold))
+    if len(spans) > 1 and all(_BOX_JOINER_NOISE.sub("", gold[a.end(): b.start()]).casefold() in _BOX_JOINERS
+                              for a, b in pairwise(spans)) and not gold[: spans[0].start()].strip():
+        return ", ".join(next(g for g in m.groups() if g is not None).strip() for m in spans)  # `$21,16$ or $11$`
+    if len(gold) > 80 and _WORD.search(gold):  # a worked solution stored as the gold: its stated final answer
+        found = extract(gold, ("minerva", "answer_is"))
+        if found:
+            return ", ".join(found[0])
+    return gold

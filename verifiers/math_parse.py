@@ -4,14 +4,18 @@ Two steps, both plain string work with linear cost (so the parent process may ru
 input; only SymPy work is sent to time-limited workers):
 
 1. `normalize`: one spelling per thing. Unicode minus and symbols, `\\dfrac`/`\\tfrac`, `\\frac12`,
-   `\\left`/`\\right`, spacing macros, `{,}`, thousands separators, degrees, `\\$` and currency,
-   units in `\\text{}` or trailing words, a final full stop.
+   `\\left`/`\\right`, spacing macros, `{,}` and `,\\!`, thousands separators, degrees, `\\$` and
+   currency, "percent"/"pct", units in `\\text{}`/`\\textbf{}` or trailing words, a final full
+   stop, `\\\\frac` typed with an escaped backslash, a bare TeX group `{2, 3}` around a list.
 2. `parse`: the structure a grader must respect, as a tree of frozen dataclasses:
-   `Num` (exact Fraction, with `approx` when written as a decimal and `pct` when written with %),
+   `Num` (exact Fraction, with `approx` and `places` when written as a decimal, `pct` when
+   written with %; `0.\\overline{3}` is exactly 1/3), `Rel` chains cut at `\\approx` (the exact
+   member before it answers), a "2,74" list that may also be a decimal comma (`Coll.comma_decimal`),
    `Expr` (LaTeX left for SymPy), `Rel` (equations/inequalities, chains allowed),
    `Coll` (a set `\\{...\\}`, or a bare list "2, -2" / "x=2 or x=-2" / `a \\pm b`, both unordered),
    `Bracket` (`(a, b)`, `[a, b)`, `\\langle a, b \\rangle`: tuples and intervals keep their
-   delimiters, so open and closed differ), `Union` (`\\cup`), `Matrix`, `Text`.
+   delimiters, so open and closed differ; a ratio or clock time `a:b` is a Bracket with ":"),
+   `Union` (`\\cup`), `Matrix` (also `\\left[\\begin{array}...\\right]`), `Text`.
 
 Invalid LaTeX is not repaired beyond the common shorthands: `4\\sqrt(2)` stays as written and
 fails to parse later, rather than silently becoming 4 (math-verify's behaviour).
@@ -29,8 +33,9 @@ MAX_EXPONENT = 400  # larger powers of ten go to SymPy (in a worker), not Fracti
 @dataclass(frozen=True)
 class Num:
     value: Fraction
-    approx: bool = False  # written with a decimal point: compared with a tolerance
+    approx: bool = False  # written with a decimal point: a stated approximation (see math_equal)
     pct: bool = False  # written with a percent sign
+    places: int = 0  # decimal places as written, less the power of ten: 0.33 -> 2, 1.2e5 -> -4
 
 
 @dataclass(frozen=True)
@@ -47,6 +52,7 @@ class Rel:
 @dataclass(frozen=True)
 class Coll:
     items: tuple  # unordered: `\{1, 2\}`, "1, 2", "x=1 or x=2", `1 \pm 2`
+    comma_decimal: Num | None = None  # "1000,99", "0,111": also a number with a decimal comma (see parse)
 
 
 @dataclass(frozen=True)
@@ -85,11 +91,11 @@ _DROP = re.compile(
     r"\\(?:left|right|bigl|bigr|Bigl|Bigr|biggl|biggr|big|Big|bigg|Bigg)(?![a-zA-Z])|\\displaystyle|\\textstyle"
     r"|\\!|\\limits|\\mathrm\{\s*\}"
 )
-_SPACES = re.compile(r"(?<!\\)\\[,;: ]|\\q?quad(?![a-zA-Z])|~")
+_SPACES = re.compile(r"(?<!\\)\\[,;: ]|\\q?quad|~")  # `\quadx_2` (no space) is still a quad
 _DEGREES = re.compile(r"\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\circ|\\degree|\s*\bdegrees?\b|\^\{\s*\\text\{\s*o\s*\}\s*\}")
 _CURRENCY = re.compile(r"\\\$|\$|\\euro|€|£|¥|₹|\\pounds|\bUSD\b|\bRs\.?\s|\bINR\b")
 _TEXT_WRAP = re.compile(r"\\(?:text|textbf|textit|textrm|textnormal|mathrm|mathbf|mathit|mbox|operatorname)\s*\{([^{}]*)\}")
-_UNIT_TEXT = re.compile(r"(?<=[\w})\].])\s*\\(?:text|mbox|mathrm|textrm|textnormal)\s*\{\s*[a-zA-Z][^{}]*\}(?:\s*\^\s*\{?\d\}?)?\s*$")
+_UNIT_TEXT = re.compile(r"(?<=[\w})\].])\s*\\(?:text|mbox|mathrm|textrm|textnormal|textbf|textit|mathbf)\s*\{\s*[a-zA-Z][^{}]*\}(?:\s*\^\s*\{?\d\}?)?\s*$")
 _UNIT_WORDS = re.compile(r"(?<=[\d})\]])\s+(?!(?:or|and)\b)[a-zA-Z]{2,}(?:[\s.-]+[a-zA-Z]+)*(?:\s*\^\s*\{?\d\}?)?\s*$")
 _FRAC_SHORT = [
     (re.compile(r"\\frac\s*(\d)\s*(\d)"), r"\\frac{\1}{\2}"),
@@ -100,12 +106,19 @@ _FRAC_SHORT = [
 ]
 _SPACED_THOUSANDS = re.compile(r"(?<![\d.])(\d{1,3})((?: \d{3})+)(?![\d])")
 _BRACE_COMMA = re.compile(r"\{,\}")
+_DOUBLE_BACKSLASH = re.compile(r"(?<!\\)\\\\(?=[a-zA-Z])")
+_COMMA_BANG = re.compile(r",\s*\\!\s*(?=\d{3})")
+_PERCENT_WORDS = re.compile(r"(?<=[\d}])\s*(?:percent(?:age)?|pct)\b", re.IGNORECASE)
+_COMMA_DECIMAL = re.compile(r"([-+]?\d+),(\d+)")  # reached only when it is no thousands grouping
 
 
 def normalize(text: str) -> str:
     """One spelling per answer; see the module docstring for the list of rewrites."""
     s = _UNICODE_RE.sub(lambda m: _UNICODE[m.group(0)], str(text))
     s = s.replace("\n", " ").replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac").replace("\\cfrac", "\\frac")
+    if "\\begin" not in s:  # `\\frac` typed with an escaped backslash (no matrix row break here)
+        s = _DOUBLE_BACKSLASH.sub(r"\\", s)
+    s = _COMMA_BANG.sub(",", s)  # `11,\! 111`: thousands separated with a negative thin space
     s = _DROP.sub("", s)
     s = _SPACES.sub(" ", s)
     s = _BRACE_COMMA.sub(",", s)
@@ -114,6 +127,7 @@ def normalize(text: str) -> str:
     s = _CURRENCY.sub("", s)
     for pattern, repl in _FRAC_SHORT:
         s = pattern.sub(repl, s)
+    s = _PERCENT_WORDS.sub("%", s)
     s = " ".join(s.split())
     s = s.strip().rstrip(".").strip()
     for _ in range(2):  # "5 \text{ cm}^2", "12 square feet"
@@ -124,16 +138,19 @@ def normalize(text: str) -> str:
     s = _SPACED_THOUSANDS.sub(lambda m: m.group(1) + m.group(2).replace(" ", ","), s)
     if s.startswith("\\boxed{") and s.endswith("}"):
         s = s[len("\\boxed{"): -1].strip()
+    if s.startswith("{") and s.endswith("}") and _enclosing("(" + s[1:-1] + ")"):
+        s = s[1:-1].strip()  # `{2, 3, 5}`: a TeX group around a list is only a group
     return s
 
 
 # ---------------------------------------------------------------------------------------------
 # numbers (the fast path: exact Fractions, no SymPy)
 
-_INT = r"(?:\d{1,3}(?:,\d{3})+(?![\d])|\d+)"
+_INT = r"(?:[1-9]\d{0,2}(?:,\d{3})+(?![\d])|\d+)"  # "0,111" is no thousands grouping
 _MANT = rf"(?:{_INT}(?:\.\d*)?|\.\d+)"
 _EXP = r"(?:[eE](?P<e1>[-+]?\d+)|\s*(?:\\times|\\cdot|\*|x)\s*10\s*\^\s*(?:\{\s*(?P<e2>[-+]?\d+)\s*\}|(?P<e3>[-+]?\d)))"
 _DECIMAL_RE = re.compile(rf"(?P<sign>[-+]?)\s*(?P<mant>{_MANT})(?:{_EXP})?\s*(?P<pct>%?)")
+_REPEATING_RE = re.compile(r"(?P<sign>[-+]?)\s*(?P<int>\d*)\.(?P<fixed>\d*)\\overline\s*\{\s*(?P<period>\d{1,50})\s*\}\s*(?P<pct>%?)")
 _POW10_RE = re.compile(r"(?P<sign>[-+]?)\s*10\s*\^\s*(?:\{\s*(?P<e2>[-+]?\d+)\s*\}|(?P<e3>[-+]?\d))\s*(?P<pct>%?)")
 _FRAC_RE = re.compile(
     rf"(?P<sign>[-+]?)\s*(?:\\frac\s*\{{\s*(?P<n1>[-+]?{_INT})\s*\}}\s*\{{\s*(?P<d1>[-+]?{_INT})\s*\}}"
@@ -153,7 +170,13 @@ def parse_number(s: str) -> Num | None:
             return None
         mant = m.group("mant").replace(",", "")
         value = Fraction(mant) * (Fraction(10) ** int(exp) if exp else 1)
-        return Num(-value if m.group("sign") == "-" else value, approx="." in mant, pct=bool(m.group("pct")))
+        places = (len(mant) - mant.index(".") - 1 if "." in mant else 0) - (int(exp) if exp else 0)
+        return Num(-value if m.group("sign") == "-" else value, approx="." in mant, pct=bool(m.group("pct")), places=places)
+    m = _REPEATING_RE.fullmatch(s)
+    if m:  # `0.\overline{3}` is exactly 1/3; `1.2\overline{45}` is 1.2454545...
+        head, fixed, period = m.group("int") or "0", m.group("fixed"), m.group("period")
+        value = Fraction(head + "." + fixed if fixed else head) + Fraction(int(period), (10 ** len(period) - 1) * 10 ** len(fixed))
+        return Num(-value if m.group("sign") == "-" else value, pct=bool(m.group("pct")))
     m = _POW10_RE.fullmatch(s)
     if m:
         exp = int(m.group("e2") or m.group("e3"))
@@ -179,11 +202,11 @@ _OPENERS = {"(": ")", "[": "]", "{": "}"}
 _CLOSERS = set(_OPENERS.values())
 _REL_TOKENS = [  # longest first
     ("\\leqslant", "<="), ("\\geqslant", ">="), ("\\leq", "<="), ("\\geq", ">="), ("\\neq", "!="), ("\\le", "<="),
-    ("\\ge", ">="), ("\\ne", "!="), ("\\approx", "="), ("<=", "<="), (">=", ">="), ("!=", "!="), ("=", "="),
+    ("\\ge", ">="), ("\\ne", "!="), ("\\approx", "~"), ("\\lt", "<"), ("\\gt", ">"), ("<=", "<="), (">=", ">="), ("!=", "!="), ("=", "="),
     ("<", "<"), (">", ">"),
 ]
-_WORD_SEP = re.compile(r"\s+(?:or|and)\s+|\s*\\(?:text|mbox)\{\s*(?:or|and)\s*\}\s*", re.IGNORECASE)
-_MATRIX = re.compile(r"\\begin\{([pbBvV]?matrix|array)\}(?:\{[^{}]*\})?(.*)\\end\{\1\}", re.DOTALL)
+_WORD_SEP = re.compile(r"\s+(?:or|and)\s+|(?<=[)\]])\s*or\s*(?=[(\[])|\s*\\(?:text|mbox)\{\s*(?:or|and)\s*\}\s*", re.IGNORECASE)
+_MATRIX = re.compile(r"\\begin\{([pbBvV]?matrix|array)\}(?:\{[^{}]*\})?((?:(?!\\begin\{).)*)\\end\{\1\}", re.DOTALL)
 _CHOICE = re.compile(r"\(?([A-J])\)?")
 _LETTERS3 = re.compile(r"[a-zA-Z]{3,}")
 _COMMAND = re.compile(r"\\[a-zA-Z]+")
@@ -298,6 +321,10 @@ def parse(s: str) -> object:
     parts = [p for p in _top_level_spans(s, _WORD_SEP) if p.strip()]
     if len(parts) > 1:
         return Coll(tuple(parse(p) for p in parts))
+    m = _COMMA_DECIMAL.fullmatch(s)
+    if m:  # "2,74" is a list of two numbers or, in much of the world, 2.74: math_equal decides by the other side
+        value = parse_number(f"{m.group(1)}.{m.group(2)}")
+        return Coll((parse_number(m.group(1)), parse_number(m.group(2))), comma_decimal=value)
     for sep in (";", ","):
         parts = split_top(s, sep)
         if len(parts) > 1 and all(p.strip() for p in parts):
@@ -319,8 +346,17 @@ def parse(s: str) -> object:
     rel = _split_relation(s)
     if rel is not None:
         sides, ops = rel
+        if ops[0] == "~" and not re.search(r"\d", sides[0]):  # `x \approx 11`: no exact member, the value answers
+            sides, ops = sides[1:], ops[1:]
+        if "~" in ops:  # `x = 1/3 \approx 0.33`: the exact member before the approximation answers
+            sides, ops = sides[: ops.index("~") + 1], ops[: ops.index("~")]
+        if not ops:
+            return parse(sides[0])
         if all(side.strip() for side in sides):
             return Rel(tuple(ops), tuple(parse(side) for side in sides))
+    ratio = split_top(s, ":")
+    if len(ratio) > 1 and all(p.strip() for p in ratio) and "\\" not in s:
+        return Bracket(":", ":", tuple(parse(p) for p in ratio))  # a ratio or a clock time: 1:00 is not 12:00
     if "\\in " in s or s.count("\\in") == 1:
         parts = split_top(s, "\\in")
         if len(parts) == 2 and parts[1].strip():
@@ -328,7 +364,10 @@ def parse(s: str) -> object:
     enclosed = _enclosing(s)
     if enclosed:
         opener, closer, inner = enclosed
-        items = tuple(parse(p) for p in split_top(inner, ",")) if inner.strip() else ()
+        sep = ";" if ";" in inner and "," not in inner else ","  # `(0;-2;6)`: semicolons between coordinates
+        items = tuple(parse(p) for p in split_top(inner, sep)) if inner.strip() else ()
+        if _MATRIX.fullmatch(inner.strip()):  # `\left[\begin{array}{cc}...\end{array}\right]`
+            return parse(inner)
         if opener == "\\{":
             return Coll(items)
         if opener == "\\langle":

@@ -16,6 +16,14 @@ Where the work runs (the hard time limit, STYLE.md rule 6):
   `verify_batch` of one item, so single calls get the same guarantee.
 - `workers=0` runs SymPy in the caller's process with no time limit: for profiling only.
 
+Bare answers (a completion that is only the answer, `-5`, `\\frac{10}{9}`, `28 %`, or that ends in
+it with no marker, `... which is 1,000.99€`): `lenient=True` (the default) falls back to
+`extract_bare` when no marker and no math span is found, as math-verify does. It is the default
+because `rlvr verify` and the data-backed envs (gsm8k, math) score text from any model, where a
+bare answer is an answer. `lenient=False` is for training envs that demand a marked answer
+(a box, `<answer>` tags, a format gate): there an unmarked completion is `unparsable`, so the
+policy is never paid for a stray trailing number.
+
 Parsed gold answers are cached (in the caller: the tree; in each worker: the SymPy object), since
 GRPO scores G completions against one gold.
 """
@@ -25,6 +33,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
@@ -59,15 +68,19 @@ class MathVerifier:
 
     Params: `extract` (extractor names in priority order; see math_extract.EXTRACTORS),
     `last_number` (append the last-number fallback: on for GSM8K-style tasks, off for LaTeX ones),
-    `percent` ("either" | "ratio" | "strip"), `rel_tol` (relative tolerance for decimals),
+    `lenient` (append the bare-answer fallback `math_extract.extract_bare`; see "Bare answers" above),
+    `percent` ("either" | "ratio" | "strip"), `rel_tol` (default 0: a decimal is compared at its stated
+    precision and exact values exactly, see math_equal; > 0 also accepts a decimal within this
+    relative distance of the gold, never an exact value),
     `timeout` (seconds per item, enforced by killing the worker), `workers` (None = all cores;
     0 = in-process without a time limit, for profiling), `memory_limit_mb` (per worker).
     """
 
     name = "math"
 
-    def __init__(self, extract: Sequence[str] = DEFAULT_ORDER, last_number: bool = False, percent: str = "either",
-                 rel_tol: float = 1e-6, timeout: float = 3.0, workers: int | None = None,
+    def __init__(self, extract: Sequence[str] = DEFAULT_ORDER, last_number: bool = False, lenient: bool = True,
+                 percent: str = "either",
+                 rel_tol: float = 0.0, timeout: float = 3.0, workers: int | None = None,
                  memory_limit_mb: int | None = 4096):
         if isinstance(extract, str) or not all(isinstance(e, str) and e in EXTRACTORS for e in extract):
             raise ConfigError(f"math verifier: 'extract' must be a list of {', '.join(EXTRACTORS)}; got {extract!r}")
@@ -82,6 +95,10 @@ class MathVerifier:
         order = list(extract)
         if last_number and "last_number" not in order:
             order.append("last_number")
+        if not isinstance(lenient, bool):
+            raise ConfigError(f"math verifier: 'lenient' must be true or false; got {lenient!r}")
+        if lenient and "bare" not in order:
+            order.append("bare")
         self.order = tuple(order)
         self.rules = Rules(rel_tol=float(rel_tol), percent=percent)
         self.timeout = float(timeout)
@@ -142,7 +159,7 @@ class MathVerifier:
             return _result(Status.CORRECT if ok else Status.INCORRECT, details)
         if gold_tree is not None and all(len(p) <= FAST_PATH_CHARS for p in pred_norms):
             try:
-                ok = equal(gold_tree, parse_answers(pred_norms), Rules(self.rules.rel_tol, self.rules.percent, False))
+                ok = equal(gold_tree, parse_answers(pred_norms), replace(self.rules, allow_sympy=False))
                 return _result(Status.CORRECT if ok else Status.INCORRECT, details)
             except (NeedsSympy, RecursionError):
                 pass
