@@ -4,22 +4,12 @@
     completions each (right answer, wrong answer, no answer tags; rewards from the env's own verifiers:
     1.0, 0.1, 0.0) plus 4 prompts whose two completions are the same right text (deduplicated, so no pair).
     DPO on tests/conftest.py's supervised tiny model must widen the margin between chosen and rejected.
-(b) Online: DPO raises held-out greedy accuracy on `arithmetic` (one-digit additions, the 23-problem test
-    split) from a warm start built as tests/test_algorithms_learn.py builds it. Before and after are
-    measured on the same problems, so the comparison is paired. Measured on 2 loaded CPU cores
-    (deterministic on one thread), 60 steps of 8 prompts x 8 completions, lr 3e-4:
-
-        seed  settings                  held-out accuracy at step 0 / 20 / 40 / 60
-        0     beta 0.3                  13.0% / 21.7% / 43.5% / 34.8%     <- this test
-        1     beta 0.3                  21.7% / 39.1% / 34.8% / 26.1%
-        2     beta 0.3                  26.1% / 26.1% / 21.7% / 21.7%
-        0     beta 0.1 (the default)    13.0% / 17.4% / 26.1% / 30.4%
-        0/1/2 beta 0.3, best_vs_worst   13.0 -> 30.4%, 21.7 -> 39.1%, 26.1 -> 21.7% (step 0 -> 60)
-        GRPO, seeds 0/1/2, lr 3e-4      13.0 -> 34.8%, 21.7 -> 30.4%, 26.1 -> 30.4%
-
-    The rise is uneven across seeds (23 problems: one problem is 4.3 points) and seed 2 fell by one
-    problem, so this is a smoke test of learning on the seed that shows it, not a claim for every seed;
-    the run is deterministic on one thread (the same 60 steps twice gave the same numbers).
+(b) Online: one round trains every parameter, and micro-batches agree with one batch. That online DPO
+    from its preset raises held-out accuracy is tests/test_algorithms_learn.py's `dpo` case, with a margin
+    from the spread over five seeds (bench/bench_seeds.py) on 2-digit addition. The 1-digit held-out test
+    that stood here failed on a fresh cache: with 1-digit addition (80 training and 20-23 test problems)
+    every algorithm's greedy test accuracy fell in 60-80 steps from seed 0's warm start (45% -> 10-35%,
+    dpo 45% -> 25%) while the training reward held or rose, too few problems to generalise from.
 """
 
 import json
@@ -226,22 +216,3 @@ def test_online_step_changes_every_parameter_and_micro_batches_agree(tiny_lm_sft
     for (name, p), q in zip(model.named_parameters(), micro_model.parameters()):
         assert torch.allclose(p, q, atol=1e-6), name
 
-
-WARM = ["rollout=hf", "env.digits=1", "model.warm_start.target_accuracy=[0.3,0.6]", "model.warm_start.lr=3e-3",
-        "model.warm_start.eval_every=10", "model.warm_start.eval_rows=50", "train.save_every=1000",
-        "rollout.max_new_tokens=10", "seed=0", "threads=1"]
-
-
-@pytest.mark.slow
-def test_online_dpo_raises_held_out_accuracy(tmp_path):
-    result = _run(tmp_path, [*WARM, "algo=dpo", "algo.beta=0.3", "optim.lr=3e-4", "train.steps=60",
-                             "train.eval_every=1000", "train.eval_prompts=23"], cache=tmp_path / "cache")
-    assert result.returncode == 0, result.stderr[-3000:]
-    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
-    before, after = summary["before"]["accuracy"], summary["after"]["accuracy"]
-    steps = [m for m in _history(tmp_path) if "reward/mean" in m]
-    report = (f"held-out greedy accuracy {before:.1%} -> {after:.1%} on {summary['eval_prompts']} problems; "
-              f"pairs per prompt {sum(m['pairs/per_prompt'] for m in steps) / len(steps):.2f}")
-    print(report)
-    assert len(steps) == 60 and all("rewards/margin" in m for m in steps)
-    assert after - before >= 3 / 23 - 1e-9, report  # at least 3 more of the 23 problems right

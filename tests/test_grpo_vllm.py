@@ -1,11 +1,12 @@
 """GRPO with `rollout=vllm`: the truncated importance weights enter the loss as they should, the
-trainer/engine mismatch is logged every step, a short run raises the reward on `arithmetic` as the
-`hf` run does (tests/test_learning.py), and a run interrupted inside vLLM's generation exits and
+trainer/engine mismatch is logged every step, a short run raises the training reward on one-digit
+`arithmetic`, and a run interrupted inside vLLM's generation exits and
 leaves no process and no temporary model behind.
 
-Measured for the learning test on 2 shared CPU cores (same config and seed as test_learning.py):
-train reward first 10 -> last 10 steps 0.292 -> 0.548, first 50 -> last 50 0.309 -> 0.502, about
-130 s in all; the logged mismatch was 1e-7 mean and 1.3e-5 max (fp32).
+Measured for the learning test on 2 shared CPU cores, seed 0: train reward first 10 -> last 10 steps
+0.292 -> 0.548, first 50 -> last 50 0.309 -> 0.502, about 130 s in all; the logged mismatch was 1e-7
+mean and 1.3e-5 max (fp32). (The hf counterpart of this run was tests/test_learning.py, replaced by
+tests/test_algorithms_learn.py's five-seed margins on 2-digit addition.)
 """
 
 import json
@@ -21,7 +22,7 @@ import torch
 from rlvr.trainer.losses import grpo_loss, truncated_importance_weights
 
 MARGIN = 0.08
-LEARNING_OVERRIDES = [  # tests/test_learning.py's, with rollout=vllm
+LEARNING_OVERRIDES = [  # one-digit addition, the warm start stopped at 30% validation accuracy
     "env.digits=1", "model.warm_start.target_accuracy=[0.3,0.6]", "model.warm_start.lr=3e-3",
     "model.warm_start.eval_every=10", "model.warm_start.eval_rows=50", "train.steps=200", "train.eval_every=100",
     "train.eval_prompts=20", "rollout.max_new_tokens=10", "optim.lr=3e-4", "seed=0", "threads=1", "rollout=vllm",
