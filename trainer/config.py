@@ -172,6 +172,7 @@ class TrainConfig:
     seed: int = 0
     output_dir: str = "outputs/${now:%Y-%m-%d}/${now:%H-%M-%S}"
     resume: Optional[str] = None  # a run directory; continue from its last checkpoint
+    overwrite: bool = False  # true: a new run replaces the run already in output_dir (refused otherwise)
     threads: int = 0  # torch CPU threads; 0 leaves torch's default
     data: Optional[str] = None  # algo=dpo only: a scored-completions JSONL for offline DPO (trainer/dpo.py)
     logger: list = field(default_factory=list)  # besides metrics.jsonl: tensorboard, wandb (trainer/loggers.py)

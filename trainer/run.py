@@ -4,6 +4,9 @@ Everything a run leaves behind sits in its run directory (DESIGN.md): `config.ya
 `metrics.jsonl`, `samples.jsonl`, `checkpoints/step_N/`, `summary.json`. A killed run is
 continued with `resume=RUN_DIR` from its last checkpoint; the steps after that checkpoint
 are run again (their log lines are dropped first), with the same data and the same RNG.
+A new run refuses an `output_dir` that already holds a run unless `overwrite=true` (trainer/run_dir.py).
+`train(cfg)` trains `cfg` as given; `rlvr train resume=DIR` builds it from the run's saved config.yaml
+with the command line's overrides on top (trainer/resume_config.py).
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from rlvr.trainer.ppo import build_value_head
 from rlvr.trainer.lora import engine_for_policy
 from rlvr.trainer.model import build_policy, build_reference, load_tokenizer, resolve_model_path
 from rlvr.trainer.rollout import SamplingParams, build_engine
-from rlvr.trainer.run_dir import RunFiles
+from rlvr.trainer.run_dir import RunFiles, prepare_new_run_dir
 from rlvr.trainer.validate import validate_train_config, validate_world_size
 
 
@@ -68,6 +71,8 @@ def train(cfg, log=print) -> dict:
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     run_dir = Path(cfg.resume or cfg.output_dir)
+    if not cfg.resume and not cfg.overwrite:
+        prepare_new_run_dir(run_dir, overwrite=False)  # an earlier run's directory is refused before any work
     env = build_env(cfg.env)
     try:  # before any model is built, so a too-large eval set is refused at once
         test_rows = env.rows("test", cfg.train.eval_prompts, seed=cfg.seed)
@@ -82,6 +87,8 @@ def train(cfg, log=print) -> dict:
         if conflicts:
             raise ConfigError(f"resume={cfg.resume}: {checkpoint.name} was trained with other parameters than this "
                               f"command builds ({'; '.join(conflicts)}); pass the run's values, or start a new run")
+    if not cfg.resume and parallel.is_main:
+        prepare_new_run_dir(run_dir, overwrite=cfg.overwrite)  # overwrite=true: the earlier run's files go now
     files = RunFiles(run_dir) if parallel.is_main else QuietRunFiles()  # created once the config has passed every check
     with parallel.main_first():  # one rank builds the cached tiny model, the others load it
         base_path = resolve_model_path(cfg, env, log=log)
