@@ -60,6 +60,9 @@ BAD_INPUTS = [
     ("algo.aggregation=foo", "aggregation"),
     ("train.completions_per_prompt=1", "completions_per_prompt"),
     ("rollout.engine=nope", "rollout.engine"),
+    ("+train.stepz=3", "did you mean train.steps?"),  # Hydra's suggested fix for train.stepz must not run silently
+    ("algo=grpo algo.loss_type=ipo", "read by algo=dpo"),  # another algorithm family's key
+    ("algo=dpo algo.clip_eps_high=0.5", "not by algo=dpo"),
 ]
 
 
@@ -69,7 +72,7 @@ def test_bad_input_stops_at_start(tiny_lm, tmp_path, monkeypatch, capsys, overri
     monkeypatch.chdir(tmp_path)
     out = tmp_path / "run"
     with pytest.raises(SystemExit) as info:
-        main(["train", override, f"model.name_or_path={tiny_lm.path}", f"output_dir={out}", "threads=1"])
+        main(["train", *override.split(), f"model.name_or_path={tiny_lm.path}", f"output_dir={out}", "threads=1"])
     captured = capsys.readouterr()
     message = f"{info.value.code}\n{captured.out}\n{captured.err}"
     assert info.value.code not in (0, None), message
@@ -108,3 +111,66 @@ def test_more_eval_prompts_than_test_problems_is_a_message(tiny_lm, tmp_path, mo
     message = f"{info.value.code}\n{captured.out}\n{captured.err}"
     assert info.value.code not in (0, None)
     assert "eval_prompts" in message and "Traceback" not in message
+
+
+def _one_line_failure(args, monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as info:
+        main(args)
+    captured = capsys.readouterr()
+    message = f"{info.value.code}\n{captured.out}\n{captured.err}"
+    assert info.value.code not in (0, None), message
+    assert "Traceback" not in message
+    return str(info.value.code)
+
+
+def test_model_path_that_does_not_exist_is_one_line(tmp_path, monkeypatch, capsys):
+    path = tmp_path / "no_such_model"  # (a Hub name that does not exist fails the same way, after network retries)
+    message = _one_line_failure(["train", f"model.name_or_path={path}", "output_dir=run", "threads=1",
+                                 "env.digits=1", "train.eval_prompts=4"], monkeypatch, tmp_path, capsys)
+    assert f"model.name_or_path={path}: no such directory" in message and len(message.splitlines()) == 1, message
+    assert not (tmp_path / "run" / "metrics.jsonl").exists()
+
+
+def test_directory_without_a_tokenizer_is_one_line(tmp_path, monkeypatch, capsys):
+    (tmp_path / "not_a_model").mkdir()
+    message = _one_line_failure(["train", f"model.name_or_path={tmp_path / 'not_a_model'}", "output_dir=run",
+                                 "threads=1", "env.digits=1", "train.eval_prompts=4"], monkeypatch, tmp_path, capsys)
+    assert "cannot load a tokenizer" in message and len(message.splitlines()) == 1, message
+
+
+def test_tokenizer_without_a_chat_template_is_one_line(tiny_lm, tmp_path, monkeypatch, capsys):
+    import json
+    import shutil
+
+    plain = tmp_path / "base_model"
+    shutil.copytree(tiny_lm.path, plain)
+    config = json.loads((plain / "tokenizer_config.json").read_text())
+    config.pop("chat_template", None)
+    (plain / "tokenizer_config.json").write_text(json.dumps(config))
+    for extra in plain.glob("chat_template.*"):
+        extra.unlink()
+    message = _one_line_failure(["train", f"model.name_or_path={plain}", "output_dir=run", "threads=1",
+                                 "env.digits=1", "train.eval_prompts=4"], monkeypatch, tmp_path, capsys)
+    assert "no chat template" in message and str(plain) in message and len(message.splitlines()) == 1, message
+
+
+def test_ctrl_c_says_how_to_resume(tiny_lm, tmp_path, monkeypatch, capsys):
+    from rlvr.trainer import run
+
+    step_of = run.STEPS["grpo"]
+
+    def interrupted(ctx, step):  # what Ctrl-C does in step 2, after step 1's checkpoint
+        if step == 2:
+            raise KeyboardInterrupt
+        return step_of(ctx, step)
+
+    monkeypatch.setitem(run.STEPS, "grpo", interrupted)
+    message = _one_line_failure(["train", f"model.name_or_path={tiny_lm.path}", "rollout=hf", "env.digits=1",
+                                 "train.prompts_per_step=2", "train.completions_per_prompt=2", "train.eval_prompts=4",
+                                 "train.steps=3", "train.save_every=1", "output_dir=run", "threads=1"],
+                                monkeypatch, tmp_path, capsys)
+    first, where = message.splitlines()
+    assert "interrupted" in first and "step_1" in first and "rlvr train resume=run" in first, message
+    assert "run.py:train" in where and "interrupted" in where, message

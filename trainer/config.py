@@ -179,5 +179,27 @@ class TrainConfig:
     wandb: WandbConfig = field(default_factory=WandbConfig)
 
 
+def unknown_keys(cfg, schema=None, prefix: str = "") -> list[tuple[str, list[str]]]:
+    """(dotted key, its siblings in the schema) for each key of `cfg` that `TrainConfig` lacks.
+
+    Hydra refuses `train.stepz=3`, but `+train.stepz=3` (the fix its message suggests) adds the key,
+    and nothing would read it. `env` is open (each environment checks its own parameters) and is skipped.
+    """
+    from dataclasses import is_dataclass
+
+    from omegaconf import DictConfig, OmegaConf
+
+    schema = OmegaConf.structured(TrainConfig) if schema is None else schema
+    found = []
+    for key in cfg:
+        path = f"{prefix}{key}"
+        if key not in schema:
+            found.append((path, [str(k) for k in schema]))
+        elif isinstance(cfg[key], DictConfig) and isinstance(schema[key], DictConfig) \
+                and is_dataclass(OmegaConf.get_type(schema[key])):
+            found.extend(unknown_keys(cfg[key], schema[key], f"{path}."))
+    return found
+
+
 def register_schemas() -> None:
     ConfigStore.instance().store(name="train_schema", node=TrainConfig)

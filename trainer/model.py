@@ -26,8 +26,19 @@ def resolve_model_path(cfg, env, log=print) -> str:
     return str(build_tiny(env, env_config, arch, warm, seed=cfg.seed, log=log))
 
 
-def load_tokenizer(path: str):
-    tokenizer = AutoTokenizer.from_pretrained(path)
+def load_tokenizer(path: str, chat: bool = False):
+    """The tokenizer at `path` (a pad token set); `chat=True` also requires a chat template (rlvr train's prompts).
+    A path that does not load is a one-line ConfigError naming `model.name_or_path`."""
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path)
+    except (OSError, ValueError) as error:  # no such directory / not a repo id / no tokenizer files
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ConfigError(f"model.name_or_path={path}: cannot load a tokenizer ({reason}); give a local Hugging "
+                          f"Face model directory or a Hub name") from None
+    if chat and tokenizer.chat_template is None:
+        raise ConfigError(f"model.name_or_path={path}: its tokenizer has no chat template, and rlvr renders each "
+                          f"prompt as chat messages; use an instruct/chat model, or add a `chat_template` to its "
+                          f"tokenizer_config.json")
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     return tokenizer

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 
+from rlvr.trainer.algo_keys import unread_algo_keys
+from rlvr.trainer.config import unknown_keys
 from rlvr.trainer.losses import AGGREGATIONS, IMPORTANCE_LEVELS, KL_ESTIMATORS
 from rlvr.verifiers.registry import ConfigError
 
@@ -100,11 +103,34 @@ def validate_train_config(cfg) -> None:
          f"= {completions}")
     need(cfg.model.name == "tiny" or bool(cfg.model.name_or_path),
          f"model.name_or_path is required for model={cfg.model.name!r} (a local directory or Hub name)")
+    path = str(cfg.model.name_or_path or "")
+    need(not _looks_local(path) or Path(path).expanduser().exists(),
+         f"model.name_or_path={path}: no such directory (give a local Hugging Face model directory, or a Hub "
+         f"name such as Qwen/Qwen2.5-0.5B-Instruct)")
     band = list(cfg.model.warm_start.target_accuracy)
     need(len(band) == 2 and 0 <= band[0] <= band[1] <= 1,
          f"model.warm_start.target_accuracy={band} must be [low, high] with 0 <= low <= high <= 1")
     _validate_dpo(cfg)
     _validate_strategy(cfg)
+    _refuse_unread_keys(cfg)
+
+
+def _refuse_unread_keys(cfg) -> None:
+    """A key nothing reads is refused: one the schema lacks (`+train.stepz=3`), or another algorithm's."""
+    for key, siblings in unknown_keys(cfg):
+        close = difflib.get_close_matches(key.rsplit(".", 1)[-1], siblings, n=1)
+        hint = f"did you mean {key.rsplit('.', 1)[0] + '.' if '.' in key else ''}{close[0]}? " if close else ""
+        raise ConfigError(f"{key} is not a key of rlvr train's config, so nothing would read it; {hint}"
+                          f"`rlvr train --help` lists every key")
+    unread = unread_algo_keys(cfg.algo)
+    if unread:
+        raise ConfigError(f"{'; '.join(unread)}, not by algo={cfg.algo.name}: drop it, or choose an algorithm "
+                          f"that reads it (trainer/algo_keys.py)")
+
+
+def _looks_local(path: str) -> bool:
+    """A filesystem path rather than a Hub name (`owner/name`: one slash, no leading dot or slash)."""
+    return bool(path) and (path.startswith(("/", ".", "~")) or path.count("/") >= 2 or "\\" in path)
 
 
 def _validate_strategy(cfg) -> None:
