@@ -180,16 +180,21 @@ def _verify(overrides: list[str]) -> int:
     from omegaconf import OmegaConf
 
     from rlvr.verifiers.batch import exit_code, format_summary, register_schema, verify_file
+    from rlvr.verifiers.registry import ConfigError
 
     register_schema()
 
     def task(cfg) -> int:
+        missing = [key for key in ("input", "output") if not cfg[key]]
+        if missing:
+            raise ConfigError(f"{' and '.join(f'{k}=' for k in missing)} missing: rlvr verify input=IN.jsonl "
+                              f"output=OUT.jsonl [verifier=math] (record format: rlvr verify --help)")
         summary = verify_file(cfg.input, cfg.output, verifier_name=cfg.verifier, workers=cfg.workers,
                               verifier_params=OmegaConf.to_container(cfg.params, resolve=True))
         print(format_summary(summary))
         return exit_code(summary)
 
-    return _run_hydra("verify", overrides, task, (OSError,))
+    return _run_hydra("verify", overrides, task, (OSError, ConfigError))
 
 
 def _offer_plugin_envs(store, env_registry) -> None:
