@@ -107,7 +107,10 @@ class ModelConfig:
 @dataclass
 class RolloutConfig:
     engine: str = "hf"  # hf | vllm | auto (vllm when it imports, else hf)
-    max_new_tokens: int = 16
+    # conf/rollout/*.yaml: the environment's default_max_new_tokens and truncated_reward (trainer/truncation.py);
+    # null here, or given as null: the same, filled in when the run starts
+    max_new_tokens: Optional[int] = None
+    truncated_reward: Optional[str] = None  # what a completion cut at max_new_tokens earns: zero | keep
     temperature: float = 1.0
     top_p: float = 1.0
     top_k: int = 0
@@ -201,5 +204,25 @@ def unknown_keys(cfg, schema=None, prefix: str = "") -> list[tuple[str, list[str
     return found
 
 
+def env_default(name: str, attribute: str):
+    """`${rlvr.env:NAME,ATTRIBUTE}` in conf/rollout/*.yaml: environment NAME's class attribute (envs/base.py
+    `default_max_new_tokens`, `truncated_reward`), or the base environment's for a plugin that declares none."""
+    from rlvr.envs.base import Env
+    from rlvr.envs.registry import env_registry
+
+    try:
+        factory = env_registry.get(name)
+    except Exception:  # noqa: BLE001 - an unknown or broken env is refused, naming it, when it is built
+        factory = None
+    return getattr(factory, attribute, getattr(Env, attribute))
+
+
+def register_resolvers() -> None:
+    from omegaconf import OmegaConf
+
+    OmegaConf.register_new_resolver("rlvr.env", env_default, replace=True)
+
+
 def register_schemas() -> None:
+    register_resolvers()
     ConfigStore.instance().store(name="train_schema", node=TrainConfig)

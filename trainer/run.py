@@ -35,6 +35,7 @@ from rlvr.trainer.lora import engine_for_policy
 from rlvr.trainer.model import build_policy, build_reference, load_tokenizer, resolve_model_path
 from rlvr.trainer.rollout import SamplingParams, build_engine
 from rlvr.trainer.run_dir import RunFiles, prepare_new_run_dir
+from rlvr.trainer.truncation import resolve_rollout_lengths, truncation_warning
 from rlvr.trainer.validate import validate_train_config, validate_world_size
 
 
@@ -74,6 +75,10 @@ def train(cfg, log=print) -> dict:
     if not cfg.resume and not cfg.overwrite:
         prepare_new_run_dir(run_dir, overwrite=False)  # an earlier run's directory is refused before any work
     env = build_env(cfg.env)
+    resolve_rollout_lengths(cfg.rollout, env)  # null: the environment's length and truncation rule
+    if cfg.algo.overlong_buffer >= cfg.rollout.max_new_tokens:
+        raise ConfigError(f"algo.overlong_buffer={cfg.algo.overlong_buffer} must be < rollout.max_new_tokens="
+                          f"{cfg.rollout.max_new_tokens} ({env.name}'s default unless set)")
     try:  # before any model is built, so a too-large eval set is refused at once
         test_rows = env.rows("test", cfg.train.eval_prompts, seed=cfg.seed)
     except ValueError as error:
@@ -136,17 +141,24 @@ def train(cfg, log=print) -> dict:
     log(f"run directory: {run_dir}\n"
         f"per step: {cfg.train.prompts_per_step} prompts x {cfg.train.completions_per_prompt} completions = "
         f"{completions} completions in {math.ceil(completions / cfg.train.micro_batch_size)} micro-batch(es) of "
-        f"<= {cfg.train.micro_batch_size}; {cfg.train.steps} steps; held-out eval on {len(test_rows)} test prompts")
+        f"<= {cfg.train.micro_batch_size}; {cfg.train.steps} steps; held-out eval on {len(test_rows)} test prompts\n"
+        f"completions: up to rollout.max_new_tokens={cfg.rollout.max_new_tokens} tokens; a truncated one's reward: "
+        f"rollout.truncated_reward={cfg.rollout.truncated_reward}")
 
     def held_out_eval() -> dict:
         if not parallel.is_main:  # rank 0 alone evaluates, on the plain model (no collective)
             return {}
-        result = evaluate_greedy(engine, env, test_rows, cfg.rollout.max_new_tokens)
+        result = evaluate_greedy(engine, env, test_rows, cfg.rollout.max_new_tokens,
+                                 truncated_reward=cfg.rollout.truncated_reward)
+        warning = truncation_warning(result.get("truncated_frac", 0.0), cfg.rollout.max_new_tokens,
+                                     "the held-out eval's")
+        if warning:
+            log(warning)
         return {f"eval/{k}": v for k, v in result.items()}
 
     if start_step == 0:
         files.log_metrics({"step": 0, **held_out_eval()})
-    started = time.time()
+    started, quiet_until = time.time(), 0
     bar = tqdm(range(start_step + 1, cfg.train.steps + 1), initial=start_step, total=cfg.train.steps,
                desc=cfg.algo.name, unit="step", dynamic_ncols=True,
                mininterval=0.2 if sys.stderr.isatty() else 15.0,  # a log file gets a line every 15 s
@@ -158,6 +170,10 @@ def train(cfg, log=print) -> dict:
             metrics.update(held_out_eval())
         files.log_metrics(metrics)
         files.log_samples(samples)
+        warning = truncation_warning(metrics.get("truncated_frac", 0.0), cfg.rollout.max_new_tokens, f"step {step}'s")
+        if warning and step >= quiet_until and parallel.is_main:  # once, then at most once per eval_every steps
+            tqdm.write(warning, file=sys.stderr)
+            quiet_until = step + cfg.train.eval_every
         postfix = {"reward": f"{metrics['reward/mean']:.3f}"} if "reward/mean" in metrics else {}  # offline dpo: none
         if "eval/accuracy" in metrics:
             postfix["eval_acc"] = f"{metrics['eval/accuracy']:.1%}"

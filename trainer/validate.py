@@ -7,6 +7,7 @@ from pathlib import Path
 
 from rlvr.trainer.algo_keys import unread_algo_keys
 from rlvr.trainer.config import unknown_keys
+from rlvr.trainer.truncation import TRUNCATED_REWARDS
 from rlvr.trainer.losses import AGGREGATIONS, IMPORTANCE_LEVELS, KL_ESTIMATORS
 from rlvr.verifiers.registry import ConfigError
 
@@ -51,7 +52,7 @@ def validate_train_config(cfg) -> None:
     need(cfg.algo.overlong_buffer >= 0 and cfg.algo.overlong_penalty >= 0,
          f"algo.overlong_buffer={cfg.algo.overlong_buffer} and algo.overlong_penalty={cfg.algo.overlong_penalty} "
          f"must be >= 0")
-    need(cfg.algo.overlong_buffer < cfg.rollout.max_new_tokens,
+    need(cfg.rollout.max_new_tokens is None or cfg.algo.overlong_buffer < cfg.rollout.max_new_tokens,
          f"algo.overlong_buffer={cfg.algo.overlong_buffer} must be < rollout.max_new_tokens="
          f"{cfg.rollout.max_new_tokens} (the buffer is the last tokens before the length limit)")
     need(cfg.algo.overlong_buffer == 0 or cfg.algo.name in GROUP_ALGOS,
@@ -74,7 +75,11 @@ def validate_train_config(cfg) -> None:
          f"algo.max_kl={cfg.algo.max_kl} must be > 0, algo.cg_iters={cfg.algo.cg_iters} >= 1 and "
          f"algo.backtrack_ratio={cfg.algo.backtrack_ratio} in (0, 1)")
     need(cfg.rollout.engine in ENGINES, f"rollout.engine={cfg.rollout.engine!r}; choose one of {', '.join(ENGINES)}")
-    need(cfg.rollout.max_new_tokens >= 1, f"rollout.max_new_tokens={cfg.rollout.max_new_tokens} must be >= 1")
+    need(cfg.rollout.max_new_tokens is None or cfg.rollout.max_new_tokens >= 1,
+         f"rollout.max_new_tokens={cfg.rollout.max_new_tokens} must be >= 1 (or null: the environment's default)")
+    need(cfg.rollout.truncated_reward in (None, *TRUNCATED_REWARDS),
+         f"rollout.truncated_reward={cfg.rollout.truncated_reward!r}; choose one of {', '.join(TRUNCATED_REWARDS)} "
+         f"(or null: the environment's default)")
     need(cfg.rollout.temperature > 0, f"rollout.temperature={cfg.rollout.temperature} must be > 0")
     need(0 < cfg.rollout.top_p <= 1, f"rollout.top_p={cfg.rollout.top_p} must be in (0, 1]")
     need(cfg.rollout.importance_cap is None or cfg.rollout.importance_cap >= 1,
