@@ -84,6 +84,8 @@ def _train(overrides: list[str]) -> int:
     overrides = _train_run_dir(overrides)
 
     def task(cfg) -> None:
+        from pathlib import Path
+
         from hydra.core.hydra_config import HydraConfig
 
         from rlvr.trainer.run import train  # torch loads here, so `rlvr train --help` stays fast
@@ -93,11 +95,22 @@ def _train(overrides: list[str]) -> int:
 
             cfg = resumed_config(cfg, list(HydraConfig.get().overrides.task))
         try:
-            train(cfg)
+            train(cfg, log=_tee(Path(cfg.resume or cfg.output_dir) / "train.log"))
         except KeyboardInterrupt:
             raise SystemExit(_interrupted(cfg, sys.exc_info()[2])) from None
 
     return _run_hydra("train", overrides, task, (ConfigError, UnknownNameError))
+
+
+def _tee(path):
+    """The run's log: printed, and appended to RUN_DIR/train.log (Hydra creates the file; the run writes it)."""
+    def log(*args, **kwargs) -> None:
+        print(*args, **kwargs)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a") as f:
+            print(*args, file=f)
+
+    return log
 
 
 def _train_run_dir(overrides: list[str]) -> list[str]:

@@ -174,3 +174,19 @@ def test_ctrl_c_says_how_to_resume(tiny_lm, tmp_path, monkeypatch, capsys):
     first, where = message.splitlines()
     assert "interrupted" in first and "step_1" in first and "rlvr train resume=run" in first, message
     assert "run.py:train" in where and "interrupted" in where, message
+
+
+def test_offline_dpo_does_not_claim_to_sample(tiny_lm, tmp_path, monkeypatch, capsys):
+    import json
+
+    data = tmp_path / "scored.jsonl"
+    records = [{"prompt_id": p, "messages": [{"role": "user", "content": f"{p}+1="}], "completion": text,
+                "reward": reward} for p in (1, 2) for text, reward in ((f"<answer>{p + 1}</answer>", 1.0), ("x", 0.0))]
+    data.write_text("".join(json.dumps(r) + "\n" for r in records))
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    monkeypatch.chdir(tmp_path)
+    main(["train", "algo=dpo", f"data={data}", f"model.name_or_path={tiny_lm.path}", "rollout=hf", "env.digits=1",
+          "train.eval_prompts=4", "train.steps=1", "algo.pairs_per_step=2", "output_dir=run", "threads=1"])
+    out = capsys.readouterr().out
+    assert f"per step: 2 preference pairs from data={data} (nothing is sampled)" in out, out
+    assert "prompts x" not in out

@@ -98,6 +98,9 @@ def test_bare_resume_continues_the_saved_config_with_overrides_on_top(tiny_lm, t
     config = yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())
     assert config["train"]["steps"] == 3 and config["train"]["save_every"] == 1
     assert _steps(tmp_path / "run") == [0, 1, 2, 3]
+    assert "1 steps (of 3; the rest before a resume)" in out  # the steps this process ran, not all of them
+    log = (tmp_path / "run" / "train.log").read_text()  # every session's log, not an empty file
+    assert log.count("run directory: run") == 3 and "resuming run from step_2" in log and "| held-out" in log
 
 
 def test_resume_of_a_directory_that_holds_no_run_is_one_line(tmp_path, rlvr):

@@ -138,10 +138,15 @@ def train(cfg, log=print) -> dict:
                      optimizer, scheduler, value_head, algo_state)
     algo_step = STEPS[cfg.algo.name]
     completions = cfg.train.prompts_per_step * cfg.train.completions_per_prompt
-    log(f"run directory: {run_dir}\n"
-        f"per step: {cfg.train.prompts_per_step} prompts x {cfg.train.completions_per_prompt} completions = "
-        f"{completions} completions in {math.ceil(completions / cfg.train.micro_batch_size)} micro-batch(es) of "
-        f"<= {cfg.train.micro_batch_size}; {cfg.train.steps} steps; held-out eval on {len(test_rows)} test prompts\n"
+    if cfg.algo.name == "dpo" and cfg.data:  # offline: nothing is sampled in training
+        per_step = (f"per step: {cfg.algo.pairs_per_step} preference pairs from data={cfg.data} (nothing is "
+                    f"sampled); {cfg.train.steps} steps; held-out eval on {len(test_rows)} test prompts\n")
+    else:
+        per_step = (f"per step: {cfg.train.prompts_per_step} prompts x {cfg.train.completions_per_prompt} completions "
+                    f"= {completions} completions in {math.ceil(completions / cfg.train.micro_batch_size)} "
+                    f"micro-batch(es) of <= {cfg.train.micro_batch_size}; {cfg.train.steps} steps; held-out eval on "
+                    f"{len(test_rows)} test prompts\n")
+    log(f"run directory: {run_dir}\n{per_step}"
         f"completions: up to rollout.max_new_tokens={cfg.rollout.max_new_tokens} tokens; a truncated one's reward: "
         f"rollout.truncated_reward={cfg.rollout.truncated_reward}")
 
@@ -193,7 +198,7 @@ def train(cfg, log=print) -> dict:
     if not parallel.is_main:
         return {}
     files.close()
-    summary = summarise(files.read_metrics(), time.time() - started, run_dir)
+    summary = summarise(files.read_metrics(), time.time() - started, run_dir, steps_this_session=cfg.train.steps - start_step)
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     log(format_summary(summary))
     return summary
@@ -215,7 +220,7 @@ def _lr_lambda(cfg):
     return factor
 
 
-def summarise(history: list[dict], seconds: float, run_dir: Path) -> dict:
+def summarise(history: list[dict], seconds: float, run_dir: Path, steps_this_session: int | None = None) -> dict:
     evals = [m for m in history if "eval/accuracy" in m]
     train = [m for m in history if "reward/mean" in m]
     first, last = evals[0], evals[-1]
@@ -226,6 +231,7 @@ def summarise(history: list[dict], seconds: float, run_dir: Path) -> dict:
     return {
         "run_dir": str(run_dir),
         "steps": max((m["step"] for m in history), default=0),  # offline dpo logs no reward/mean
+        "steps_this_session": steps_this_session,  # after a resume: the steps this process ran
         "seconds_this_session": round(seconds, 1),
         "eval_prompts": last["eval/n"],
         "before": {"step": first["step"], "accuracy": first["eval/accuracy"], "reward_mean": first["eval/reward_mean"],
@@ -248,4 +254,8 @@ def format_summary(s: dict) -> str:
                      f"{a['train_reward_last_10']:.3f}", f"{a['train_reward_last_10'] - b['train_reward_first_10']:+.3f}"))
     header = f"| metric ({s['eval_prompts']} test prompts) | before (step {b['step']}) | after (step {a['step']}) | change |"
     lines = [header, "|---|---|---|---|"] + [f"| {m} | {x} | {y} | {d} |" for m, x, y, d in rows]
-    return "\n".join(lines) + f"\n{s['steps']} steps in {s['seconds_this_session']:.0f} s; run directory {s['run_dir']}"
+    ran = s.get("steps_this_session")
+    ran = s["steps"] if ran is None else ran
+    resumed = f" (of {s['steps']}; the rest before a resume)" if ran != s["steps"] else ""
+    return "\n".join(lines) + (f"\n{ran} steps{resumed} in {s['seconds_this_session']:.0f} s; "
+                                f"run directory {s['run_dir']}")
