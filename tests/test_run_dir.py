@@ -93,7 +93,7 @@ def test_bare_resume_continues_the_saved_config_with_overrides_on_top(tiny_lm, t
     assert not (tmp_path / "outputs").exists(), "a resume must not leave a stray outputs/<date>/<time>/"
     assert (tmp_path / "run" / ".hydra" / "overrides.yaml").read_text() == saved_hydra
 
-    code, out = rlvr("train", "resume=run", "train.steps=3")  # an override on top of the saved config
+    code, out = rlvr("train", "resume=run", "train.steps=3", "rollout=hf")  # overrides on top of the saved config
     assert code in (0, None), out
     config = yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())
     assert config["train"]["steps"] == 3 and config["train"]["save_every"] == 1

@@ -43,6 +43,9 @@ def resumed_config(composed: DictConfig, overrides: list[str]) -> DictConfig:
         key = override.key_or_group
         if override.is_delete():
             raise ConfigError(f"~{key}: deleting a key is not supported with resume=; set it to a value instead")
+        if key in GROUPS:  # the section as composed, typed; its interpolations resolve in the resumed config
+            cfg[key] = composed[key]
+            continue
         value = OmegaConf.select(composed, key, throw_on_missing=True)
         if isinstance(value, DictConfig) or OmegaConf.is_list(value):
             value = OmegaConf.to_container(value, resolve=True)
