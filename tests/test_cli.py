@@ -154,6 +154,32 @@ def test_tokenizer_without_a_chat_template_is_one_line(tiny_lm, tmp_path, monkey
     message = _one_line_failure(["train", f"model.name_or_path={plain}", "output_dir=run", "threads=1",
                                  "env.digits=1", "train.eval_prompts=4"], monkeypatch, tmp_path, capsys)
     assert "no chat template" in message and str(plain) in message and len(message.splitlines()) == 1, message
+    assert "model.prompt_format=plain" in message
+
+
+def test_a_base_model_trains_with_plain_prompts(tiny_lm, tmp_path, monkeypatch, capsys):
+    """What the message above suggests: model.prompt_format=plain trains a model whose tokenizer has no template."""
+    import json
+    import shutil
+
+    from transformers import AutoTokenizer
+
+    plain = tmp_path / "base_model"
+    shutil.copytree(tiny_lm.path, plain)
+    config = json.loads((plain / "tokenizer_config.json").read_text())
+    config.pop("chat_template", None)
+    (plain / "tokenizer_config.json").write_text(json.dumps(config))
+    for extra in plain.glob("chat_template.*"):
+        extra.unlink()
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    monkeypatch.chdir(tmp_path)
+    main(["train", f"model.name_or_path={plain}", "model.prompt_format=plain", "rollout=hf", "env.digits=1",
+          "train.prompts_per_step=2", "train.completions_per_prompt=2", "train.eval_prompts=4", "train.steps=1",
+          "output_dir=run", "threads=1"])
+    sample = json.loads((tmp_path / "run" / "samples.jsonl").read_text().splitlines()[0])
+    saved = AutoTokenizer.from_pretrained(tmp_path / "run" / "checkpoints" / "step_1")
+    rendered = saved.apply_chat_template(sample["prompt"], tokenize=False, add_generation_prompt=True)
+    assert rendered == sample["prompt"][-1]["content"] + "\n\n"  # the question as plain text, then a blank line
 
 
 def test_ctrl_c_says_how_to_resume(tiny_lm, tmp_path, monkeypatch, capsys):

@@ -102,6 +102,9 @@ class ModelConfig:
     # none | bf16: the policy's forward passes under torch.autocast(bfloat16), weights and optimizer in float32;
     # allowed on CPU too (slower there without bf16 units); trainer/model.py
     autocast: str = "none"
+    # chat: prompts through the tokenizer's chat template (refused when it has none) | plain: each message's text,
+    # then a blank line, for a base model without a chat template (the template is saved with each checkpoint)
+    prompt_format: str = "chat"
 
 
 @dataclass

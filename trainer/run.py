@@ -97,7 +97,7 @@ def train(cfg, log=print) -> dict:
     files = RunFiles(run_dir) if parallel.is_main else QuietRunFiles()  # created once the config has passed every check
     with parallel.main_first():  # one rank builds the cached tiny model, the others load it
         base_path = resolve_model_path(cfg, env, log=log)
-    tokenizer = load_tokenizer(base_path, chat=True)
+    tokenizer = load_tokenizer(base_path, chat=True, prompt_format=cfg.model.prompt_format)
     # ddp | fsdp2 wrap before the optimizer is built; model.lora adds adapters (trainer/lora.py)
     model = parallel.wrap(build_policy(cfg.model, base_path, checkpoint, seed=cfg.seed))
     plain = parallel.plain(model)  # the HF module with the full weights (fsdp2: gathered, once for the set-up below)

@@ -152,6 +152,8 @@ def _validate_strategy(cfg) -> None:
     if strategy != "none" and cfg.algo.name == "ppo" and cfg.algo.critic != "head":
         raise ConfigError(f"algo.critic={cfg.algo.critic} with trainer.strategy={strategy}: under torchrun PPO runs "
                           "with algo.critic=head (the separate critic model is one-process only)")
+    if cfg.model.prompt_format not in ("chat", "plain"):
+        raise ConfigError(f"model.prompt_format={cfg.model.prompt_format!r}; choose one of chat, plain")
     if cfg.model.autocast not in ("none", "bf16"):
         raise ConfigError(f"model.autocast={cfg.model.autocast!r}; choose one of none, bf16")
     lora = cfg.model.lora
