@@ -1,6 +1,6 @@
 """`rlvr train`: set up from the config, run the algorithm's step in a loop, log, checkpoint, summarise.
 
-Everything a run leaves behind sits in its run directory (DESIGN.md): `config.yaml`,
+Everything a run leaves behind sits in its run directory (README "Run directory"): `config.yaml`,
 `metrics.jsonl`, `samples.jsonl`, `checkpoints/step_N/`, `summary.json`. A killed run is
 continued with `resume=RUN_DIR` from its last checkpoint; the steps after that checkpoint
 are run again (their log lines are dropped first), with the same data and the same RNG.
