@@ -211,13 +211,35 @@ def _verify(overrides: list[str]) -> int:
 
 
 def _offer_plugin_envs(store, env_registry) -> None:
-    """`env=NAME` for a plugin environment that ships no YAML in rlvr.conf: a node with its name."""
+    """`env=NAME` for a plugin environment that ships no YAML in rlvr.conf: a node with its name and each
+    parameter its factory gives a plain default, so `--help` lists them and `env.KEY=VALUE` needs no `+`."""
     from importlib.resources import files
 
     shipped = {p.name.removesuffix(".yaml") for p in files("rlvr.conf").joinpath("env").iterdir()}
     for name, source in env_registry.names().items():
         if name not in shipped:
-            store.store(group="env", name=name, node={"name": name}, provider=source)
+            store.store(group="env", name=name, node={"name": name, **_plain_defaults(env_registry, name)},
+                        provider=source)
+
+
+def _plain_defaults(registry, name: str) -> dict:
+    """The factory's keyword parameters with a YAML-able default (a broken plugin: none; `rlvr envs` reports it)."""
+    import inspect
+
+    try:
+        parameters = inspect.signature(registry.get(name)).parameters.values()
+    except Exception:  # noqa: BLE001 - building the env names the problem; the listing must not stop here
+        return {}
+
+    def plain(value) -> bool:
+        if isinstance(value, (list, tuple)):
+            return all(plain(v) for v in value)
+        if isinstance(value, dict):
+            return all(isinstance(k, str) and plain(v) for k, v in value.items())
+        return value is None or isinstance(value, (str, int, float, bool))
+
+    return {p.name: list(p.default) if isinstance(p.default, tuple) else p.default for p in parameters
+            if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is not p.empty and plain(p.default)}
 
 
 def _envs(args: list[str]) -> int:
