@@ -35,8 +35,9 @@ def resolve_rollout_lengths(rollout_cfg, env) -> None:
 
 
 def no_credit_when_truncated(results: list, truncated, mode: str) -> list:
-    """`results` with mode=zero applied to the truncated ones; mode=keep returns `results` itself."""
-    if mode == "keep":
+    """`results` with mode=zero applied to the truncated ones; any other mode (keep; None from a config built by
+    hand and never resolved) returns `results` itself, as scored."""
+    if mode != "zero":
         return results
     out = []
     for result, cut in zip(results, truncated):
