@@ -27,6 +27,10 @@ class ArithmeticEnv(Env):
     """`a op b =` with operands uniform in [0, 10**digits); answer is the integer result."""
 
     name: ClassVar[str] = "arithmetic"
+    # 16 tokens fit "<think></think><answer>N</answer>"; the anchored format gate already gives a cut-off
+    # answer nothing (only a complete answer ending exactly at the limit scores), so rewards are kept as scored
+    default_max_new_tokens: ClassVar[int] = 16
+    truncated_reward: ClassVar[str] = "keep"
     default_reward: ClassVar[list[dict]] = [
         {"verifier": "exact", "weight": 0.9, "gate": "format"},
         {"verifier": "format", "weight": 0.1},

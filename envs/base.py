@@ -25,6 +25,11 @@ class Env(abc.ABC):
     name: ClassVar[str] = ""
     splits: ClassVar[tuple[str, ...]] = ("train", "test")
     default_reward: ClassVar[list[dict]] = []
+    # What `rollout.max_new_tokens=null` and `rollout.truncated_reward=null` (the defaults) mean for this
+    # environment: a length its answers fit in, and what a completion cut at that length earns
+    # (zero: no positive reward, a correct status becomes incorrect; keep: the verifiers' score).
+    default_max_new_tokens: ClassVar[int] = 256
+    truncated_reward: ClassVar[str] = "zero"
 
     def __init__(self, *, reward: list[dict] | None = None, system_prompt: str | None = None):
         if system_prompt is not None and not isinstance(system_prompt, str):

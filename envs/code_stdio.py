@@ -56,6 +56,9 @@ class CodeStdioEnv(DataEnv):
     """Write a program for a problem statement; reward = the fraction of its stdin/stdout tests passed."""
 
     name: ClassVar[str] = "code_stdio"
+    # a whole program in a code block
+    default_max_new_tokens: ClassVar[int] = 1024
+    truncated_reward: ClassVar[str] = "zero"
 
     def __init__(self, *, train_file: str | None = None, test_file: str | None = None, hub: str | None = None,
                  hub_config: str | None = None, statement_field: str = "statement", tests_field: str = "tests",

@@ -28,6 +28,10 @@ class CountdownEnv(Env):
     """Reach `target` using each of `numbers` exactly once with + - * /."""
 
     name: ClassVar[str] = "countdown"
+    # 16 tokens fit the tiny model's short answers; the anchored format gate already gives a cut-off
+    # answer nothing (only a complete answer ending exactly at the limit scores), so rewards are kept as scored
+    default_max_new_tokens: ClassVar[int] = 16
+    truncated_reward: ClassVar[str] = "keep"
     default_reward: ClassVar[list[dict]] = [
         {"verifier": "countdown", "weight": 0.9, "gate": "format"},
         {"verifier": "format", "weight": 0.1},

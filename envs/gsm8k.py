@@ -35,6 +35,9 @@ class GSM8KEnv(DataEnv):
     """Word problems; reward = the final number equals the gold answer after `####`."""
 
     name: ClassVar[str] = "gsm8k"
+    # step-by-step solutions of a few hundred tokens; a cut one must not score on its last number
+    default_max_new_tokens: ClassVar[int] = 512
+    truncated_reward: ClassVar[str] = "zero"
     required_fields: ClassVar[tuple[str, ...]] = ("question", "answer")
     default_reward: ClassVar[list[dict]] = [MATH]
 

@@ -51,6 +51,9 @@ class HumanEvalEnv(Env):
     """Complete a Python function from its signature and docstring; reward = its tests pass."""
 
     name: ClassVar[str] = "humaneval"
+    # a whole function in a code block
+    default_max_new_tokens: ClassVar[int] = 512
+    truncated_reward: ClassVar[str] = "zero"
     num_rows: ClassVar[int] = NUM_PROBLEMS
     default_reward: ClassVar[list[dict]] = [{"verifier": "code", "params": {"reward": "binary"}}]
 

@@ -47,6 +47,9 @@ class MathEnv(DataEnv):
     """Competition math; reward = the final answer is mathematically equal to the last boxed one."""
 
     name: ClassVar[str] = "math"
+    # competition solutions run longer than GSM8K's
+    default_max_new_tokens: ClassVar[int] = 1024
+    truncated_reward: ClassVar[str] = "zero"
     required_fields: ClassVar[tuple[str, ...]] = ("problem", "solution")
     default_reward: ClassVar[list[dict]] = [{"verifier": "math"}]
 

@@ -71,6 +71,10 @@ class {cls}(Env):
         {{"verifier": "exact", "weight": 0.9, "gate": "format"}},
         {{"verifier": "format", "weight": 0.1}},
     ]
+    # rollout.max_new_tokens's default here: room for "<think>...</think><answer>1998</answer>"
+    default_max_new_tokens: ClassVar[int] = 64
+    # a completion cut at that length: "zero" (no positive reward) or "keep" (the verifiers' score)
+    truncated_reward: ClassVar[str] = "zero"
 
     def __init__(self, *, max_number: int = 999, test_fraction: float = 0.2,
                  reward: list[dict] | None = None, system_prompt: str | None = None):

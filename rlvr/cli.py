@@ -81,13 +81,94 @@ def _train(overrides: list[str]) -> int:
 
     register_schemas()
     _offer_plugin_envs(ConfigStore.instance(), env_registry)
+    overrides = _train_run_dir(overrides)
 
     def task(cfg) -> None:
+        from pathlib import Path
+
+        from hydra.core.hydra_config import HydraConfig
+
         from rlvr.trainer.run import train  # torch loads here, so `rlvr train --help` stays fast
 
-        train(cfg)
+        if cfg.resume:  # the saved run's config.yaml, with this command line's overrides on top
+            from rlvr.trainer.resume_config import resumed_config
+
+            cfg = resumed_config(cfg, list(HydraConfig.get().overrides.task))
+        try:
+            train(cfg, log=_tee(Path(cfg.resume or cfg.output_dir) / "train.log"))
+        except KeyboardInterrupt:
+            raise SystemExit(_interrupted(cfg, sys.exc_info()[2])) from None
 
     return _run_hydra("train", overrides, task, (ConfigError, UnknownNameError))
+
+
+def _tee(path):
+    """The run's log: printed, and appended to RUN_DIR/train.log (Hydra creates the file; the run writes it)."""
+    def log(*args, **kwargs) -> None:
+        print(*args, **kwargs)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a") as f:
+            print(*args, file=f)
+
+    return log
+
+
+def _train_run_dir(overrides: list[str]) -> list[str]:
+    """Settle the run directory before Hydra creates it (Hydra writes .hydra/ and train.log there first).
+
+    `resume=DIR` trains in DIR (never a fresh outputs/<date>/<time>/) and leaves DIR/.hydra as the run's
+    first session wrote it; a new run's `output_dir=DIR` that holds a run is refused here, unless
+    `overwrite=true`, before anything in it is touched (trainer/run_dir.py).
+    """
+    from pathlib import Path
+
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from rlvr.trainer.run_dir import prepare_new_run_dir
+    from rlvr.verifiers.registry import ConfigError
+
+    try:
+        parsed = OverridesParser.create().parse_overrides(overrides)
+    except Exception:  # noqa: BLE001 - Hydra reports a malformed override itself, in its own words
+        return overrides
+    given = {o.key_or_group: o for o in parsed if not o.is_delete() and not o.is_sweep_override()}
+    value = {key: o.value() for key, o in given.items()}
+    resume, output_dir = value.get("resume"), value.get("output_dir")
+    if resume:
+        if not Path(str(resume)).is_dir():
+            raise SystemExit(f"rlvr train: resume={resume}: no such directory; give the run directory to continue")
+        if output_dir is not None and Path(str(output_dir)).resolve() != Path(str(resume)).resolve():
+            raise SystemExit(f"rlvr train: resume={resume} continues the run in its own directory; drop "
+                             f"output_dir={output_dir} (or start a new run there without resume=)")
+        raw_resume = given["resume"].get_value_string()
+        return [*overrides, *([] if output_dir is not None else [f"output_dir={raw_resume}"]),
+                "hydra.output_subdir=null"]
+    if output_dir is not None and value.get("overwrite") is not True:
+        try:
+            prepare_new_run_dir(Path(str(output_dir)), overwrite=False)
+        except ConfigError as error:
+            raise SystemExit(f"rlvr train: {error}") from None
+    return overrides
+
+
+def _interrupted(cfg, trace) -> str:
+    """Ctrl-C: two lines instead of a traceback: where it stopped and the command that continues the run."""
+    import traceback
+    from pathlib import Path
+
+    from rlvr.trainer.checkpoint import latest_checkpoint
+
+    frames = traceback.extract_tb(trace)[1:]  # from train() down to where the interrupt landed
+    where = " > ".join(f"{Path(f.filename).name}:{f.name}" for f in frames)
+    run_dir = Path(cfg.resume or cfg.output_dir)
+    checkpoint = latest_checkpoint(run_dir) if run_dir.is_dir() else None
+    if checkpoint is None:
+        then = (f"no checkpoint was saved yet (train.save_every={cfg.train.save_every}); start again with "
+                f"overwrite=true or another output_dir")
+    else:
+        then = (f"continue from {checkpoint.name} with `rlvr train resume={run_dir}` (steps after it are run "
+                f"again)")
+    return f"rlvr train: interrupted (KeyboardInterrupt); {then}\n  in {where}"
 
 
 def _eval(overrides: list[str]) -> int:
@@ -112,26 +193,53 @@ def _verify(overrides: list[str]) -> int:
     from omegaconf import OmegaConf
 
     from rlvr.verifiers.batch import exit_code, format_summary, register_schema, verify_file
+    from rlvr.verifiers.registry import ConfigError
 
     register_schema()
 
     def task(cfg) -> int:
+        missing = [key for key in ("input", "output") if not cfg[key]]
+        if missing:
+            raise ConfigError(f"{' and '.join(f'{k}=' for k in missing)} missing: rlvr verify input=IN.jsonl "
+                              f"output=OUT.jsonl [verifier=math] (record format: rlvr verify --help)")
         summary = verify_file(cfg.input, cfg.output, verifier_name=cfg.verifier, workers=cfg.workers,
                               verifier_params=OmegaConf.to_container(cfg.params, resolve=True))
         print(format_summary(summary))
         return exit_code(summary)
 
-    return _run_hydra("verify", overrides, task, (OSError,))
+    return _run_hydra("verify", overrides, task, (OSError, ConfigError))
 
 
 def _offer_plugin_envs(store, env_registry) -> None:
-    """`env=NAME` for a plugin environment that ships no YAML in rlvr.conf: a node with its name."""
+    """`env=NAME` for a plugin environment that ships no YAML in rlvr.conf: a node with its name and each
+    parameter its factory gives a plain default, so `--help` lists them and `env.KEY=VALUE` needs no `+`."""
     from importlib.resources import files
 
     shipped = {p.name.removesuffix(".yaml") for p in files("rlvr.conf").joinpath("env").iterdir()}
     for name, source in env_registry.names().items():
         if name not in shipped:
-            store.store(group="env", name=name, node={"name": name}, provider=source)
+            store.store(group="env", name=name, node={"name": name, **_plain_defaults(env_registry, name)},
+                        provider=source)
+
+
+def _plain_defaults(registry, name: str) -> dict:
+    """The factory's keyword parameters with a YAML-able default (a broken plugin: none; `rlvr envs` reports it)."""
+    import inspect
+
+    try:
+        parameters = inspect.signature(registry.get(name)).parameters.values()
+    except Exception:  # noqa: BLE001 - building the env names the problem; the listing must not stop here
+        return {}
+
+    def plain(value) -> bool:
+        if isinstance(value, (list, tuple)):
+            return all(plain(v) for v in value)
+        if isinstance(value, dict):
+            return all(isinstance(k, str) and plain(v) for k, v in value.items())
+        return value is None or isinstance(value, (str, int, float, bool))
+
+    return {p.name: list(p.default) if isinstance(p.default, tuple) else p.default for p in parameters
+            if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is not p.empty and plain(p.default)}
 
 
 def _envs(args: list[str]) -> int:

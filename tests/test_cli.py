@@ -60,6 +60,9 @@ BAD_INPUTS = [
     ("algo.aggregation=foo", "aggregation"),
     ("train.completions_per_prompt=1", "completions_per_prompt"),
     ("rollout.engine=nope", "rollout.engine"),
+    ("+train.stepz=3", "did you mean train.steps?"),  # Hydra's suggested fix for train.stepz must not run silently
+    ("algo=grpo algo.loss_type=ipo", "read by algo=dpo"),  # another algorithm family's key
+    ("algo=dpo algo.clip_eps_high=0.5", "not by algo=dpo"),
 ]
 
 
@@ -69,7 +72,7 @@ def test_bad_input_stops_at_start(tiny_lm, tmp_path, monkeypatch, capsys, overri
     monkeypatch.chdir(tmp_path)
     out = tmp_path / "run"
     with pytest.raises(SystemExit) as info:
-        main(["train", override, f"model.name_or_path={tiny_lm.path}", f"output_dir={out}", "threads=1"])
+        main(["train", *override.split(), f"model.name_or_path={tiny_lm.path}", f"output_dir={out}", "threads=1"])
     captured = capsys.readouterr()
     message = f"{info.value.code}\n{captured.out}\n{captured.err}"
     assert info.value.code not in (0, None), message
@@ -108,3 +111,125 @@ def test_more_eval_prompts_than_test_problems_is_a_message(tiny_lm, tmp_path, mo
     message = f"{info.value.code}\n{captured.out}\n{captured.err}"
     assert info.value.code not in (0, None)
     assert "eval_prompts" in message and "Traceback" not in message
+
+
+def _one_line_failure(args, monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as info:
+        main(args)
+    captured = capsys.readouterr()
+    message = f"{info.value.code}\n{captured.out}\n{captured.err}"
+    assert info.value.code not in (0, None), message
+    assert "Traceback" not in message
+    return str(info.value.code)
+
+
+def test_model_path_that_does_not_exist_is_one_line(tmp_path, monkeypatch, capsys):
+    path = tmp_path / "no_such_model"  # (a Hub name that does not exist fails the same way, after network retries)
+    message = _one_line_failure(["train", f"model.name_or_path={path}", "output_dir=run", "threads=1",
+                                 "env.digits=1", "train.eval_prompts=4"], monkeypatch, tmp_path, capsys)
+    assert f"model.name_or_path={path}: no such directory" in message and len(message.splitlines()) == 1, message
+    assert not (tmp_path / "run" / "metrics.jsonl").exists()
+
+
+def test_directory_without_a_tokenizer_is_one_line(tmp_path, monkeypatch, capsys):
+    (tmp_path / "not_a_model").mkdir()
+    message = _one_line_failure(["train", f"model.name_or_path={tmp_path / 'not_a_model'}", "output_dir=run",
+                                 "threads=1", "env.digits=1", "train.eval_prompts=4"], monkeypatch, tmp_path, capsys)
+    assert "cannot load a tokenizer" in message and len(message.splitlines()) == 1, message
+
+
+def test_tokenizer_without_a_chat_template_is_one_line(tiny_lm, tmp_path, monkeypatch, capsys):
+    import json
+    import shutil
+
+    plain = tmp_path / "base_model"
+    shutil.copytree(tiny_lm.path, plain)
+    config = json.loads((plain / "tokenizer_config.json").read_text())
+    config.pop("chat_template", None)
+    (plain / "tokenizer_config.json").write_text(json.dumps(config))
+    for extra in plain.glob("chat_template.*"):
+        extra.unlink()
+    message = _one_line_failure(["train", f"model.name_or_path={plain}", "output_dir=run", "threads=1",
+                                 "env.digits=1", "train.eval_prompts=4"], monkeypatch, tmp_path, capsys)
+    assert "no chat template" in message and str(plain) in message and len(message.splitlines()) == 1, message
+    assert "model.prompt_format=plain" in message
+
+
+def test_a_base_model_trains_with_plain_prompts(tiny_lm, tmp_path, monkeypatch, capsys):
+    """What the message above suggests: model.prompt_format=plain trains a model whose tokenizer has no template."""
+    import json
+    import shutil
+
+    from transformers import AutoTokenizer
+
+    plain = tmp_path / "base_model"
+    shutil.copytree(tiny_lm.path, plain)
+    config = json.loads((plain / "tokenizer_config.json").read_text())
+    config.pop("chat_template", None)
+    (plain / "tokenizer_config.json").write_text(json.dumps(config))
+    for extra in plain.glob("chat_template.*"):
+        extra.unlink()
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    monkeypatch.chdir(tmp_path)
+    main(["train", f"model.name_or_path={plain}", "model.prompt_format=plain", "rollout=hf", "env.digits=1",
+          "train.prompts_per_step=2", "train.completions_per_prompt=2", "train.eval_prompts=4", "train.steps=1",
+          "output_dir=run", "threads=1"])
+    sample = json.loads((tmp_path / "run" / "samples.jsonl").read_text().splitlines()[0])
+    saved = AutoTokenizer.from_pretrained(tmp_path / "run" / "checkpoints" / "step_1")
+    rendered = saved.apply_chat_template(sample["prompt"], tokenize=False, add_generation_prompt=True)
+    assert rendered == sample["prompt"][-1]["content"] + "\n\n"  # the question as plain text, then a blank line
+
+
+def test_ctrl_c_says_how_to_resume(tiny_lm, tmp_path, monkeypatch, capsys):
+    from rlvr.trainer import run
+
+    step_of = run.STEPS["grpo"]
+
+    def interrupted(ctx, step):  # what Ctrl-C does in step 2, after step 1's checkpoint
+        if step == 2:
+            raise KeyboardInterrupt
+        return step_of(ctx, step)
+
+    monkeypatch.setitem(run.STEPS, "grpo", interrupted)
+    message = _one_line_failure(["train", f"model.name_or_path={tiny_lm.path}", "rollout=hf", "env.digits=1",
+                                 "train.prompts_per_step=2", "train.completions_per_prompt=2", "train.eval_prompts=4",
+                                 "train.steps=3", "train.save_every=1", "output_dir=run", "threads=1"],
+                                monkeypatch, tmp_path, capsys)
+    first, where = message.splitlines()
+    assert "interrupted" in first and "step_1" in first and "rlvr train resume=run" in first, message
+    assert "run.py:train" in where and "interrupted" in where, message
+
+
+def test_offline_dpo_does_not_claim_to_sample(tiny_lm, tmp_path, monkeypatch, capsys):
+    import json
+
+    data = tmp_path / "scored.jsonl"
+    records = [{"prompt_id": p, "messages": [{"role": "user", "content": f"{p}+1="}], "completion": text,
+                "reward": reward} for p in (1, 2) for text, reward in ((f"<answer>{p + 1}</answer>", 1.0), ("x", 0.0))]
+    data.write_text("".join(json.dumps(r) + "\n" for r in records))
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    monkeypatch.chdir(tmp_path)
+    main(["train", "algo=dpo", f"data={data}", f"model.name_or_path={tiny_lm.path}", "rollout=hf", "env.digits=1",
+          "train.eval_prompts=4", "train.steps=1", "algo.pairs_per_step=2", "output_dir=run", "threads=1"])
+    out = capsys.readouterr().out
+    assert f"per step: 2 preference pairs from data={data} (nothing is sampled)" in out, out
+    assert "prompts x" not in out
+
+
+def test_a_plugin_envs_parameters_need_no_plus(compose_train, monkeypatch):
+    """A plugin ships no YAML: its node lists the factory's parameters, so `env.level=5` composes and --help shows it."""
+    from hydra.core.config_store import ConfigStore
+
+    from rlvr.cli import _offer_plugin_envs
+    from rlvr.envs.registry import env_registry
+
+    def load_env(*, level: int = 3, words: tuple = ("a", "b"), reward=None, rng=object()):
+        raise AssertionError("not built here")
+
+    monkeypatch.setattr(env_registry, "names", lambda: {"fake_plugin_env": "plugin fake"})
+    monkeypatch.setattr(env_registry, "get", lambda name: load_env)
+    _offer_plugin_envs(ConfigStore.instance(), env_registry)
+    cfg = compose_train(["env=fake_plugin_env", "env.level=5"])
+    assert dict(cfg.env) == {"name": "fake_plugin_env", "level": 5, "words": ["a", "b"], "reward": None}

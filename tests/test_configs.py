@@ -30,7 +30,7 @@ def test_option_composes_validates_and_builds_its_env(compose_train, group, opti
     # the data-backed envs (gsm8k, math, code_stdio) read small local files: nothing downloads
     overrides = [f"{group}={option}", *(env_data.data_overrides(option, tmp_path) if group == "env" else [])]
     if (group, option) == ("model", "hf"):
-        overrides.append("model.name_or_path=/some/local/dir")
+        overrides.append(f"model.name_or_path={tmp_path}")  # a local path must exist (validate.py)
     cfg = compose_train(overrides)
     validate_train_config(cfg)
     assert cfg[group].name == option if "name" in cfg[group] else cfg[group].engine == option
@@ -73,3 +73,52 @@ def test_typo_override_fails_composition(compose_train, override, key):
     with pytest.raises(ConfigCompositionException) as info:
         compose_train([override])
     assert key in str(info.value) + str(info.value.__cause__)
+
+
+def test_every_env_parameter_is_a_key_of_its_yaml():
+    """`env.KEY=VALUE` needs no `+` and `rlvr train --help` shows every parameter an environment takes."""
+    import inspect
+
+    import yaml
+
+    from rlvr.envs.registry import env_registry
+
+    env_registry.names()
+    for group, option in OPTIONS:
+        if group != "env":
+            continue
+        keys = set(yaml.safe_load(files("rlvr.conf").joinpath("env", f"{option}.yaml").read_text()))
+        params = inspect.signature(env_registry._factories[option]).parameters
+        assert set(params) <= keys, f"conf/env/{option}.yaml lacks {sorted(set(params) - keys)}"
+
+
+def test_env_yaml_defaults_build_the_same_env_as_the_factory_defaults(compose_train):
+    """The keys the env YAMLs list change nothing: arithmetic built from its YAML equals the plain factory's."""
+    from rlvr.envs import load_env
+
+    from_yaml = build_env(compose_train([]).env)
+    plain = load_env("arithmetic", digits=2, ops=["+"])
+    assert from_yaml.rows("train", 50, seed=0) == plain.rows("train", 50, seed=0)
+    assert from_yaml.rows("test", 50, seed=0) == plain.rows("test", 50, seed=0)
+    row = plain.rows("train", 1, seed=0)[0]
+    assert from_yaml.messages(row) == plain.messages(row)
+
+
+@pytest.mark.parametrize("overrides,named", [
+    (["+train.stepz=3"], "did you mean train.steps?"),  # the fix Hydra's own message suggests for train.stepz
+    (["+wandb.projekt=x"], "wandb.projekt"),
+    (["algo=grpo", "algo.loss_type=ipo"], "algo.loss_type='ipo' is read by algo=dpo, not by algo=grpo"),
+    (["algo=dpo", "algo.clip_eps_high=0.5"], "not by algo=dpo"),
+    (["algo=trpo", "algo.beta=0.04"], "algo.beta=0.04 is read by"),  # trpo has no KL term
+    (["algo=npg", "algo.line_search_steps=3"], "not by algo=npg"),
+    (["model.name_or_path=./no/such/model"], "no such directory"),
+])
+def test_a_key_nothing_reads_is_refused(compose_train, overrides, named):
+    with pytest.raises(ConfigError) as info:
+        validate_train_config(compose_train(overrides))
+    assert named in str(info.value)
+
+
+@pytest.mark.parametrize("algo", sorted({o for g, o in OPTIONS if g == "algo"}))
+def test_every_preset_sets_only_keys_its_algorithm_reads(compose_train, algo):
+    validate_train_config(compose_train([f"algo={algo}"]))

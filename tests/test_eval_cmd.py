@@ -212,3 +212,27 @@ def test_two_runs_with_the_same_name_keep_both_plots_and_one_sample_has_no_at_k_
     assert "pass@1" in header and "maj@" not in header
     row = next(line for line in table if line.startswith("| b/run@10 |"))
     assert row.count("|") == header.count("|") and "100.0%" in row
+
+
+def test_the_plot_shows_the_pass_at_1_confidence_interval(tmp_path, monkeypatch):
+    """results.json had pass@1_ci95 for every point; the plot drew none of it."""
+    import matplotlib.axes
+
+    from rlvr.trainer.eval_report import build_results, write_plots
+    from rlvr.trainer.eval_run import EnvSpec, ModelSpec
+
+    models, records = [], []
+    for step, statuses in ((0, [["incorrect"], ["incorrect"], ["correct"]]), (10, [["correct"], ["correct"], ["incorrect"]])):
+        label = f"run@{step}"
+        models.append(ModelSpec(label, label, step=step, run="run"))
+        records += _records(label, statuses)
+    rows = {"arithmetic": [{"id": f"p{i}"} for i in range(3)]}
+    settings = {"n_samples": 1, "temperature": 0.0, "top_p": 1.0, "max_new_tokens": 8, "seed": 0}
+    results = build_results(records, models, [EnvSpec("arithmetic", "arithmetic")], rows, settings)
+    bands = []
+    real = matplotlib.axes.Axes.fill_between
+    monkeypatch.setattr(matplotlib.axes.Axes, "fill_between",
+                        lambda self, x, y1, y2, **kw: bands.append((list(x), list(y1), list(y2))) or real(self, x, y1, y2, **kw))
+    write_plots(tmp_path, results)
+    cis = [r["pass@1_ci95"] for r in sorted(results["results"], key=lambda r: r["model"])]
+    assert bands == [([0, 10], [cis[0][0], cis[1][0]], [cis[0][1], cis[1][1]])]

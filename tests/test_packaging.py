@@ -38,7 +38,14 @@ def wheel(tmp_path_factory) -> zipfile.ZipFile:
     assert result.returncode == 0, result.stdout + result.stderr
     (path,) = dist.glob("rlvr-*.whl")
     with zipfile.ZipFile(path) as zf:
+        zf.build_output = result.stdout + result.stderr  # what `make demo`'s install prints
         yield zf
+
+
+@pytest.mark.slow
+def test_build_prints_no_package_would_be_ignored_warnings(wheel):
+    """`make demo` opened with about 175 lines of setuptools warnings about the conf groups."""
+    assert "absent from the `packages` configuration" not in wheel.build_output, wheel.build_output[-3000:]
 
 
 @pytest.mark.slow

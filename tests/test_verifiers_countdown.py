@@ -123,3 +123,16 @@ def test_bad_record_is_error():
     assert (r.status, r.details) == (Status.ERROR, {"error": "record has no 'target' field"})
     r = CountdownVerifier()(answer("1"), {"numbers": ["1"], "target": 1})
     assert r.status is Status.ERROR and "'numbers'" in r.details["error"]
+
+
+@pytest.mark.parametrize("expr", ["'\\d' + 3", "3 \\times 4", "'\\(3\\)'"])
+def test_a_model_expression_python_warns_about_is_refused_without_a_warning(expr):
+    """An invalid escape in a model's expression made the parser print a SyntaxWarning (DeprecationWarning
+    before Python 3.12) into countdown's progress bar; it is refused without one."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(SafeArithError):
+            evaluate(expr)
+    assert not caught, [str(w.message) for w in caught]

@@ -1,4 +1,4 @@
-"""`rlvr verify`: the record contract of DESIGN.md, malformed lines, exit code, 10,000 records."""
+"""`rlvr verify`: the record format of docs/verify.md, malformed lines, exit code, 10,000 records."""
 
 import json
 
@@ -6,6 +6,7 @@ import pytest
 
 from rlvr.cli import main
 from rlvr.verifiers.batch import VerifyConfig, exit_code, verify_batch, verify_file
+from rlvr.verifiers.registry import ConfigError
 
 
 def _write(path, lines):
@@ -46,8 +47,50 @@ def test_verifier_override_and_bad_params(tmp_path):
     _write(src, [{"completion": "so 7", "answer": "7"}])
     verify_file(str(src), str(dst), verifier_name="math", verifier_params={"last_number": True}, show_progress=False)
     assert _read(dst)[0]["status"] == "correct"
-    summary = verify_file(str(src), str(dst), verifier_name="math", verifier_params={"rel_toll": 1}, show_progress=False)
-    assert summary["errors"] == 1 and "rel_toll" in _read(dst)[0]["details"]["error"]
+    scored = dst.read_text()
+    with pytest.raises(ConfigError, match="rel_toll"):  # a misspelt parameter stops at start: no record is scored
+        verify_file(str(src), str(dst), verifier_name="math", verifier_params={"rel_toll": 1}, show_progress=False)
+    assert dst.read_text() == scored, "the earlier output must not be overwritten"
+    with pytest.raises(ConfigError, match="no_such"):  # so does an unknown verifier= on the command line
+        verify_file(str(src), str(dst), verifier_name="no_such", show_progress=False)
+
+
+def test_misspelt_param_in_the_cli_is_one_line_and_writes_nothing(tmp_path, monkeypatch, capsys):
+    _write(tmp_path / "in.jsonl", [{"verifier": "math", "completion": "7", "answer": "7"}])
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as info:
+        main(["verify", "input=in.jsonl", "output=out.jsonl", "+params.timout=3"])
+    assert "params" in str(info.value.code) and "timout" in str(info.value.code)
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_verify_without_output_is_one_line(tmp_path, monkeypatch, capsys):
+    _write(tmp_path / "in.jsonl", [{"verifier": "math", "completion": "7", "answer": "7"}])
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as info:
+        main(["verify", "input=in.jsonl"])
+    assert "output= missing" in str(info.value.code) and "Traceback" not in capsys.readouterr().err
+
+
+def test_record_without_answer_or_tests_names_its_line(tmp_path):
+    src, dst = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    _write(src, [{"verifier": "math", "completion": r"\boxed{7}", "answer": "7"}, {"verifier": "math", "completion": "7"},
+                 {"verifier": "code", "completion": "print(1)", "tests": None},
+                 {"verifier": "code", "completion": "print(1)", "tests": {"kind": "stdio"}}])
+    verify_file(str(src), str(dst), workers=1, show_progress=False)
+    out = _read(dst)
+    assert [o["status"] for o in out] == ["correct", "error", "error", "error"]
+    assert out[1]["details"]["error"].startswith("line 2: ") and "'answer'" in out[1]["details"]["error"]
+    assert out[2]["details"]["error"].startswith("line 3: ") and "'tests'" in out[2]["details"]["error"]
+    assert out[3]["details"]["error"].startswith("line 4: ") and "cases" in out[3]["details"]["error"]
+
+
+def test_verify_help_shows_the_fields_of_every_kind_of_record(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(["verify", "--help"])
+    text = capsys.readouterr().out
+    for field in ('"answer"', '"tests"', '"kind": "stdio"', '"kind": "assert"', '"entry_point"', '"kind": "call"'):
+        assert field in text, field
 
 
 def test_batch_helper_falls_back_to_calls():

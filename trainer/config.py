@@ -102,12 +102,18 @@ class ModelConfig:
     # none | bf16: the policy's forward passes under torch.autocast(bfloat16), weights and optimizer in float32;
     # allowed on CPU too (slower there without bf16 units); trainer/model.py
     autocast: str = "none"
+    # chat: prompts through the tokenizer's chat template (refused when it has none) | plain: each message's text,
+    # then a blank line, for a base model without a chat template (the template is saved with each checkpoint)
+    prompt_format: str = "chat"
 
 
 @dataclass
 class RolloutConfig:
     engine: str = "hf"  # hf | vllm | auto (vllm when it imports, else hf)
-    max_new_tokens: int = 16
+    # conf/rollout/*.yaml: the environment's default_max_new_tokens and truncated_reward (trainer/truncation.py);
+    # null here, or given as null: the same, filled in when the run starts
+    max_new_tokens: Optional[int] = None
+    truncated_reward: Optional[str] = None  # what a completion cut at max_new_tokens earns: zero | keep
     temperature: float = 1.0
     top_p: float = 1.0
     top_k: int = 0
@@ -172,11 +178,54 @@ class TrainConfig:
     seed: int = 0
     output_dir: str = "outputs/${now:%Y-%m-%d}/${now:%H-%M-%S}"
     resume: Optional[str] = None  # a run directory; continue from its last checkpoint
+    overwrite: bool = False  # true: a new run replaces the run already in output_dir (refused otherwise)
     threads: int = 0  # torch CPU threads; 0 leaves torch's default
     data: Optional[str] = None  # algo=dpo only: a scored-completions JSONL for offline DPO (trainer/dpo.py)
     logger: list = field(default_factory=list)  # besides metrics.jsonl: tensorboard, wandb (trainer/loggers.py)
     wandb: WandbConfig = field(default_factory=WandbConfig)
 
 
+def unknown_keys(cfg, schema=None, prefix: str = "") -> list[tuple[str, list[str]]]:
+    """(dotted key, its siblings in the schema) for each key of `cfg` that `TrainConfig` lacks.
+
+    Hydra refuses `train.stepz=3`, but `+train.stepz=3` (the fix its message suggests) adds the key,
+    and nothing would read it. `env` is open (each environment checks its own parameters) and is skipped.
+    """
+    from dataclasses import is_dataclass
+
+    from omegaconf import DictConfig, OmegaConf
+
+    schema = OmegaConf.structured(TrainConfig) if schema is None else schema
+    found = []
+    for key in cfg:
+        path = f"{prefix}{key}"
+        if key not in schema:
+            found.append((path, [str(k) for k in schema]))
+        elif isinstance(cfg[key], DictConfig) and isinstance(schema[key], DictConfig) \
+                and is_dataclass(OmegaConf.get_type(schema[key])):
+            found.extend(unknown_keys(cfg[key], schema[key], f"{path}."))
+    return found
+
+
+def env_default(name: str, attribute: str):
+    """`${rlvr.env:NAME,ATTRIBUTE}` in conf/rollout/*.yaml: environment NAME's class attribute (envs/base.py
+    `default_max_new_tokens`, `truncated_reward`), or the base environment's for a plugin that declares none."""
+    from rlvr.envs.base import Env
+    from rlvr.envs.registry import env_registry
+
+    try:
+        factory = env_registry.get(name)
+    except Exception:  # noqa: BLE001 - an unknown or broken env is refused, naming it, when it is built
+        factory = None
+    return getattr(factory, attribute, getattr(Env, attribute))
+
+
+def register_resolvers() -> None:
+    from omegaconf import OmegaConf
+
+    OmegaConf.register_new_resolver("rlvr.env", env_default, replace=True)
+
+
 def register_schemas() -> None:
+    register_resolvers()
     ConfigStore.instance().store(name="train_schema", node=TrainConfig)

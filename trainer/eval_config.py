@@ -41,6 +41,9 @@ class EvalConfig:
 
 
 def register_eval_schema() -> None:
+    from rlvr.trainer.config import register_resolvers
+
+    register_resolvers()
     ConfigStore.instance().store(name="eval_schema", node=EvalConfig)
 
 

@@ -232,9 +232,12 @@ def write_plots(out: Path, results: dict) -> list[Path]:
         for env in results["envs"]:
             points = sorted((m["step"], r) for m in ms for r in results["results"]
                             if r["model"] == m["label"] and r["env"] == env["label"])
+            steps = [p[0] for p in points]
             for ax, key in zip(axes, ("pass@1", "reward_mean")):
-                ax.plot([p[0] for p in points], [p[1][key] for p in points], marker="o", label=env["label"])
-        for ax, key in zip(axes, ("pass@1", "mean reward")):
+                line, = ax.plot(steps, [p[1][key] for p in points], marker="o", label=env["label"])
+            axes[0].fill_between(steps, [p[1]["pass@1_ci95"][0] for p in points],  # the bootstrap 95% interval
+                                 [p[1]["pass@1_ci95"][1] for p in points], color=line.get_color(), alpha=0.2)
+        for ax, key in zip(axes, ("pass@1 (band: 95% CI over prompts)", "mean reward")):
             ax.set_xlabel("training step")
             ax.set_ylabel(key)
             ax.grid(alpha=0.3)

@@ -22,7 +22,7 @@ import re
 import sys
 import zlib
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from importlib.resources import files
 from pathlib import Path
 
@@ -33,6 +33,7 @@ from tqdm import tqdm
 from rlvr.trainer.eval_report import write_reports
 from rlvr.trainer.prompts import render_prompts
 from rlvr.trainer.rollout import SamplingParams
+from rlvr.trainer.truncation import TRUNCATED_REWARDS, no_credit_when_truncated, truncation_warning
 from rlvr.verifiers.registry import ConfigError
 
 COMPLETIONS = "completions.jsonl"
@@ -66,7 +67,8 @@ def run_eval(cfg, log=print, engine_factory: Callable | None = None) -> dict:
     rows = {spec.label: _select_rows(envs[spec.label], spec, cfg.n_prompts, cfg.seed) for spec in env_specs}
     out = Path(cfg.output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    _check_settings(out, settings_of(cfg))
+    lengths = env_lengths(cfg, envs)
+    _check_settings(out, settings_of(cfg, lengths))
     done = _load_done(out / COMPLETIONS, cfg.n_samples)
     params = sampling_params(cfg)
     factory = engine_factory or _hf_factory(cfg)
@@ -87,23 +89,31 @@ def run_eval(cfg, log=print, engine_factory: Callable | None = None) -> dict:
             engine = factory(model)
             for spec in env_specs:
                 if todo[(model.path, spec.label)]:
-                    for records in evaluate_rows(engine, envs[spec.label], rows[spec.label], params, cfg.seed,
+                    max_new_tokens, truncated_reward = lengths[spec.label]
+                    for records in evaluate_rows(engine, envs[spec.label], rows[spec.label],
+                                                 replace(params, max_new_tokens=max_new_tokens), cfg.seed,
                                                  model, spec, skip={r for (p, e, r) in done
                                                                     if p == model.path and e == spec.label},
-                                                 batch_prompts=cfg.batch_prompts):
+                                                 batch_prompts=cfg.batch_prompts, truncated_reward=truncated_reward):
                         sink.writelines(json.dumps(r) + "\n" for r in records)
                         sink.flush()
                         bar.update(len(records) // cfg.n_samples)
             del engine
     bar.close()
     records = _read_records(out / COMPLETIONS)
-    results = write_reports(out, records, models, env_specs, rows, settings_of(cfg), plots=cfg.plots)
+    results = write_reports(out, records, models, env_specs, rows, settings_of(cfg, lengths), plots=cfg.plots)
     log((out / "results.md").read_text())
+    for result in results.get("results", []):
+        warning = truncation_warning(result["truncated_frac"], lengths[result["env"]][0],
+                                     f"{result['model']} on {result['env']}:")
+        if warning:
+            log(warning)
+    log(f"rlvr eval: results in {out / 'results.json'}, {out / 'results.md'} and {out / COMPLETIONS}")
     return results
 
 
 def evaluate_rows(engine, env, rows: list[dict], params: SamplingParams, seed: int, model: ModelSpec,
-                  spec: EnvSpec, skip: set = frozenset(), batch_prompts: int = 256):
+                  spec: EnvSpec, skip: set = frozenset(), batch_prompts: int = 256, truncated_reward: str = "keep"):
     """Yield, per chunk of `batch_prompts` rows with work left, the completion records of the rows not in `skip`."""
     for index, start in enumerate(range(0, len(rows), batch_prompts)):
         chunk = rows[start : start + batch_prompts]
@@ -112,7 +122,7 @@ def evaluate_rows(engine, env, rows: list[dict], params: SamplingParams, seed: i
         torch.manual_seed(zlib.crc32(f"{seed}/{spec.label}/{index}".encode()))
         rollout = engine.generate(render_prompts(engine.tokenizer, env, chunk), params)
         repeated = [row for row in chunk for _ in range(params.n)]  # prompt-major, as the rollout
-        results = env.score(rollout.texts, repeated)
+        results = no_credit_when_truncated(env.score(rollout.texts, repeated), rollout.truncated, truncated_reward)
         records = []
         for i, (row, text, result) in enumerate(zip(repeated, rollout.texts, results)):
             if row["id"] in skip:
@@ -162,10 +172,28 @@ def sampling_params(cfg) -> SamplingParams:
                           stop=tuple(cfg.rollout.stop), greedy=greedy)
 
 
-def settings_of(cfg) -> dict:
-    """The settings that decide which samples are drawn: a resumed run must match them."""
+def env_lengths(cfg, envs: dict) -> dict[str, tuple[int, str]]:
+    """Per env label: (max_new_tokens, truncated_reward), each the command's when given, else the env's own
+    (conf/rollout/*.yaml's default reads one `env`; with `envs=[...]` each environment gets its own)."""
+    def given(key):
+        return None if OmegaConf.is_interpolation(cfg.rollout, key) else cfg.rollout[key]
+
+    lengths = {label: (given("max_new_tokens") or int(env.default_max_new_tokens),
+                       given("truncated_reward") or env.truncated_reward) for label, env in envs.items()}
+    for label, (_, mode) in lengths.items():
+        if mode not in TRUNCATED_REWARDS:
+            raise ConfigError(f"rollout.truncated_reward={mode!r}; choose one of {', '.join(TRUNCATED_REWARDS)}")
+    return lengths
+
+
+def settings_of(cfg, lengths: dict | None = None) -> dict:
+    """The settings that decide which samples are drawn: a resumed run must match them. `max_new_tokens`
+    is one number when every env has the same, else {env label: tokens}."""
+    per_env = {label: n for label, (n, _) in (lengths or {}).items()}
+    max_new_tokens = (next(iter(per_env.values())) if len(set(per_env.values())) == 1 else per_env) if per_env \
+        else cfg.rollout.max_new_tokens
     return {"n_samples": cfg.n_samples, "temperature": cfg.temperature, "top_p": cfg.top_p, "top_k": cfg.top_k,
-            "max_new_tokens": cfg.rollout.max_new_tokens, "stop": list(cfg.rollout.stop), "seed": cfg.seed,
+            "max_new_tokens": max_new_tokens, "stop": list(cfg.rollout.stop), "seed": cfg.seed,
             "batch_prompts": cfg.batch_prompts, "engine": cfg.rollout.engine}
 
 

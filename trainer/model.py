@@ -26,8 +26,26 @@ def resolve_model_path(cfg, env, log=print) -> str:
     return str(build_tiny(env, env_config, arch, warm, seed=cfg.seed, log=log))
 
 
-def load_tokenizer(path: str):
-    tokenizer = AutoTokenizer.from_pretrained(path)
+# model.prompt_format=plain: each message's content, then a blank line; generation continues from there
+PLAIN_TEMPLATE = "{% for message in messages %}{{ message['content'] }}\n\n{% endfor %}"
+
+
+def load_tokenizer(path: str, chat: bool = False, prompt_format: str = "chat"):
+    """The tokenizer at `path` (a pad token set); `chat=True` also requires a chat template (rlvr train's prompts)
+    unless `prompt_format="plain"`, which sets `PLAIN_TEMPLATE` in its place (saved with each checkpoint).
+    A path that does not load is a one-line ConfigError naming `model.name_or_path`."""
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path)
+    except (OSError, ValueError) as error:  # no such directory / not a repo id / no tokenizer files
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ConfigError(f"model.name_or_path={path}: cannot load a tokenizer ({reason}); give a local Hugging "
+                          f"Face model directory or a Hub name") from None
+    if chat and prompt_format == "plain":
+        tokenizer.chat_template = PLAIN_TEMPLATE
+    elif chat and tokenizer.chat_template is None:
+        raise ConfigError(f"model.name_or_path={path}: its tokenizer has no chat template, and rlvr renders each "
+                          f"prompt as chat messages; for a base model pass model.prompt_format=plain (prompts as "
+                          f"plain text), or use an instruct/chat model")
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     return tokenizer

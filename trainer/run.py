@@ -1,9 +1,12 @@
 """`rlvr train`: set up from the config, run the algorithm's step in a loop, log, checkpoint, summarise.
 
-Everything a run leaves behind sits in its run directory (DESIGN.md): `config.yaml`,
+Everything a run leaves behind sits in its run directory (README "Run directory"): `config.yaml`,
 `metrics.jsonl`, `samples.jsonl`, `checkpoints/step_N/`, `summary.json`. A killed run is
 continued with `resume=RUN_DIR` from its last checkpoint; the steps after that checkpoint
 are run again (their log lines are dropped first), with the same data and the same RNG.
+A new run refuses an `output_dir` that already holds a run unless `overwrite=true` (trainer/run_dir.py).
+`train(cfg)` trains `cfg` as given; `rlvr train resume=DIR` builds it from the run's saved config.yaml
+with the command line's overrides on top (trainer/resume_config.py).
 """
 
 from __future__ import annotations
@@ -31,7 +34,8 @@ from rlvr.trainer.ppo import build_value_head
 from rlvr.trainer.lora import engine_for_policy
 from rlvr.trainer.model import build_policy, build_reference, load_tokenizer, resolve_model_path
 from rlvr.trainer.rollout import SamplingParams, build_engine
-from rlvr.trainer.run_dir import RunFiles
+from rlvr.trainer.run_dir import RunFiles, prepare_new_run_dir
+from rlvr.trainer.truncation import resolve_rollout_lengths, truncation_warning
 from rlvr.trainer.validate import validate_train_config, validate_world_size
 
 
@@ -68,7 +72,13 @@ def train(cfg, log=print) -> dict:
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     run_dir = Path(cfg.resume or cfg.output_dir)
+    if not cfg.resume and not cfg.overwrite:
+        prepare_new_run_dir(run_dir, overwrite=False)  # an earlier run's directory is refused before any work
     env = build_env(cfg.env)
+    resolve_rollout_lengths(cfg.rollout, env)  # null: the environment's length and truncation rule
+    if cfg.algo.overlong_buffer >= cfg.rollout.max_new_tokens:
+        raise ConfigError(f"algo.overlong_buffer={cfg.algo.overlong_buffer} must be < rollout.max_new_tokens="
+                          f"{cfg.rollout.max_new_tokens} ({env.name}'s default unless set)")
     try:  # before any model is built, so a too-large eval set is refused at once
         test_rows = env.rows("test", cfg.train.eval_prompts, seed=cfg.seed)
     except ValueError as error:
@@ -82,10 +92,12 @@ def train(cfg, log=print) -> dict:
         if conflicts:
             raise ConfigError(f"resume={cfg.resume}: {checkpoint.name} was trained with other parameters than this "
                               f"command builds ({'; '.join(conflicts)}); pass the run's values, or start a new run")
+    if not cfg.resume and parallel.is_main:
+        prepare_new_run_dir(run_dir, overwrite=cfg.overwrite)  # overwrite=true: the earlier run's files go now
     files = RunFiles(run_dir) if parallel.is_main else QuietRunFiles()  # created once the config has passed every check
     with parallel.main_first():  # one rank builds the cached tiny model, the others load it
         base_path = resolve_model_path(cfg, env, log=log)
-    tokenizer = load_tokenizer(base_path)
+    tokenizer = load_tokenizer(base_path, chat=True, prompt_format=cfg.model.prompt_format)
     # ddp | fsdp2 wrap before the optimizer is built; model.lora adds adapters (trainer/lora.py)
     model = parallel.wrap(build_policy(cfg.model, base_path, checkpoint, seed=cfg.seed))
     plain = parallel.plain(model)  # the HF module with the full weights (fsdp2: gathered, once for the set-up below)
@@ -126,20 +138,32 @@ def train(cfg, log=print) -> dict:
                      optimizer, scheduler, value_head, algo_state)
     algo_step = STEPS[cfg.algo.name]
     completions = cfg.train.prompts_per_step * cfg.train.completions_per_prompt
-    log(f"run directory: {run_dir}\n"
-        f"per step: {cfg.train.prompts_per_step} prompts x {cfg.train.completions_per_prompt} completions = "
-        f"{completions} completions in {math.ceil(completions / cfg.train.micro_batch_size)} micro-batch(es) of "
-        f"<= {cfg.train.micro_batch_size}; {cfg.train.steps} steps; held-out eval on {len(test_rows)} test prompts")
+    if cfg.algo.name == "dpo" and cfg.data:  # offline: nothing is sampled in training
+        per_step = (f"per step: {cfg.algo.pairs_per_step} preference pairs from data={cfg.data} (nothing is "
+                    f"sampled); {cfg.train.steps} steps; held-out eval on {len(test_rows)} test prompts\n")
+    else:
+        per_step = (f"per step: {cfg.train.prompts_per_step} prompts x {cfg.train.completions_per_prompt} completions "
+                    f"= {completions} completions in {math.ceil(completions / cfg.train.micro_batch_size)} "
+                    f"micro-batch(es) of <= {cfg.train.micro_batch_size}; {cfg.train.steps} steps; held-out eval on "
+                    f"{len(test_rows)} test prompts\n")
+    log(f"run directory: {run_dir}\n{per_step}"
+        f"completions: up to rollout.max_new_tokens={cfg.rollout.max_new_tokens} tokens; a truncated one's reward: "
+        f"rollout.truncated_reward={cfg.rollout.truncated_reward}")
 
     def held_out_eval() -> dict:
         if not parallel.is_main:  # rank 0 alone evaluates, on the plain model (no collective)
             return {}
-        result = evaluate_greedy(engine, env, test_rows, cfg.rollout.max_new_tokens)
+        result = evaluate_greedy(engine, env, test_rows, cfg.rollout.max_new_tokens,
+                                 truncated_reward=cfg.rollout.truncated_reward)
+        warning = truncation_warning(result.get("truncated_frac", 0.0), cfg.rollout.max_new_tokens,
+                                     "the held-out eval's")
+        if warning:
+            log(warning)
         return {f"eval/{k}": v for k, v in result.items()}
 
     if start_step == 0:
         files.log_metrics({"step": 0, **held_out_eval()})
-    started = time.time()
+    started, quiet_until = time.time(), 0
     bar = tqdm(range(start_step + 1, cfg.train.steps + 1), initial=start_step, total=cfg.train.steps,
                desc=cfg.algo.name, unit="step", dynamic_ncols=True,
                mininterval=0.2 if sys.stderr.isatty() else 15.0,  # a log file gets a line every 15 s
@@ -151,6 +175,10 @@ def train(cfg, log=print) -> dict:
             metrics.update(held_out_eval())
         files.log_metrics(metrics)
         files.log_samples(samples)
+        warning = truncation_warning(metrics.get("truncated_frac", 0.0), cfg.rollout.max_new_tokens, f"step {step}'s")
+        if warning and step >= quiet_until and parallel.is_main:  # once, then at most once per eval_every steps
+            tqdm.write(warning, file=sys.stderr)
+            quiet_until = step + cfg.train.eval_every
         postfix = {"reward": f"{metrics['reward/mean']:.3f}"} if "reward/mean" in metrics else {}  # offline dpo: none
         if "eval/accuracy" in metrics:
             postfix["eval_acc"] = f"{metrics['eval/accuracy']:.1%}"
@@ -170,7 +198,7 @@ def train(cfg, log=print) -> dict:
     if not parallel.is_main:
         return {}
     files.close()
-    summary = summarise(files.read_metrics(), time.time() - started, run_dir)
+    summary = summarise(files.read_metrics(), time.time() - started, run_dir, steps_this_session=cfg.train.steps - start_step)
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     log(format_summary(summary))
     return summary
@@ -192,7 +220,7 @@ def _lr_lambda(cfg):
     return factor
 
 
-def summarise(history: list[dict], seconds: float, run_dir: Path) -> dict:
+def summarise(history: list[dict], seconds: float, run_dir: Path, steps_this_session: int | None = None) -> dict:
     evals = [m for m in history if "eval/accuracy" in m]
     train = [m for m in history if "reward/mean" in m]
     first, last = evals[0], evals[-1]
@@ -203,6 +231,7 @@ def summarise(history: list[dict], seconds: float, run_dir: Path) -> dict:
     return {
         "run_dir": str(run_dir),
         "steps": max((m["step"] for m in history), default=0),  # offline dpo logs no reward/mean
+        "steps_this_session": steps_this_session,  # after a resume: the steps this process ran
         "seconds_this_session": round(seconds, 1),
         "eval_prompts": last["eval/n"],
         "before": {"step": first["step"], "accuracy": first["eval/accuracy"], "reward_mean": first["eval/reward_mean"],
@@ -225,4 +254,8 @@ def format_summary(s: dict) -> str:
                      f"{a['train_reward_last_10']:.3f}", f"{a['train_reward_last_10'] - b['train_reward_first_10']:+.3f}"))
     header = f"| metric ({s['eval_prompts']} test prompts) | before (step {b['step']}) | after (step {a['step']}) | change |"
     lines = [header, "|---|---|---|---|"] + [f"| {m} | {x} | {y} | {d} |" for m, x, y, d in rows]
-    return "\n".join(lines) + f"\n{s['steps']} steps in {s['seconds_this_session']:.0f} s; run directory {s['run_dir']}"
+    ran = s.get("steps_this_session")
+    ran = s["steps"] if ran is None else ran
+    resumed = f" (of {s['steps']}; the rest before a resume)" if ran != s["steps"] else ""
+    return "\n".join(lines) + (f"\n{ran} steps{resumed} in {s['seconds_this_session']:.0f} s; "
+                                f"run directory {s['run_dir']}")

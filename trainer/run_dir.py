@@ -1,13 +1,43 @@
 """The run directory's files: resolved config, `metrics.jsonl`, `samples.jsonl`; metrics are also
-handed to the chosen loggers (trainer/loggers.py: TensorBoard, W&B)."""
+handed to the chosen loggers (trainer/loggers.py: TensorBoard, W&B).
+
+A directory that already holds a run is never trained into by a new run: `prepare_new_run_dir`
+refuses it (naming `resume=` and `overwrite=true`), or, with `overwrite=true`, removes the earlier
+run's files first, so one directory never mixes two runs' metrics or checkpoints.
+"""
 
 from __future__ import annotations
 
 import json
 import math
+import shutil
 from pathlib import Path
 
 from omegaconf import OmegaConf
+
+from rlvr.verifiers.registry import ConfigError
+
+# what `rlvr train` writes into a run directory (besides Hydra's .hydra/ and train.log)
+RUN_FILES = ("config.yaml", "metrics.jsonl", "samples.jsonl", "summary.json", "checkpoints", "tensorboard", "wandb",
+             "wandb_id")
+
+
+def run_files_in(run_dir: Path) -> list[str]:
+    """The names of `RUN_FILES` present under `run_dir`: empty when it holds no run."""
+    return [name for name in RUN_FILES if (Path(run_dir) / name).exists()]
+
+
+def prepare_new_run_dir(run_dir: Path, overwrite: bool) -> None:
+    """Refuse a directory that holds an earlier run, unless `overwrite`: then its run files are removed."""
+    found = run_files_in(run_dir)
+    if not found:
+        return
+    if not overwrite:
+        raise ConfigError(f"output_dir={run_dir} already holds a run ({', '.join(found)}): continue it with "
+                          f"resume={run_dir}, replace it with overwrite=true, or choose another output_dir")
+    for name in found:
+        path = Path(run_dir) / name
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
 
 
 class RunFiles:

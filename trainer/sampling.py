@@ -18,6 +18,7 @@ from rlvr.trainer.logprobs import PackedBatch, pack
 from rlvr.trainer.prompts import render_prompts
 from rlvr.trainer.rollout import Rollout
 from rlvr.trainer.seeding import derive_seed
+from rlvr.trainer.truncation import no_credit_when_truncated
 
 
 @dataclass
@@ -47,6 +48,7 @@ def sample_and_score(ctx, step: int, timings: dict, round_: int = 0) -> Sampled:
         rollout = ctx.engine.generate(render_prompts(ctx.tokenizer, ctx.env, rows), params)
     with timed(timings, "score"):
         results = ctx.env.score(rollout.texts, [row for row in rows for _ in range(group_size)])
+        results = no_credit_when_truncated(results, rollout.truncated, cfg.rollout.truncated_reward)
     rewards = torch.tensor([r.reward for r in results], dtype=torch.float32).view(prompts_per_step, group_size)  # [B, G]
     batch = pack(rollout.prompt_ids, rollout.completion_ids, ctx.tokenizer.pad_token_id)
     engine_logprobs = packed_engine_logprobs(rollout, batch.completion_mask.shape[1])  # [B*G, L-1]

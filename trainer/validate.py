@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 
+from rlvr.trainer.algo_keys import unread_algo_keys
+from rlvr.trainer.config import unknown_keys
+from rlvr.trainer.truncation import TRUNCATED_REWARDS
 from rlvr.trainer.losses import AGGREGATIONS, IMPORTANCE_LEVELS, KL_ESTIMATORS
 from rlvr.verifiers.registry import ConfigError
 
@@ -48,7 +52,7 @@ def validate_train_config(cfg) -> None:
     need(cfg.algo.overlong_buffer >= 0 and cfg.algo.overlong_penalty >= 0,
          f"algo.overlong_buffer={cfg.algo.overlong_buffer} and algo.overlong_penalty={cfg.algo.overlong_penalty} "
          f"must be >= 0")
-    need(cfg.algo.overlong_buffer < cfg.rollout.max_new_tokens,
+    need(cfg.rollout.max_new_tokens is None or cfg.algo.overlong_buffer < cfg.rollout.max_new_tokens,
          f"algo.overlong_buffer={cfg.algo.overlong_buffer} must be < rollout.max_new_tokens="
          f"{cfg.rollout.max_new_tokens} (the buffer is the last tokens before the length limit)")
     need(cfg.algo.overlong_buffer == 0 or cfg.algo.name in GROUP_ALGOS,
@@ -71,7 +75,11 @@ def validate_train_config(cfg) -> None:
          f"algo.max_kl={cfg.algo.max_kl} must be > 0, algo.cg_iters={cfg.algo.cg_iters} >= 1 and "
          f"algo.backtrack_ratio={cfg.algo.backtrack_ratio} in (0, 1)")
     need(cfg.rollout.engine in ENGINES, f"rollout.engine={cfg.rollout.engine!r}; choose one of {', '.join(ENGINES)}")
-    need(cfg.rollout.max_new_tokens >= 1, f"rollout.max_new_tokens={cfg.rollout.max_new_tokens} must be >= 1")
+    need(cfg.rollout.max_new_tokens is None or cfg.rollout.max_new_tokens >= 1,
+         f"rollout.max_new_tokens={cfg.rollout.max_new_tokens} must be >= 1 (or null: the environment's default)")
+    need(cfg.rollout.truncated_reward in (None, *TRUNCATED_REWARDS),
+         f"rollout.truncated_reward={cfg.rollout.truncated_reward!r}; choose one of {', '.join(TRUNCATED_REWARDS)} "
+         f"(or null: the environment's default)")
     need(cfg.rollout.temperature > 0, f"rollout.temperature={cfg.rollout.temperature} must be > 0")
     need(0 < cfg.rollout.top_p <= 1, f"rollout.top_p={cfg.rollout.top_p} must be in (0, 1]")
     need(cfg.rollout.importance_cap is None or cfg.rollout.importance_cap >= 1,
@@ -100,11 +108,34 @@ def validate_train_config(cfg) -> None:
          f"= {completions}")
     need(cfg.model.name == "tiny" or bool(cfg.model.name_or_path),
          f"model.name_or_path is required for model={cfg.model.name!r} (a local directory or Hub name)")
+    path = str(cfg.model.name_or_path or "")
+    need(not _looks_local(path) or Path(path).expanduser().exists(),
+         f"model.name_or_path={path}: no such directory (give a local Hugging Face model directory, or a Hub "
+         f"name such as Qwen/Qwen2.5-0.5B-Instruct)")
     band = list(cfg.model.warm_start.target_accuracy)
     need(len(band) == 2 and 0 <= band[0] <= band[1] <= 1,
          f"model.warm_start.target_accuracy={band} must be [low, high] with 0 <= low <= high <= 1")
     _validate_dpo(cfg)
     _validate_strategy(cfg)
+    _refuse_unread_keys(cfg)
+
+
+def _refuse_unread_keys(cfg) -> None:
+    """A key nothing reads is refused: one the schema lacks (`+train.stepz=3`), or another algorithm's."""
+    for key, siblings in unknown_keys(cfg):
+        close = difflib.get_close_matches(key.rsplit(".", 1)[-1], siblings, n=1)
+        hint = f"did you mean {key.rsplit('.', 1)[0] + '.' if '.' in key else ''}{close[0]}? " if close else ""
+        raise ConfigError(f"{key} is not a key of rlvr train's config, so nothing would read it; {hint}"
+                          f"`rlvr train --help` lists every key")
+    unread = unread_algo_keys(cfg.algo)
+    if unread:
+        raise ConfigError(f"{'; '.join(unread)}, not by algo={cfg.algo.name}: drop it, or choose an algorithm "
+                          f"that reads it (trainer/algo_keys.py)")
+
+
+def _looks_local(path: str) -> bool:
+    """A filesystem path rather than a Hub name (`owner/name`: one slash, no leading dot or slash)."""
+    return bool(path) and (path.startswith(("/", ".", "~")) or path.count("/") >= 2 or "\\" in path)
 
 
 def _validate_strategy(cfg) -> None:
@@ -121,6 +152,8 @@ def _validate_strategy(cfg) -> None:
     if strategy != "none" and cfg.algo.name == "ppo" and cfg.algo.critic != "head":
         raise ConfigError(f"algo.critic={cfg.algo.critic} with trainer.strategy={strategy}: under torchrun PPO runs "
                           "with algo.critic=head (the separate critic model is one-process only)")
+    if cfg.model.prompt_format not in ("chat", "plain"):
+        raise ConfigError(f"model.prompt_format={cfg.model.prompt_format!r}; choose one of chat, plain")
     if cfg.model.autocast not in ("none", "bf16"):
         raise ConfigError(f"model.autocast={cfg.model.autocast!r}; choose one of none, bf16")
     lora = cfg.model.lora

@@ -3,13 +3,15 @@
 `verify_batch` uses a verifier's own `verify_batch` (the math and code verifiers have one, with
 worker pools and time limits) and otherwise loops over `verifier(completion, record)`.
 
-`verify_file` implements DESIGN.md's record contract. Records may mix verifiers: they are grouped
+`verify_file` implements the record format of docs/verify.md. Records may mix verifiers: they are grouped
 by verifier and each group goes through one batch call, in chunks of `CHUNK` records, so a
 10,000-record file streams. Output order equals input order. Output is written as it goes (a
 chunk at a time, flushed) for every record up to the first one still being scored, so a killed
 run keeps everything already scored; re-running overwrites the output. A malformed record (bad
-JSON, which is echoed as {"input": LINE, ...}; not an object, no "completion", no verifier, an unknown verifier or bad params) gets
-`"status": "error"` and a message naming its line number and field, and the run goes on.
+JSON, which is echoed as {"input": LINE, ...}; not an object, no "completion", no verifier, an unknown verifier,
+no "answer" or "tests") gets `"status": "error"` and a message naming its line number and field, and the run goes on.
+A problem of the command itself (`params` a verifier does not take, an unknown `verifier=`) stops the run at start,
+before the output is opened.
 The exit code of `rlvr verify` is the number of records with status "error", capped at 255.
 """
 
@@ -60,6 +62,15 @@ def verify_batch(verifier: Any, completions: Sequence[str], records: Sequence[Ma
     return results
 
 
+def _with_line(scored: dict[str, Any], line: int) -> dict[str, Any]:
+    """A verifier's error about a record ("record has no 'answer' field") names the record's line."""
+    details = scored.get("details")
+    if scored["status"] == Status.ERROR.value and isinstance(details, dict) and isinstance(details.get("error"), str) \
+            and not details["error"].startswith("line "):
+        scored = {**scored, "details": {**details, "error": f"line {line}: {details['error']}"}}
+    return scored
+
+
 def _error(message: str) -> dict[str, Any]:
     return {"reward": 0.0, "status": Status.ERROR.value, "details": {"error": message}}
 
@@ -104,10 +115,15 @@ def verify_file(input_path: str, output_path: str, verifier_name: str | None = N
     for name, indices in list(groups.items()):
         try:
             verifiers[name] = build_verifier(name, **params)
-        except (ConfigError, UnknownNameError, TypeError) as error:
+        except UnknownNameError as error:  # a record's "verifier" field names no verifier: that record's error
+            if verifier_name:
+                raise ConfigError(f"verifier={verifier_name}: {error}") from None
             for i in indices:
                 outputs[i] = {**records[i], **_error(f"line {i + 1}: field 'verifier': {error}")}
             del groups[name]
+        except (ConfigError, TypeError) as error:  # params= is the command's, not a record's: stop before scoring
+            raise ConfigError(f"params={params}: {error}; nothing was scored and {output_path} was not "
+                              f"written") from None
 
     counts: Counter[str] = Counter(o["status"] for o in outputs if o is not None)
     written = 0
@@ -136,7 +152,7 @@ def verify_file(input_path: str, output_path: str, verifier_name: str | None = N
                                for _ in chunk]
                     bar.update(len(chunk))
                 for i, result in zip(chunk, results):
-                    outputs[i] = {**records[i], **result.to_dict()}
+                    outputs[i] = {**records[i], **_with_line(result.to_dict(), i + 1)}
                     counts[result.status.value] += 1
                 flush()
         for v in verifiers.values():

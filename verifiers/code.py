@@ -2,7 +2,7 @@
 
 The code is the last fenced block of the completion (an unclosed last fence counts up to the end
 of the text), or the whole completion when it has no fence. `record["tests"]` is one of
-DESIGN.md's three kinds:
+three kinds (docs/verify.md):
     {"kind": "stdio",  "cases": [{"stdin": "1 2\\n", "stdout": "3\\n"}], "float_tol": 1e-6?}
     {"kind": "assert", "prefix": "def f(x):\\n", "code": "def check(c): ...", "entry_point": "f"}
     {"kind": "call",   "fn": "add", "cases": [{"args": [1, 2], "expected": 3}], "float_tol": 1e-6?}

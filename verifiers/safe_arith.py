@@ -11,6 +11,7 @@ Allowed: decimal int literals, binary + - * /, unary minus, parentheses.
 from __future__ import annotations
 
 import ast
+import warnings
 import operator
 from dataclasses import dataclass
 from fractions import Fraction
@@ -38,7 +39,10 @@ def evaluate(expr: str, max_chars: int = MAX_CHARS, max_nodes: int = MAX_NODES) 
     if len(expr) > max_chars:
         raise SafeArithError(f"expression is {len(expr)} characters, more than the limit of {max_chars}")
     try:
-        tree = ast.parse(expr.strip(), mode="eval")
+        with warnings.catch_warnings():  # `'\d'` in a model's text: "invalid escape sequence", printed through the bar
+            warnings.simplefilter("ignore", SyntaxWarning)  # Python >= 3.12
+            warnings.simplefilter("ignore", DeprecationWarning)  # Python 3.11
+            tree = ast.parse(expr.strip(), mode="eval")
     except (SyntaxError, ValueError) as e:  # ValueError: null bytes in the source
         raise SafeArithError(f"not a valid expression: {e.msg if isinstance(e, SyntaxError) else e}") from e
     nodes = sum(isinstance(node, ast.expr) for node in ast.walk(tree))

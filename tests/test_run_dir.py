@@ -1,0 +1,114 @@
+"""What a user who trains twice into one directory, or resumes with a bare `resume=DIR`, sees.
+
+A second run into a directory that holds a run is refused before anything in it is touched (naming
+`resume=` and `overwrite=true`); `overwrite=true` replaces the earlier run's files; `resume=DIR` alone
+continues the saved run's config (its steps, save_every, env) with the command line's overrides on top,
+and leaves no stray outputs/<date>/<time>/ behind. In-process through `rlvr.cli.main`, as test_cli.py."""
+
+import json
+import sys
+
+import pytest
+import yaml
+
+from rlvr.cli import main
+
+
+def _tiny(tiny_lm, *extra):
+    return ["train", f"model.name_or_path={tiny_lm.path}", "rollout=hf", "env.digits=1", "train.prompts_per_step=2",
+            "train.completions_per_prompt=2", "train.micro_batch_size=4", "train.eval_prompts=4", "threads=1", *extra]
+
+
+@pytest.fixture
+def rlvr(tmp_path, monkeypatch, capsys):
+    """`rlvr(*args)` -> (exit code, stdout + stderr), run in tmp_path as a user's shell would."""
+    monkeypatch.setattr(sys, "argv", list(sys.argv))  # cli rewrites sys.argv for Hydra
+    monkeypatch.chdir(tmp_path)
+
+    def run(*args):
+        try:
+            code = main(list(args))
+        except SystemExit as exit_:
+            code = exit_.code
+        captured = capsys.readouterr()
+        return code, f"{code}\n{captured.out}\n{captured.err}"
+
+    return run
+
+
+def _steps(run_dir):
+    return [json.loads(line)["step"] for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+def test_second_run_into_a_run_directory_is_refused_and_nothing_is_touched(tiny_lm, tmp_path, rlvr):
+    code, out = rlvr(*_tiny(tiny_lm, "train.steps=2", "output_dir=run"))
+    assert code in (0, None), out
+    before = {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir() if p.is_file()}
+    hydra_before = (tmp_path / "run" / ".hydra" / "overrides.yaml").read_text()
+
+    code, out = rlvr(*_tiny(tiny_lm, "algo=reinforce", "train.steps=1", "output_dir=run"))
+    assert code not in (0, None)
+    assert "already holds a run" in out and "resume=run" in out and "overwrite=true" in out
+    assert "Traceback" not in out
+    assert {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir() if p.is_file()} == before
+    assert (tmp_path / "run" / ".hydra" / "overrides.yaml").read_text() == hydra_before
+    assert sorted(p.name for p in (tmp_path / "run" / "checkpoints").iterdir()) == ["step_2"]
+
+
+def test_overwrite_true_replaces_the_earlier_run(tiny_lm, tmp_path, rlvr):
+    assert rlvr(*_tiny(tiny_lm, "train.steps=2", "output_dir=run"))[0] in (0, None)
+    code, out = rlvr(*_tiny(tiny_lm, "algo=reinforce", "train.steps=1", "output_dir=run", "overwrite=true"))
+    assert code in (0, None), out
+    assert _steps(tmp_path / "run") == [0, 1]
+    assert sorted(p.name for p in (tmp_path / "run" / "checkpoints").iterdir()) == ["step_1"]
+    assert yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())["algo"]["name"] == "reinforce"
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["steps"] == 1
+
+
+def test_train_api_refuses_a_run_directory_too(tiny_lm, tmp_path, compose_train, rlvr):
+    from rlvr.trainer.run import train
+    from rlvr.verifiers.registry import ConfigError
+
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "metrics.jsonl").write_text('{"step": 0}\n')
+    cfg = compose_train(_tiny(tiny_lm, "train.steps=1", f"output_dir={tmp_path / 'run'}")[1:])
+    with pytest.raises(ConfigError, match="already holds a run"):
+        train(cfg, log=lambda *_: None)
+    assert (tmp_path / "run" / "metrics.jsonl").read_text() == '{"step": 0}\n'
+
+
+def test_bare_resume_continues_the_saved_config_with_overrides_on_top(tiny_lm, tmp_path, rlvr):
+    first = _tiny(tiny_lm, "train.steps=2", "train.save_every=1", "train.eval_every=1", "seed=3", "output_dir=run")
+    assert rlvr(*first)[0] in (0, None)
+    (tmp_path / "run" / "checkpoints" / "step_2").rename(tmp_path / "run" / "checkpoints" / "killed")  # as if killed
+    saved_hydra = (tmp_path / "run" / ".hydra" / "overrides.yaml").read_text()
+
+    code, out = rlvr("train", "resume=run")  # no other override: the saved run goes on as it was
+    assert code in (0, None), out
+    assert "resuming run from step_1" in out
+    config = yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())
+    assert config["train"]["steps"] == 2 and config["train"]["save_every"] == 1 and config["seed"] == 3
+    assert config["env"]["digits"] == 1 and config["resume"] == "run"
+    assert _steps(tmp_path / "run") == [0, 1, 2]
+    assert not (tmp_path / "outputs").exists(), "a resume must not leave a stray outputs/<date>/<time>/"
+    assert (tmp_path / "run" / ".hydra" / "overrides.yaml").read_text() == saved_hydra
+
+    code, out = rlvr("train", "resume=run", "train.steps=3", "rollout=hf")  # overrides on top of the saved config
+    assert code in (0, None), out
+    config = yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())
+    assert config["train"]["steps"] == 3 and config["train"]["save_every"] == 1
+    assert _steps(tmp_path / "run") == [0, 1, 2, 3]
+    assert "1 steps (of 3; the rest before a resume)" in out  # the steps this process ran, not all of them
+    log = (tmp_path / "run" / "train.log").read_text()  # every session's log, not an empty file
+    assert log.count("run directory: run") == 3 and "resuming run from step_2" in log and "| held-out" in log
+
+
+def test_resume_of_a_directory_that_holds_no_run_is_one_line(tmp_path, rlvr):
+    code, out = rlvr("train", "resume=nothing_here")
+    assert code not in (0, None) and "resume=nothing_here" in out and "Traceback" not in out
+    (tmp_path / "empty").mkdir()
+    code, out = rlvr("train", "resume=empty")
+    assert code not in (0, None) and "no config.yaml" in out and "Traceback" not in out
+    code, out = rlvr("train", "resume=empty", "output_dir=elsewhere")
+    assert code not in (0, None) and "drop output_dir=elsewhere" in out
+    assert not (tmp_path / "outputs").exists() and not (tmp_path / "elsewhere").exists()

@@ -1,0 +1,86 @@
+"""Completions cut at rollout.max_new_tokens: each environment's own length, no correct-answer reward for a cut
+completion by default (arithmetic and countdown keep their scores exactly), and a loud warning when most are cut."""
+
+import sys
+
+import pytest
+
+from rlvr.trainer.run import build_env
+from rlvr.trainer.truncation import no_credit_when_truncated
+from rlvr.verifiers.result import Status, VerifyResult
+
+DEFAULTS = {"arithmetic": (16, "keep"), "countdown": (16, "keep"), "gsm8k": (512, "zero"), "math": (1024, "zero"),
+            "humaneval": (512, "zero"), "code_stdio": (1024, "zero"), "reasoning_gym": (256, "zero")}
+
+
+@pytest.mark.parametrize("env", sorted(DEFAULTS))
+def test_each_environment_has_its_own_default_length(compose_train, env):
+    cfg = compose_train([f"env={env}"])
+    assert (cfg.rollout.max_new_tokens, cfg.rollout.truncated_reward) == DEFAULTS[env]
+
+
+def test_the_command_line_wins_over_the_environment(compose_train):
+    cfg = compose_train(["env=gsm8k", "rollout.max_new_tokens=64", "rollout.truncated_reward=keep"])
+    assert (cfg.rollout.max_new_tokens, cfg.rollout.truncated_reward) == (64, "keep")
+
+
+def test_a_cut_off_gsm8k_solution_earns_nothing(compose_train, env_data, tmp_path):
+    """The issue's case: `<think>He buys 86*6 = <<9*6=67` scored 1.0 because gsm8k grades the last number."""
+    cfg = compose_train(["env=gsm8k", *env_data.data_overrides("gsm8k", tmp_path)])
+    env = build_env(cfg.env)
+    row = next(r for r in env.rows("test", 4, seed=0) if r["answer"] == "7")
+    cut, finished = "<think>He has 3 + 4 = <<3+4=7", "<think>3 + 4 = 7</think><answer>7</answer>"
+    scored = env.score([cut, finished], [row, row])
+    assert scored[0].reward == 1.0, "the last-number rule alone would pay the cut completion"
+    results = no_credit_when_truncated(scored, [True, False], cfg.rollout.truncated_reward)
+    assert (results[0].reward, results[0].status) == (0.0, Status.INCORRECT)
+    assert results[0].details["truncated"] and results[0].details["reward_before_truncation"] == 1.0
+    assert results[1] == scored[1]
+
+
+def test_keep_returns_the_scores_untouched_and_negative_rewards_stay():
+    scored = [VerifyResult(1.0, Status.CORRECT), VerifyResult(-0.5, Status.INCORRECT)]
+    assert no_credit_when_truncated(scored, [True, True], "keep") is scored
+    zeroed = no_credit_when_truncated(scored, [True, True], "zero")
+    assert [(r.reward, r.status) for r in zeroed] == [(0.0, Status.INCORRECT), (-0.5, Status.INCORRECT)]
+
+
+def test_arithmetic_keeps_every_score_including_a_complete_answer_at_the_limit(compose_train):
+    """arithmetic's rewards are exactly the verifiers': keep returns the very list, so no reward changes and
+    nothing is drawn from an RNG. A truncated completion that scores is one whose whole answer ends at the limit."""
+    cfg = compose_train([])
+    env = build_env(cfg.env)
+    row = env.rows("train", 1, seed=0)[0]
+    texts = [f"<think></think><answer>{row['answer']}</answer>", f"<think></think><answer>{row['answer']}"]
+    scored = env.score(texts, [row, row])
+    assert [r.reward for r in scored] == [1.0, 0.0]  # the format gate already gives the cut-off answer nothing
+    assert no_credit_when_truncated(scored, [True, True], cfg.rollout.truncated_reward) is scored
+
+
+def test_env_lengths_of_rlvr_eval_are_per_environment(tmp_path):
+    from rlvr.envs.arithmetic import ArithmeticEnv
+    from rlvr.envs.humaneval import HumanEvalEnv
+    from rlvr.trainer.eval_config import compose_eval_config
+    from rlvr.trainer.eval_run import env_lengths
+
+    cfg = compose_eval_config(["envs=[arithmetic,humaneval]"])
+    assert env_lengths(cfg, {"arithmetic": ArithmeticEnv, "humaneval": HumanEvalEnv}) == {
+        "arithmetic": (16, "keep"), "humaneval": (512, "zero")}
+    cfg = compose_eval_config(["envs=[arithmetic,humaneval]", "rollout.max_new_tokens=32"])
+    assert env_lengths(cfg, {"arithmetic": ArithmeticEnv, "humaneval": HumanEvalEnv}) == {
+        "arithmetic": (32, "keep"), "humaneval": (32, "zero")}
+
+
+def test_a_run_whose_completions_are_mostly_cut_warns_loudly(tiny_lm, tmp_path, monkeypatch, capsys):
+    from rlvr.cli import main
+
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    monkeypatch.chdir(tmp_path)
+    main(["train", f"model.name_or_path={tiny_lm.path}", "rollout=hf", "env.digits=1", "rollout.max_new_tokens=4",
+          "train.prompts_per_step=2", "train.completions_per_prompt=2", "train.eval_prompts=4", "train.steps=2",
+          "output_dir=run", "threads=1"])  # the random tiny model never ends a completion in 4 tokens
+    captured = capsys.readouterr()
+    err = captured.err
+    assert "WARNING: 100% of step 1's completions hit rollout.max_new_tokens=4" in err, err
+    assert "step 2's" not in err, "warned once, then at most once per train.eval_every steps"
+    assert "WARNING: 100% of the held-out eval's completions" in captured.out  # the run's log

@@ -1,0 +1,55 @@
+"""The config of `rlvr train resume=DIR`: the run's own `config.yaml` with the command line's overrides on top.
+
+As with TRL's and verl's resume, a bare `resume=DIR` continues the saved run: its steps, `save_every`,
+algorithm, environment and model, not the defaults of `conf/train.yaml`. An override on the command
+line replaces the saved value of its key (`train.steps=300` trains the run further); a group override
+(`algo=ppo`, `env=gsm8k`) replaces that whole section with the group's, then its key overrides apply.
+The run directory stays DIR whatever `output_dir` the saved config holds (the run may have moved).
+Whether the checkpoint can continue under the result is checked by the trainer (checkpoint.py).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from rlvr.trainer.config import TrainConfig
+from rlvr.verifiers.registry import ConfigError
+
+GROUPS = ("algo", "env", "model", "rollout")
+
+
+def resumed_config(composed: DictConfig, overrides: list[str]) -> DictConfig:
+    """`composed` is what Hydra built from the defaults and `overrides` (with `resume=DIR` among them);
+    returns DIR/config.yaml with the keys `overrides` name taken from `composed`."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    run_dir = Path(composed.resume)
+    saved_path = run_dir / "config.yaml"
+    if not saved_path.is_file():
+        raise ConfigError(f"resume={composed.resume}: no config.yaml there, so it is not a run directory of "
+                          f"`rlvr train` (or it was removed); give the directory a run was trained into")
+    try:
+        cfg = OmegaConf.merge(OmegaConf.structured(TrainConfig), OmegaConf.load(saved_path))
+    except OmegaConfBaseException as error:
+        raise ConfigError(f"resume={composed.resume}: {saved_path} does not fit this rlvr's config "
+                          f"({type(error).__name__}: {error}); start a new run") from None
+    OmegaConf.set_struct(cfg, True)
+    parsed = OverridesParser.create().parse_overrides(overrides)
+    groups = [o for o in parsed if o.key_or_group in GROUPS]  # `algo=ppo`: the whole section, then its keys
+    for override in groups + [o for o in parsed if o.key_or_group not in GROUPS]:
+        key = override.key_or_group
+        if override.is_delete():
+            raise ConfigError(f"~{key}: deleting a key is not supported with resume=; set it to a value instead")
+        if key in GROUPS:  # the section as composed, typed; its interpolations resolve in the resumed config
+            cfg[key] = composed[key]
+            continue
+        value = OmegaConf.select(composed, key, throw_on_missing=True)
+        if isinstance(value, DictConfig) or OmegaConf.is_list(value):
+            value = OmegaConf.to_container(value, resolve=True)
+        OmegaConf.update(cfg, key, value, merge=False, force_add=override.is_add() or override.is_force_add())
+    cfg.resume = composed.resume
+    cfg.output_dir = composed.resume
+    return cfg
