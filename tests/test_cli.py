@@ -140,17 +140,22 @@ def test_directory_without_a_tokenizer_is_one_line(tmp_path, monkeypatch, capsys
     assert "cannot load a tokenizer" in message and len(message.splitlines()) == 1, message
 
 
-def test_tokenizer_without_a_chat_template_is_one_line(tiny_lm, tmp_path, monkeypatch, capsys):
+def _without_chat_template(model_dir, copy):
+    """A copy of a saved model whose tokenizer has no chat template (a base model's)."""
     import json
     import shutil
 
-    plain = tmp_path / "base_model"
-    shutil.copytree(tiny_lm.path, plain)
-    config = json.loads((plain / "tokenizer_config.json").read_text())
+    shutil.copytree(model_dir, copy)
+    config = json.loads((copy / "tokenizer_config.json").read_text())
     config.pop("chat_template", None)
-    (plain / "tokenizer_config.json").write_text(json.dumps(config))
-    for extra in plain.glob("chat_template.*"):
+    (copy / "tokenizer_config.json").write_text(json.dumps(config))
+    for extra in copy.glob("chat_template.*"):
         extra.unlink()
+    return copy
+
+
+def test_tokenizer_without_a_chat_template_is_one_line(tiny_lm, tmp_path, monkeypatch, capsys):
+    plain = _without_chat_template(tiny_lm.path, tmp_path / "base_model")
     message = _one_line_failure(["train", f"model.name_or_path={plain}", "output_dir=run", "threads=1",
                                  "env.digits=1", "train.eval_prompts=4"], monkeypatch, tmp_path, capsys)
     assert "no chat template" in message and str(plain) in message and len(message.splitlines()) == 1, message
@@ -160,17 +165,10 @@ def test_tokenizer_without_a_chat_template_is_one_line(tiny_lm, tmp_path, monkey
 def test_a_base_model_trains_with_plain_prompts(tiny_lm, tmp_path, monkeypatch, capsys):
     """What the message above suggests: model.prompt_format=plain trains a model whose tokenizer has no template."""
     import json
-    import shutil
 
     from transformers import AutoTokenizer
 
-    plain = tmp_path / "base_model"
-    shutil.copytree(tiny_lm.path, plain)
-    config = json.loads((plain / "tokenizer_config.json").read_text())
-    config.pop("chat_template", None)
-    (plain / "tokenizer_config.json").write_text(json.dumps(config))
-    for extra in plain.glob("chat_template.*"):
-        extra.unlink()
+    plain = _without_chat_template(tiny_lm.path, tmp_path / "base_model")
     monkeypatch.setattr(sys, "argv", list(sys.argv))
     monkeypatch.chdir(tmp_path)
     main(["train", f"model.name_or_path={plain}", "model.prompt_format=plain", "rollout=hf", "env.digits=1",
