@@ -90,6 +90,9 @@ def test_grpo_with_vllm_raises_training_reward(tmp_path, require_vllm):
 
 INTERRUPTED_RUN = textwrap.dedent("""
     import os, signal, sys
+    # Ctrl-C as a terminal sends it: a runner that started the suite in the background has SIGINT ignored,
+    # and children inherit that, so restore Python's handler
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     from vllm.v1.engine.llm_engine import LLMEngine
     from rlvr.trainer import rollout_vllm
 

@@ -56,10 +56,21 @@ def test_program_checker_and_supervisor_are_three_users_as_root(sandbox):
     assert execution.status is ExecStatus.EXITED and execution.verdict == "65533 0", execution
 
 
+PRIVATE_IN_THE_RUN = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")  # tmpfs of the run's own (local_backend.py)
+
+
 @pytest.fixture
 def host_dir():
-    """A world-writable directory outside /tmp (which the sandbox replaces), removed afterwards."""
-    path = Path(tempfile.mkdtemp(prefix=".rlvr-ro-", dir=Path(__file__).parent))
+    """A world-writable host directory outside the places the sandbox replaces, removed afterwards. Beside the
+    tests unless the checkout itself lies under /tmp (CI may clone there); then the first writable other place."""
+    def private(place: Path) -> bool:
+        return any(str(place.resolve()).startswith(p + "/") or str(place.resolve()) == p for p in PRIVATE_IN_THE_RUN)
+
+    candidates = [Path(__file__).parent, Path.home(), Path("/var/lib"), Path("/opt"), Path("/srv")]
+    parent = next((c for c in candidates if c.is_dir() and os.access(c, os.W_OK) and not private(c)), None)
+    if parent is None:
+        pytest.skip(f"no writable host directory outside {PRIVATE_IN_THE_RUN}")
+    path = Path(tempfile.mkdtemp(prefix=".rlvr-ro-", dir=parent))
     yield path
     shutil.rmtree(path)
 
