@@ -1,7 +1,7 @@
 """`rlvr envs new NAME [--dir D]`: write a pip-installable environment plugin package.
 
-The package (in D, default `./rlvr-env-NAME`) holds what DESIGN.md says adding an environment
-takes: one Python module (a small procedural task to replace with yours), one YAML with its
+The package (in D, default `./rlvr-env-NAME`) holds what adding an environment
+takes (README, "Write your own environment"): one Python module (a small procedural task to replace with yours), one YAML with its
 parameters, one test, and a pyproject whose entry point in group `rlvr.envs` makes
 `rlvr train env=NAME` work once the package is installed (`pip install -e D`).
 """

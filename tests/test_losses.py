@@ -21,7 +21,8 @@ def _surrogate_objective(ratio: float, advantage: float, eps_low: float = 0.2, e
     return -loss.item(), -logprobs.grad.item(), clipped.item()
 
 
-# --- PPO-clip, the three cases of notes/ppo-dpo-grpo.zh.md, eps = 0.2 -> clip range [0.8, 1.2] ---
+# --- PPO-clip's three cases (a good action already liked and a bad one already avoided are capped; a bad
+# action still liked gets the full gradient), eps = 0.2 -> clip range [0.8, 1.2] ---
 
 
 def test_ppo_clip_good_action_liked_is_capped():

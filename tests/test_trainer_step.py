@@ -1,5 +1,6 @@
 """The GRPO step end to end on a tiny model: gradient accumulation is exact, one step moves every
-parameter (TRL's test), and the step logs the metrics DESIGN.md promises for metrics.jsonl."""
+parameter (TRL's test), and the step logs the metrics README's "Run directory" lists for
+metrics.jsonl."""
 
 import json
 import math
@@ -118,7 +119,7 @@ def test_one_step_changes_every_parameter(request, compose_train, lm_name):
     assert ctx.engine.model is ctx.model
 
 
-DESIGN_METRICS = ["step", "reward/mean", "reward/std", "clip_frac", "entropy", "loss", "grad_norm",
+RUN_DIR_METRICS = ["step", "reward/mean", "reward/std", "clip_frac", "entropy", "loss", "grad_norm",
                   "response_len/mean", "truncated_frac", "zero_adv_frac", "tokens_per_s",
                   "time/generate", "time/score", "time/logprobs", "time/update", "time/sync"]
 
@@ -131,7 +132,7 @@ def test_step_logs_the_design_metrics(tiny_lm_sft, compose_train, beta):
     torch.manual_seed(0)
     metrics, samples = grpo_step(ctx, step=3)
 
-    missing = [k for k in DESIGN_METRICS if k not in metrics]
+    missing = [k for k in RUN_DIR_METRICS if k not in metrics]
     assert not missing, f"metrics lack {missing}; have {sorted(metrics)}"
     assert metrics["step"] == 3
     assert ("kl" in metrics) == bool(beta)

@@ -311,7 +311,7 @@ def ppo_penalty_loss(
 def adaptive_beta(beta: float, kl: float, kl_target: float) -> float:
     """PPO's adaptive KL coefficient (Schulman et al. 2017, section 4), after each batch with measured
     KL d and target d0:  d > 1.5 d0 -> beta * 2;  d < d0 / 1.5 -> beta / 2;  otherwise unchanged.
-    (The design notes print "beta <- 2 beta" for the second case: a typo, the paper halves it.)
+    (Some summaries of PPO print "beta <- 2 beta" for the second case; the paper halves it.)
     """
     if kl > 1.5 * kl_target:
         return beta * 2.0

@@ -6,7 +6,8 @@ the model's answer is not valid math), timeout (SymPy overran `timeout`), error 
 gold answer is missing or unparsable). `details` holds the extractor, the extracted text and the
 normalised forms of both sides.
 
-Where the work runs (the hard time limit, STYLE.md rule 6):
+Where the work runs (the hard time limit lives at a process boundary, never in `signal.alarm`,
+which works only on the main thread; verifiers/pool.py):
 - In the caller's process, only string work with linear cost (extraction, normalisation,
   parsing of answers up to `FAST_PATH_CHARS`) and exact Fraction arithmetic on numbers of at
   most 200 characters with exponents up to 400. This decides most GSM8K-style and many MATH

@@ -2,7 +2,7 @@
 
 Why not `signal.alarm` (math-verify's default) or `concurrent.futures`: an alarm only works on
 the main thread of the main interpreter, so it broke trainers that verify from threads or Ray
-actors (STYLE.md rule 6); a `ProcessPoolExecutor` cannot stop a running task at all. Here the
+actors; a `ProcessPoolExecutor` cannot stop a running task at all. Here the
 parent sends one item at a time to each worker over a pipe and waits with a deadline; a worker
 that overruns is killed (SIGKILL) and replaced, its item gets `Outcome("timeout")`, and the
 other items never notice.

@@ -1,7 +1,7 @@
 """The typed outcome of one verification: a reward plus a status that says why.
 
 Verifiers never turn a failure into a bare 0.0; the status lets the trainer count and log
-each kind of outcome (STYLE.md rule 5), and `details` carries what was extracted and why.
+each kind of outcome, and `details` carries what was extracted and why.
 """
 
 from __future__ import annotations
