@@ -92,8 +92,8 @@ def train(cfg, log=print) -> dict:
         if conflicts:
             raise ConfigError(f"resume={cfg.resume}: {checkpoint.name} was trained with other parameters than this "
                               f"command builds ({'; '.join(conflicts)}); pass the run's values, or start a new run")
-    if not cfg.resume and parallel.is_main:
-        prepare_new_run_dir(run_dir, overwrite=cfg.overwrite)  # overwrite=true: the earlier run's files go now
+    if not cfg.resume and cfg.overwrite and parallel.is_main:  # (without overwrite, refused above)
+        prepare_new_run_dir(run_dir, overwrite=True)  # the earlier run's files go now, after every check
     files = RunFiles(run_dir) if parallel.is_main else QuietRunFiles()  # created once the config has passed every check
     with parallel.main_first():  # one rank builds the cached tiny model, the others load it
         base_path = resolve_model_path(cfg, env, log=log)
