@@ -65,7 +65,8 @@ def mean_sd(values: list[float]) -> str:
     return f"{statistics.mean(values):+.3f} ± {sd:.3f}"
 
 
-PREDICTION_T = 2.132  # Student's t, 4 degrees of freedom, one-sided 95%: the bound for 5 seeds
+# Student's t, one-sided 95%, by degrees of freedom (n seeds: n - 1); past 10, 10's (a little conservative)
+T_95 = {1: 6.314, 2: 2.920, 3: 2.353, 4: 2.132, 5: 2.015, 6: 1.943, 7: 1.895, 8: 1.860, 9: 1.833, 10: 1.812}
 
 
 def held_out_rise(run: dict, steps: int) -> float:
@@ -86,7 +87,7 @@ def train_rise(run: dict, steps: int) -> float:
 def prediction_bound(values: list[float]) -> float:
     """One-sided 95% lower prediction bound for one more seed: mean - t * sd * sqrt(1 + 1/n)."""
     n = len(values)
-    return statistics.mean(values) - PREDICTION_T * statistics.stdev(values) * (1 + 1 / n) ** 0.5
+    return statistics.mean(values) - T_95[min(n - 1, 10)] * statistics.stdev(values) * (1 + 1 / n) ** 0.5
 
 
 def table(runs: list[dict], names: list[str], seeds: list[int]) -> str:
