@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 from rlvr.envs.base import Env
 from rlvr.envs.registry import register_env
 from rlvr.envs.split import check_fraction, draw_test, draw_train, is_test, pick_test
-from rlvr.verifiers.registry import ConfigError
+from rlvr.errors import ConfigError
 
 OPS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}
 ENUMERATE_MAX = 200_000  # problem spaces up to this size are listed exactly for the test split

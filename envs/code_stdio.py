@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 from rlvr.envs.data import DataEnv, RowError, check_template, stable_id
 from rlvr.envs.registry import register_env
 from rlvr.sandboxes.base import BACKENDS
-from rlvr.verifiers.registry import ConfigError
+from rlvr.errors import ConfigError
 
 DEFAULT_TEMPLATE = (
     "{statement}\n\nWrite a Python 3 program that reads from standard input and writes to standard output. "

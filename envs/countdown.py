@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 from rlvr.envs.base import Env
 from rlvr.envs.registry import register_env
 from rlvr.envs.split import check_fraction, draw_test, draw_train
-from rlvr.verifiers.registry import ConfigError
+from rlvr.errors import ConfigError
 
 MAX_TARGET = 1000
 MAX_GENERATION_TRIES = 10_000

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from rlvr.envs.base import Env
-from rlvr.verifiers.registry import ConfigError
+from rlvr.errors import ConfigError
 
 class RowError(ValueError):
     """A row's content is unusable; DataEnv adds the row number and source."""

@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 
 from rlvr.envs.base import Env
 from rlvr.envs.registry import register_env
-from rlvr.verifiers.registry import ConfigError
+from rlvr.errors import ConfigError
 
 NUM_PROBLEMS = 164
 DEFAULT_TEMPLATE = (

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 from rlvr.envs.base import Env
 from rlvr.envs.registry import register_env
 from rlvr.envs.split import check_fraction, draw_test, draw_train
-from rlvr.verifiers.registry import ConfigError
+from rlvr.errors import ConfigError
 
 DEFAULT_TEMPLATE = "{question}\nGive only the final answer in <answer></answer>."
 

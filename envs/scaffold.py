@@ -59,7 +59,7 @@ from typing import ClassVar
 
 from rlvr.envs import Env
 from rlvr.envs.split import check_fraction, draw_test, draw_train
-from rlvr.verifiers.registry import ConfigError
+from rlvr.errors import ConfigError
 
 
 class {cls}(Env):

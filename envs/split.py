@@ -12,7 +12,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from rlvr.verifiers.registry import ConfigError
+from rlvr.errors import ConfigError
 
 BUCKETS = 10_000
 PATIENCE = 20_000  # draws in a row without a usable problem before we conclude there are no more

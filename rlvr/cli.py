@@ -77,7 +77,7 @@ def _train(overrides: list[str]) -> int:
 
     from rlvr.envs.registry import env_registry
     from rlvr.trainer.config import register_schemas
-    from rlvr.verifiers.registry import ConfigError, UnknownNameError
+    from rlvr.errors import ConfigError, UnknownNameError
 
     register_schemas()
     _offer_plugin_envs(ConfigStore.instance(), env_registry)
@@ -125,7 +125,7 @@ def _train_run_dir(overrides: list[str]) -> list[str]:
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     from rlvr.trainer.run_dir import prepare_new_run_dir
-    from rlvr.verifiers.registry import ConfigError
+    from rlvr.errors import ConfigError
 
     try:
         parsed = OverridesParser.create().parse_overrides(overrides)
@@ -176,7 +176,7 @@ def _eval(overrides: list[str]) -> int:
 
     from rlvr.envs.registry import env_registry
     from rlvr.trainer.eval_config import register_eval_schema
-    from rlvr.verifiers.registry import ConfigError, UnknownNameError
+    from rlvr.errors import ConfigError, UnknownNameError
 
     register_eval_schema()
     _offer_plugin_envs(ConfigStore.instance(), env_registry)
@@ -193,7 +193,7 @@ def _verify(overrides: list[str]) -> int:
     from omegaconf import OmegaConf
 
     from rlvr.verifiers.batch import exit_code, format_summary, register_schema, verify_file
-    from rlvr.verifiers.registry import ConfigError
+    from rlvr.errors import ConfigError
 
     register_schema()
 

@@ -17,7 +17,7 @@ from rlvr.trainer.rollout import SamplingParams
 from rlvr.trainer.rollout_hf import HFEngine
 from rlvr.trainer.run import STEPS, RunContext
 from rlvr.trainer.trpo import natural_gradient_update
-from rlvr.verifiers.registry import ConfigError
+from rlvr.errors import ConfigError
 from tests.test_trainer_step import STEP_OVERRIDES, AlternatingRewardEnv
 
 

@@ -5,7 +5,7 @@ import math
 import pytest
 
 from rlvr.verifiers.compose import Component, Composite, build_reward
-from rlvr.verifiers.registry import ConfigError
+from rlvr.errors import ConfigError
 from rlvr.verifiers.result import Status, VerifyResult
 
 SPEC = [{"verifier": "exact", "weight": 0.9, "gate": "format"}, {"verifier": "format", "weight": 0.1}]

@@ -11,7 +11,7 @@ from omegaconf.errors import ConfigKeyError
 from rlvr.envs.base import Env
 from rlvr.trainer.run import build_env
 from rlvr.trainer.validate import validate_train_config
-from rlvr.verifiers.registry import ConfigError
+from rlvr.errors import ConfigError
 
 GROUPS = ("algo", "env", "model", "rollout")
 OPTIONS = [(group, path.name.removesuffix(".yaml"))

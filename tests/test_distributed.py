@@ -247,7 +247,7 @@ def test_empty_rank_batch_reaches_every_parameter_with_zero_gradient(tiny_lm):
 def test_strategy_config_errors(compose_train, tmp_path):
     from rlvr.trainer.distributed import Parallel
     from rlvr.trainer.validate import validate_train_config, validate_world_size
-    from rlvr.verifiers.registry import ConfigError
+    from rlvr.errors import ConfigError
 
     validate_train_config(compose_train(["algo=dpo", "trainer.strategy=fsdp2"]))  # dpo runs under both
     with pytest.raises(ConfigError, match=r"trainer.strategy=ddp supports .* not algo=trpo"):

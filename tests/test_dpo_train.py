@@ -20,7 +20,7 @@ import sys
 import pytest
 
 from rlvr.trainer.dpo import read_scored_completions
-from rlvr.verifiers.registry import ConfigError
+from rlvr.errors import ConfigError
 
 ENV = ["env.digits=1", "env.ops=[+]"]
 

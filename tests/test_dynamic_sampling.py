@@ -90,7 +90,7 @@ def test_without_resampling_dropped_groups_are_not_replaced(tiny_lm_sft, compose
 
 def test_resampling_needs_the_filter(compose_train):
     from rlvr.trainer.validate import validate_train_config
-    from rlvr.verifiers.registry import ConfigError
+    from rlvr.errors import ConfigError
 
     cfg = compose_train(["algo=grpo", "algo.max_resample_rounds=2"])
     with pytest.raises(ConfigError, match="algo.max_resample_rounds=2 .*filter_zero_variance_groups"):

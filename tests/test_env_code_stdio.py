@@ -6,7 +6,7 @@ import os
 import pytest
 
 from rlvr.envs import load_env
-from rlvr.verifiers.registry import ConfigError
+from rlvr.errors import ConfigError
 from rlvr.verifiers.result import Status
 
 

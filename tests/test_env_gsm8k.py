@@ -6,7 +6,7 @@ import pytest
 
 from rlvr.envs import load_env
 from rlvr.envs.gsm8k import gold_answer
-from rlvr.verifiers.registry import ConfigError
+from rlvr.errors import ConfigError
 from rlvr.verifiers.result import Status
 
 

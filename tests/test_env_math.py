@@ -4,7 +4,7 @@ import pytest
 
 from rlvr.envs import load_env
 from rlvr.envs.math_env import last_boxed
-from rlvr.verifiers.registry import ConfigError
+from rlvr.errors import ConfigError
 from rlvr.verifiers.result import Status
 
 

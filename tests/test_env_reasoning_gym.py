@@ -4,7 +4,7 @@ import pytest
 
 from rlvr.envs import load_env
 from rlvr.verifiers.reasoning_gym import ReasoningGymVerifier, guard_substring
-from rlvr.verifiers.registry import ConfigError
+from rlvr.errors import ConfigError
 from rlvr.verifiers.result import Status
 
 pytest.importorskip("reasoning_gym")

@@ -3,7 +3,7 @@
 import pytest
 
 from rlvr.envs import Env, load_env
-from rlvr.verifiers.registry import ConfigError
+from rlvr.errors import ConfigError
 from rlvr.verifiers.result import Status
 
 ENVS = ["arithmetic", "countdown"]

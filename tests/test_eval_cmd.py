@@ -13,7 +13,7 @@ import torch
 from rlvr.trainer.eval_config import compose_eval_config as compose_eval
 from rlvr.trainer.eval_report import RESULTS_SCHEMA, schema_errors
 from rlvr.trainer.eval_run import env_specs_of, model_specs, run_eval, vote_of
-from rlvr.verifiers.registry import ConfigError
+from rlvr.errors import ConfigError
 
 ARITH = ["env.digits=1", "env.ops=[+]"]  # the task tests/conftest.py's tiny models know
 

@@ -97,7 +97,7 @@ def test_unknown_importance_level_is_refused():
 ])
 def test_bad_gspo_dapo_and_critic_settings_are_refused_naming_the_key(compose_train, overrides, key):
     from rlvr.trainer.validate import validate_train_config
-    from rlvr.verifiers.registry import ConfigError
+    from rlvr.errors import ConfigError
 
     validate_train_config(compose_train([overrides[0]]))  # the preset alone is valid
     with pytest.raises(ConfigError, match=key):

@@ -102,7 +102,7 @@ def test_checkpoint_is_the_merged_model_and_resume_gets_the_adapters(trained, ti
 
 def test_lora_config_errors(compose_train):
     from rlvr.trainer.validate import validate_train_config
-    from rlvr.verifiers.registry import ConfigError
+    from rlvr.errors import ConfigError
 
     with pytest.raises(ConfigError, match=r"model.lora: r=4 .* dropout=1.5"):
         validate_train_config(compose_train(["model.lora.r=4", "model.lora.dropout=1.5"]))

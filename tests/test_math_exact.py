@@ -112,7 +112,7 @@ def test_lenient_fallback_finds_no_number_inside_a_word(verifier):
 
 
 def test_lenient_must_be_a_bool():
-    from rlvr.verifiers.registry import ConfigError
+    from rlvr.errors import ConfigError
 
     with pytest.raises(ConfigError, match="lenient"):
         MathVerifier(lenient="yes")

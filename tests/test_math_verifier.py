@@ -6,7 +6,7 @@ import pytest
 
 from rlvr.verifiers.math_extract import extract
 from rlvr.verifiers.math_verifier import MathVerifier
-from rlvr.verifiers.registry import ConfigError
+from rlvr.errors import ConfigError
 from rlvr.verifiers.result import Status
 
 

@@ -3,7 +3,8 @@
 import pytest
 
 import rlvr.verifiers.registry as registry_module
-from rlvr.verifiers.registry import ConfigError, Registry, UnknownNameError, verifier_registry
+from rlvr.errors import ConfigError, UnknownNameError
+from rlvr.verifiers.registry import Registry, verifier_registry
 
 
 class FakeDist:

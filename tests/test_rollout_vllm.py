@@ -17,7 +17,7 @@ from rlvr.trainer.logprobs import pack, token_logprobs
 from rlvr.trainer.prompts import render_prompts
 from rlvr.trainer.rollout import SamplingParams, build_engine
 from rlvr.trainer.rollout_hf import HFEngine
-from rlvr.verifiers.registry import ConfigError
+from rlvr.errors import ConfigError
 
 VLLM_ARCH = dict(hidden_size=64, num_layers=2, num_heads=2, num_kv_heads=1, intermediate_size=128, max_positions=128)
 

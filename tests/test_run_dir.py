@@ -67,7 +67,7 @@ def test_overwrite_true_replaces_the_earlier_run(tiny_lm, tmp_path, rlvr):
 
 def test_train_api_refuses_a_run_directory_too(tiny_lm, tmp_path, compose_train, rlvr):
     from rlvr.trainer.run import train
-    from rlvr.verifiers.registry import ConfigError
+    from rlvr.errors import ConfigError
 
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "metrics.jsonl").write_text('{"step": 0}\n')

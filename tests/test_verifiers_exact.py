@@ -4,7 +4,8 @@ import pytest
 
 from rlvr.verifiers.exact import ExactVerifier, parse_number
 from rlvr.verifiers.extract import extract_answer_tag, extract_last_number
-from rlvr.verifiers.registry import ConfigError, build_verifier
+from rlvr.errors import ConfigError
+from rlvr.verifiers.registry import build_verifier
 from rlvr.verifiers.result import Status
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from rlvr.cli import main
 from rlvr.verifiers.batch import VerifyConfig, exit_code, verify_batch, verify_file
-from rlvr.verifiers.registry import ConfigError
+from rlvr.errors import ConfigError
 
 
 def _write(path, lines):

@@ -66,7 +66,7 @@ import torch
 import torch.distributed as dist
 from omegaconf import OmegaConf
 
-from rlvr.verifiers.registry import ConfigError
+from rlvr.errors import ConfigError
 
 STRATEGIES = ("none", "ddp", "fsdp2")
 # How each rank's step metric becomes the run's: shares of a whole-batch normalised quantity add up;

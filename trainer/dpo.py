@@ -52,7 +52,7 @@ from rlvr.trainer.pairs import Pair, Scored, build_pairs
 from rlvr.trainer.prompts import render_messages
 from rlvr.trainer.sampling import sample_and_score, step_metrics_and_samples, timed
 from rlvr.trainer.seeding import derive_seed
-from rlvr.verifiers.registry import ConfigError
+from rlvr.errors import ConfigError
 
 
 @dataclass

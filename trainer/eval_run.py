@@ -34,7 +34,7 @@ from rlvr.trainer.eval_report import write_reports
 from rlvr.trainer.prompts import render_prompts
 from rlvr.trainer.rollout import SamplingParams
 from rlvr.trainer.truncation import TRUNCATED_REWARDS, no_credit_when_truncated, truncation_warning
-from rlvr.verifiers.registry import ConfigError
+from rlvr.errors import ConfigError
 
 COMPLETIONS = "completions.jsonl"
 SETTINGS = "eval_settings.json"

@@ -19,7 +19,7 @@ import os
 import uuid
 from pathlib import Path
 
-from rlvr.verifiers.registry import ConfigError
+from rlvr.errors import ConfigError
 
 LOGGERS = ("tensorboard", "wandb")
 

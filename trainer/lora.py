@@ -25,7 +25,7 @@ import copy
 
 import torch
 
-from rlvr.verifiers.registry import ConfigError
+from rlvr.errors import ConfigError
 
 ADAPTER_DIR = "adapter"
 

@@ -7,7 +7,7 @@ from omegaconf import OmegaConf
 from transformers import AutoModelForCausalLM, AutoTokenizer
 from transformers.utils import logging as hf_logging
 
-from rlvr.verifiers.registry import ConfigError
+from rlvr.errors import ConfigError
 
 hf_logging.disable_progress_bar()  # one bar per run is ours; per-file loading bars are noise
 

@@ -16,7 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from rlvr.trainer.config import TrainConfig
-from rlvr.verifiers.registry import ConfigError
+from rlvr.errors import ConfigError
 
 GROUPS = ("algo", "env", "model", "rollout")
 

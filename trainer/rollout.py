@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-from rlvr.verifiers.registry import ConfigError
+from rlvr.errors import ConfigError
 
 
 @dataclass

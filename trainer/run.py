@@ -24,7 +24,7 @@ from omegaconf import OmegaConf
 from tqdm import tqdm
 
 from rlvr.envs import load_env
-from rlvr.verifiers.registry import ConfigError
+from rlvr.errors import ConfigError
 from rlvr.trainer.algorithms import STEPS
 from rlvr.trainer.checkpoint import latest_checkpoint, load_trainer_state, resume_conflicts, save_checkpoint
 from rlvr.trainer.distributed import Parallel, QuietRunFiles, RankModel

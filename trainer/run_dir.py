@@ -15,7 +15,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from rlvr.verifiers.registry import ConfigError
+from rlvr.errors import ConfigError
 
 # what `rlvr train` writes into a run directory (besides Hydra's .hydra/ and train.log)
 RUN_FILES = ("config.yaml", "metrics.jsonl", "samples.jsonl", "summary.json", "checkpoints", "tensorboard", "wandb",

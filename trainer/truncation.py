@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from rlvr.verifiers.registry import ConfigError
+from rlvr.errors import ConfigError
 from rlvr.verifiers.result import Status
 
 TRUNCATED_REWARDS = ("zero", "keep")

@@ -9,7 +9,7 @@ from rlvr.trainer.algo_keys import unread_algo_keys
 from rlvr.trainer.config import unknown_keys
 from rlvr.trainer.truncation import TRUNCATED_REWARDS
 from rlvr.trainer.losses import AGGREGATIONS, IMPORTANCE_LEVELS, KL_ESTIMATORS
-from rlvr.verifiers.registry import ConfigError
+from rlvr.errors import ConfigError
 
 from rlvr.trainer.advantages import BASELINES
 from rlvr.trainer.algorithms import ALGORITHMS, GROUP_ALGOS

@@ -25,7 +25,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from rlvr.verifiers.registry import ConfigError, UnknownNameError, build_verifier
+from rlvr.errors import ConfigError, UnknownNameError
+from rlvr.verifiers.registry import build_verifier
 from rlvr.verifiers.result import Status, VerifyResult
 
 CHUNK = 1024  # records per batch call: bounds memory and the data a kill can lose

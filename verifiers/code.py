@@ -51,7 +51,8 @@ from rlvr.verifiers.code_harness import (
     stdout_matches,
     values_equal,
 )
-from rlvr.verifiers.registry import ConfigError, register_verifier
+from rlvr.errors import ConfigError
+from rlvr.verifiers.registry import register_verifier
 from rlvr.verifiers.result import Status, VerifyResult
 
 _FENCE = re.compile(r"```[ \t]*([\w+#.-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)

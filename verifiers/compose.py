@@ -15,7 +15,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rlvr.verifiers.registry import ConfigError, UnknownNameError, build_verifier
+from rlvr.errors import ConfigError, UnknownNameError
+from rlvr.verifiers.registry import build_verifier
 from rlvr.verifiers.result import VerifyResult, Status
 
 SPEC_KEYS = ("verifier", "weight", "gate", "params", "name")

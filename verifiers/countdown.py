@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from rlvr.verifiers.extract import extract_answer_tag
-from rlvr.verifiers.registry import ConfigError, register_verifier
+from rlvr.errors import ConfigError
+from rlvr.verifiers.registry import register_verifier
 from rlvr.verifiers.result import Status, VerifyResult
 from rlvr.verifiers.safe_arith import MAX_CHARS, MAX_NODES, SafeArithError, evaluate
 

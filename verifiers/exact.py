@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from rlvr.verifiers.extract import extract_answer_tag, extract_last_number
-from rlvr.verifiers.registry import ConfigError, register_verifier
+from rlvr.errors import ConfigError
+from rlvr.verifiers.registry import register_verifier
 from rlvr.verifiers.result import Status, VerifyResult
 
 EXTRACTORS = {

@@ -42,7 +42,8 @@ from rlvr.verifiers.math_equal import PERCENT_MODES, NeedsSympy, Rules, equal
 from rlvr.verifiers.math_extract import DEFAULT_ORDER, EXTRACTORS, extract, extract_gold
 from rlvr.verifiers.math_parse import choice_letter, normalize, parse, parse_answers
 from rlvr.verifiers.pool import TimeLimitPool, default_workers
-from rlvr.verifiers.registry import ConfigError, register_verifier
+from rlvr.errors import ConfigError
+from rlvr.verifiers.registry import register_verifier
 from rlvr.verifiers.result import Status, VerifyResult
 
 FAST_PATH_CHARS = 500  # longer answers are parsed in a worker too

@@ -28,7 +28,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from rlvr.verifiers.registry import ConfigError, register_verifier
+from rlvr.errors import ConfigError
+from rlvr.verifiers.registry import register_verifier
 from rlvr.verifiers.result import Status, VerifyResult
 
 _NUMBER = re.compile(r"^\s*-?\d+(?:\.\d+)?(?:\s*/\s*\d+)?\s*$")

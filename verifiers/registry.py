@@ -15,15 +15,9 @@ from collections.abc import Callable
 from importlib.metadata import entry_points  # module-level name so tests can monkeypatch it here
 from typing import Any
 
+from rlvr.errors import ConfigError, UnknownNameError  # noqa: F401  (re-exported: plugins import them from here)
+
 BUILTIN = "built-in"
-
-
-class UnknownNameError(ValueError):
-    """A verifier or environment name that is neither built in nor provided by a plugin."""
-
-
-class ConfigError(ValueError):
-    """Bad configuration: the message names the offending field."""
 
 
 class Registry:
