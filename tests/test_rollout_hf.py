@@ -120,3 +120,18 @@ def test_greedy_is_deterministic(tiny_lm_sft, arith_env):
     torch.manual_seed(2)
     second = engine.generate(prompts, params)
     assert first.completion_ids == second.completion_ids and first.texts == second.texts
+
+
+def test_generation_stops_at_the_model_context_and_counts_as_truncated(tiny_lm):
+    """max_new_tokens past the model's context: HF generate would run the positions it was never trained on
+    (vLLM stops at max_model_len); the engine stops at the context, and those completions are truncated."""
+    model, tok = tiny_lm.model(), tiny_lm.tokenizer
+    prompts = _prompts_of_different_lengths(tok)
+    width = max(len(tok(p, add_special_tokens=False)["input_ids"]) for p in prompts)
+    context = model.config.max_position_embeddings  # 128
+    torch.manual_seed(0)
+    long = SamplingParams(n=2, max_new_tokens=4 * context, temperature=1.0, stop=())
+    rollout = HFEngine(model, tok).generate(prompts, long)
+    lengths = [len(ids) for ids in rollout.completion_ids]
+    assert max(lengths) == context - width
+    assert all(rollout.truncated[i] for i, n in enumerate(lengths) if n == context - width)

@@ -79,7 +79,7 @@ class WarmStartConfig:
     lr: float = 1e-3
     eval_every: int = 25
     eval_rows: int = 200
-    max_new_tokens: int = 16
+    max_new_tokens: int | None = None  # validation decoding; None = the env's rollout length cut to the context
 
 
 @dataclass

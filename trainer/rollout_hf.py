@@ -43,7 +43,7 @@ class HFEngine:
         out = self.model.generate(
             input_ids=input_ids,
             attention_mask=attention_mask,
-            max_new_tokens=params.max_new_tokens,
+            max_new_tokens=_room_left(self.model, width, params.max_new_tokens),
             num_return_sequences=1 if params.greedy else n,
             do_sample=not params.greedy,
             pad_token_id=tok.pad_token_id,
@@ -71,6 +71,14 @@ class HFEngine:
         texts = tok.batch_decode(completion_ids, skip_special_tokens=True)
         prompt_ids = [encoded[i // n] for i in range(len(encoded) * n)]
         return Rollout(prompt_ids, completion_ids, texts, logprobs, truncated)
+
+
+def _room_left(model, prompt_width: int, max_new_tokens: int) -> int:
+    """`max_new_tokens`, cut to what the model's context leaves after the (left-padded) prompts, as vLLM stops a
+    request at `max_model_len`: past its trained positions a model's output is noise, not a longer answer. A
+    completion stopped here has no EOS, so it counts as truncated like one cut at `max_new_tokens`."""
+    context = getattr(model.config, "max_position_embeddings", None)
+    return max_new_tokens if context is None else max(1, min(max_new_tokens, context - prompt_width))
 
 
 def _completion_length(ids: list[int], tok, stop: tuple[str, ...], eos: int | None = None) -> tuple[int, bool]:

@@ -13,7 +13,8 @@ left if the target is never reached. The warm start gives up early, with advice,
 is clearly out of reach: half of `max_steps` gone and the best validation accuracy still below a
 quarter of the target's low end (the default arithmetic build reaches its band in 450-800 of
 3000 steps, so this never cuts it short). The knobs: `model.warm_start.target_accuracy`,
-`max_steps`, `lr`, `eval_every`, `eval_rows` (README "Models").
+`max_steps`, `lr`, `eval_every`, `eval_rows`, `max_new_tokens` (null: the environment's completion length,
+cut to the model's context; README "Models").
 """
 
 from __future__ import annotations
@@ -31,9 +32,11 @@ VALIDATION_SEED = 1_000_003  # a train-split draw distinct from the training str
 
 
 def warm_start(model, tokenizer, env, *, target_accuracy: list[float], max_steps: int, batch_size: int,
-               lr: float, eval_every: int, eval_rows: int, max_new_tokens: int, seed: int, log=print) -> dict:
+               lr: float, eval_every: int, eval_rows: int, max_new_tokens: int | None, seed: int, log=print) -> dict:
     low, high = target_accuracy
     val_rows = env.rows("train", eval_rows, seed=VALIDATION_SEED)
+    if max_new_tokens is None:
+        max_new_tokens = validation_length(model, tokenizer, env, val_rows)
     engine = HFEngine(model, tokenizer)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
     history, start = [], time.time()
@@ -75,6 +78,14 @@ def warm_start(model, tokenizer, env, *, target_accuracy: list[float], max_steps
         log(f"warm start: overshot the band, validation accuracy {accuracy:.1%} > {high:.0%}")
     return {"steps": step, "val_accuracy": accuracy, "seconds": round(time.time() - start, 1),
             "target_accuracy": [low, high], "out_of_reach": gave_up, "history": history}
+
+
+def validation_length(model, tokenizer, env, val_rows) -> int:
+    """The environment's completion length (`default_max_new_tokens`: what its RL run samples), cut to what the
+    model's context leaves after the longest validation prompt: a check shorter than the answers it grades would
+    hold the warm start at 0% (gsm8k's worked answers are longer than arithmetic's 16 tokens)."""
+    longest = max(len(tokenizer(p, add_special_tokens=False)["input_ids"]) for p in render_prompts(tokenizer, env, val_rows))
+    return max(1, min(int(env.default_max_new_tokens), model.config.max_position_embeddings - longest))
 
 
 def out_of_reach(step: int, max_steps: int, best: float, low: float) -> bool:
