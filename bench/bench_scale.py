@@ -39,7 +39,7 @@ VARIANTS = {"full": [], "lora": ["model.lora.r=16"], "ckpt": ["model.gradient_ch
 def build(size: str, directory: Path) -> int:
     """Saves a randomly initialised model of `size` with the tiny tokenizer; returns its parameter count."""
     from rlvr.envs import load_env
-    from rlvr.trainer.tiny_model import build_model, tokenizer_corpus, train_tokenizer
+    from rlvr.trainer.models.tiny_model import build_model, tokenizer_corpus, train_tokenizer
 
     tokenizer = train_tokenizer(tokenizer_corpus(load_env("arithmetic", digits=1, ops=["+"]), 500, 0), 512)
     model = build_model(tokenizer, **SIZES[size], seed=0)

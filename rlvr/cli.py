@@ -175,14 +175,14 @@ def _eval(overrides: list[str]) -> int:
     from hydra.core.config_store import ConfigStore
 
     from rlvr.envs.registry import env_registry
-    from rlvr.trainer.eval_config import register_eval_schema
+    from rlvr.trainer.evaluation.eval_config import register_eval_schema
     from rlvr.errors import ConfigError, UnknownNameError
 
     register_eval_schema()
     _offer_plugin_envs(ConfigStore.instance(), env_registry)
 
     def task(cfg) -> None:
-        from rlvr.trainer.eval_run import run_eval  # torch loads here, so `rlvr eval --help` stays fast
+        from rlvr.trainer.evaluation.eval_run import run_eval  # torch loads here, so `rlvr eval --help` stays fast
 
         run_eval(cfg)
 

@@ -62,7 +62,7 @@ def compose_train():
 @pytest.fixture(scope="session")
 def tiny_lm(tmp_path_factory) -> TinyLM:
     """A randomly initialised ~30k-parameter model: samples are noise and never end in EOS."""
-    from rlvr.trainer.tiny_model import build_model, tokenizer_corpus, train_tokenizer
+    from rlvr.trainer.models.tiny_model import build_model, tokenizer_corpus, train_tokenizer
 
     tokenizer = train_tokenizer(tokenizer_corpus(arithmetic_env(), 500, 0), 512)
     model = build_model(tokenizer, **TINY_ARCH, seed=0)
@@ -78,7 +78,7 @@ def tiny_lm_sft(tiny_lm, tmp_path_factory) -> TinyLM:
     """`tiny_lm` after 60 supervised steps on reference solutions: it writes
     `<think></think><answer>N</answer>` then EOS, with mostly wrong numbers, so sampled
     completions differ in length and reward."""
-    from rlvr.trainer.warm_start import warm_start
+    from rlvr.trainer.models.warm_start import warm_start
 
     model = tiny_lm.model()
     warm_start(model, tiny_lm.tokenizer, arithmetic_env(), target_accuracy=[1.0, 1.0], max_steps=60, batch_size=16,

@@ -8,15 +8,15 @@ import math
 import pytest
 import torch
 
-from rlvr.trainer.advantages import outcome_advantages
-from rlvr.trainer.logprobs import pack
-from rlvr.trainer.losses import value_loss
-from rlvr.trainer.ppo import CriticModel, build_value_head, logprobs_and_values
-from rlvr.trainer.prompts import render_prompts
-from rlvr.trainer.rollout import SamplingParams
-from rlvr.trainer.rollout_hf import HFEngine
+from rlvr.trainer.algos.advantages import outcome_advantages
+from rlvr.trainer.models.logprobs import pack
+from rlvr.trainer.algos.losses import value_loss
+from rlvr.trainer.algos.ppo import CriticModel, build_value_head, logprobs_and_values
+from rlvr.trainer.rollout.prompts import render_prompts
+from rlvr.trainer.rollout.types import SamplingParams
+from rlvr.trainer.rollout.hf import HFEngine
 from rlvr.trainer.run import STEPS, RunContext
-from rlvr.trainer.trpo import natural_gradient_update
+from rlvr.trainer.algos.trpo import natural_gradient_update
 from rlvr.errors import ConfigError
 from tests.test_trainer_step import STEP_OVERRIDES, AlternatingRewardEnv
 

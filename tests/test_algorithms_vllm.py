@@ -14,10 +14,10 @@ import math
 import pytest
 import torch
 
-from rlvr.trainer.logprobs import pack, token_logprobs
-from rlvr.trainer.ppo import build_value_head
-from rlvr.trainer.prompts import render_prompts
-from rlvr.trainer.rollout import SamplingParams, build_engine
+from rlvr.trainer.models.logprobs import pack, token_logprobs
+from rlvr.trainer.algos.ppo import build_value_head
+from rlvr.trainer.rollout.prompts import render_prompts
+from rlvr.trainer.rollout.types import SamplingParams, build_engine
 from rlvr.trainer.run import STEPS, RunContext
 from tests.test_rollout_vllm import sft_model  # noqa: F401  (the head_dim-32 supervised model fixture)
 from tests.test_trainer_step import STEP_OVERRIDES, AlternatingRewardEnv

@@ -59,7 +59,7 @@ class PerPromptSeededEngine:
     def generate(self, prompts, params):
         if params.greedy:
             return self.inner.generate(prompts, params)
-        from rlvr.trainer.rollout import Rollout
+        from rlvr.trainer.rollout.types import Rollout
         from rlvr.trainer.seeding import derive_seed
 
         self.calls += 1
@@ -74,7 +74,7 @@ class PerPromptSeededEngine:
 
 def _train(cfg) -> dict:
     import rlvr.trainer.run as run
-    from rlvr.trainer.rollout_hf import HFEngine
+    from rlvr.trainer.rollout.hf import HFEngine
 
     with pytest.MonkeyPatch.context() as mp:  # undone afterwards: the pytest process trains other runs too
         mp.setattr(run, "build_engine",
@@ -198,7 +198,7 @@ def test_combine_metrics_by_hand():
 def test_each_rank_draws_and_seeds_its_prompts_as_one_process_would(tiny_lm_sft, compose_train, monkeypatch):
     """Rank r of W gets rows r*B..(r+1)*B-1 of the one-process draw, and the same per-prompt sampling seeds
     for them (vLLM samples from those: tests/test_rollout_vllm.py), so no sample depends on the world size."""
-    from rlvr.trainer import sampling
+    from rlvr.trainer.rollout import sampling
     from rlvr.trainer.distributed import RankShardEnv
     from tests.test_trainer_step import STEP_OVERRIDES, AlternatingRewardEnv, _context
 
@@ -232,7 +232,7 @@ def test_each_rank_draws_and_seeds_its_prompts_as_one_process_would(tiny_lm_sft,
 def test_empty_rank_batch_reaches_every_parameter_with_zero_gradient(tiny_lm):
     """A rank with no rows runs one dummy row: every parameter gets a gradient (DDP/FSDP2 hooks fire), all zero."""
     from rlvr.trainer.distributed import RankModel
-    from rlvr.trainer.logprobs import PackedBatch, token_logprobs
+    from rlvr.trainer.models.logprobs import PackedBatch, token_logprobs
 
     model = RankModel(tiny_lm.model())
     no_rows = torch.zeros((0, 6), dtype=torch.long)  # [0, L]
@@ -291,7 +291,7 @@ def test_torchrun_end_to_end_with_one_vllm_engine_per_rank(tiny_lm, require_vllm
     consolidated weights after each update, and shuts down before the process group, without an error."""
     from transformers import AutoModelForCausalLM
 
-    from rlvr.trainer.tiny_model import build_model
+    from rlvr.trainer.models.tiny_model import build_model
     from tests.test_rollout_vllm import VLLM_ARCH
 
     model_dir = tmp_path / "model"  # head_dim 32, as vLLM's CPU attention needs; untrained is enough here

@@ -1,4 +1,4 @@
-"""rlvr's DPO losses (trainer/dpo_loss.py) against TRL 1.16's DPOTrainer on identical tensors, and by hand.
+"""rlvr's DPO losses (trainer/algos/dpo_loss.py) against TRL 1.16's DPOTrainer on identical tensors, and by hand.
 
 TRL's loss lives inside `DPOTrainer._compute_loss`, which runs the model itself. To call TRL's own code
 without building a trainer (no dataset, no accelerate setup), the test makes a bare instance
@@ -17,7 +17,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from rlvr.trainer.dpo_loss import dpo_loss
+from rlvr.trainer.algos.dpo_loss import dpo_loss
 
 PROMPT_LEN, WIDTH = 3, 12
 LENGTHS = [2, 5, 9, 4, 7, 1]  # completion tokens of 3 chosen, then 3 rejected sequences

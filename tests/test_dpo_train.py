@@ -19,7 +19,7 @@ import sys
 
 import pytest
 
-from rlvr.trainer.dpo import read_scored_completions
+from rlvr.trainer.algos.dpo import read_scored_completions
 from rlvr.errors import ConfigError
 
 ENV = ["env.digits=1", "env.ops=[+]"]
@@ -97,7 +97,7 @@ def test_offline_dpo_widens_the_margin(tmp_path, tiny_lm_sft):
 
 @pytest.mark.parametrize("per_step, size", [(16, 48), (20, 48), (100, 48), (1, 3)])
 def test_offline_batches_cover_each_epoch_once_without_repeats(per_step, size):
-    from rlvr.trainer.dpo import offline_batch
+    from rlvr.trainer.algos.dpo import offline_batch
 
     batches_per_epoch = -(-size // min(per_step, size))
     for epoch in range(2):
@@ -182,9 +182,9 @@ def test_online_step_changes_every_parameter_and_micro_batches_agree(tiny_lm_sft
 
     import torch
 
-    from rlvr.trainer.dpo import dpo_step
-    from rlvr.trainer.rollout import SamplingParams
-    from rlvr.trainer.rollout_hf import HFEngine
+    from rlvr.trainer.algos.dpo import dpo_step
+    from rlvr.trainer.rollout.types import SamplingParams
+    from rlvr.trainer.rollout.hf import HFEngine
     from rlvr.trainer.run import RunContext
     from tests.test_trainer_step import AlternatingRewardEnv
 

@@ -10,9 +10,9 @@ import sys
 import pytest
 import torch
 
-from rlvr.trainer.eval_config import compose_eval_config as compose_eval
-from rlvr.trainer.eval_report import RESULTS_SCHEMA, schema_errors
-from rlvr.trainer.eval_run import env_specs_of, model_specs, run_eval, vote_of
+from rlvr.trainer.evaluation.eval_config import compose_eval_config as compose_eval
+from rlvr.trainer.evaluation.eval_report import RESULTS_SCHEMA, schema_errors
+from rlvr.trainer.evaluation.eval_run import env_specs_of, model_specs, run_eval, vote_of
 from rlvr.errors import ConfigError
 
 ARITH = ["env.digits=1", "env.ops=[+]"]  # the task tests/conftest.py's tiny models know
@@ -25,9 +25,9 @@ def quiet(*_):
 def test_greedy_eval_equals_the_trainers_held_out_eval(tiny_lm_sft, arith_env, tmp_path):
     """`rlvr train` evaluates greedily on env.rows("test", eval_prompts, seed) with rollout.max_new_tokens;
     `rlvr eval temperature=0 n_prompts=N` must give the same numbers (here 23 = every 1-digit test sum)."""
-    from rlvr.trainer.evaluate import evaluate_greedy
-    from rlvr.trainer.model import load_policy, load_tokenizer
-    from rlvr.trainer.rollout import build_engine
+    from rlvr.trainer.evaluation.evaluate import evaluate_greedy
+    from rlvr.trainer.models.model import load_policy, load_tokenizer
+    from rlvr.trainer.rollout.types import build_engine
 
     path = str(tiny_lm_sft.path)
     engine = build_engine("hf", load_policy(path), load_tokenizer(path))
@@ -159,8 +159,8 @@ def _records(model_path, statuses_per_prompt):
 
 
 def test_results_json_matches_its_schema():
-    from rlvr.trainer.eval_report import build_results
-    from rlvr.trainer.eval_run import EnvSpec, ModelSpec
+    from rlvr.trainer.evaluation.eval_report import build_results
+    from rlvr.trainer.evaluation.eval_run import EnvSpec, ModelSpec
 
     records = _records("m", [["correct", "incorrect"], ["incorrect", "unparsable"]])
     rows = {"arithmetic": [{"id": "p0"}, {"id": "p1"}]}
@@ -194,8 +194,8 @@ def test_eval_yaml_composes_with_every_option(group):
 
 
 def test_two_runs_with_the_same_name_keep_both_plots_and_one_sample_has_no_at_k_columns(tmp_path):
-    from rlvr.trainer.eval_report import build_results, format_markdown, write_plots
-    from rlvr.trainer.eval_run import EnvSpec, ModelSpec
+    from rlvr.trainer.evaluation.eval_report import build_results, format_markdown, write_plots
+    from rlvr.trainer.evaluation.eval_run import EnvSpec, ModelSpec
 
     models, records = [], []
     for run, statuses in (("a/run", [["correct"], ["incorrect"]]), ("b/run", [["correct"], ["correct"]])):
@@ -218,8 +218,8 @@ def test_the_plot_shows_the_pass_at_1_confidence_interval(tmp_path, monkeypatch)
     """results.json had pass@1_ci95 for every point; the plot drew none of it."""
     import matplotlib.axes
 
-    from rlvr.trainer.eval_report import build_results, write_plots
-    from rlvr.trainer.eval_run import EnvSpec, ModelSpec
+    from rlvr.trainer.evaluation.eval_report import build_results, write_plots
+    from rlvr.trainer.evaluation.eval_run import EnvSpec, ModelSpec
 
     models, records = [], []
     for step, statuses in ((0, [["incorrect"], ["incorrect"], ["correct"]]), (10, [["correct"], ["correct"], ["incorrect"]])):

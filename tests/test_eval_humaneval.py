@@ -6,10 +6,10 @@ import os
 import pytest
 import torch
 
-from rlvr.trainer.eval_config import compose_eval_config as compose_eval
-from rlvr.trainer.eval_report import RESULTS_SCHEMA, schema_errors
-from rlvr.trainer.eval_run import run_eval
-from rlvr.trainer.rollout import Rollout
+from rlvr.trainer.evaluation.eval_config import compose_eval_config as compose_eval
+from rlvr.trainer.evaluation.eval_report import RESULTS_SCHEMA, schema_errors
+from rlvr.trainer.evaluation.eval_run import run_eval
+from rlvr.trainer.rollout.types import Rollout
 
 
 N_PROMPTS = 40

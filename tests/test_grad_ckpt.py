@@ -7,9 +7,9 @@ from omegaconf import OmegaConf
 
 
 def test_gradient_checkpointing_gives_the_same_gradients(tiny_lm_sft):
-    from rlvr.trainer.grpo import accumulate_gradients
-    from rlvr.trainer.logprobs import pack
-    from rlvr.trainer.model import build_policy
+    from rlvr.trainer.algos.grpo import accumulate_gradients
+    from rlvr.trainer.models.logprobs import pack
+    from rlvr.trainer.models.model import build_policy
 
     tok = tiny_lm_sft.tokenizer
     prompts = [tok(p, add_special_tokens=False)["input_ids"] for p in ("3+4=", "3+4=", "5+1=", "5+1=")]
@@ -33,7 +33,7 @@ def test_gradient_checkpointing_gives_the_same_gradients(tiny_lm_sft):
 def test_bf16_autocast_runs_the_forward_in_bfloat16(tiny_lm_sft):
     """model.autocast=bf16: the weights stay float32, the logits come out of bfloat16 matmuls (close to, not
     equal to, float32's), and a backward reaches the float32 weights."""
-    from rlvr.trainer.model import build_policy
+    from rlvr.trainer.models.model import build_policy
 
     ids = tiny_lm_sft.tokenizer("3+4=7", add_special_tokens=False, return_tensors="pt")["input_ids"]
     logits = {}

@@ -5,7 +5,7 @@ leaves no process and no temporary model behind.
 
 Measured for the learning test on 2 shared CPU cores, seed 0: train reward first 10 -> last 10 steps
 0.292 -> 0.548, first 50 -> last 50 0.309 -> 0.502, about 130 s in all; the logged mismatch was 1e-7
-mean and 1.3e-5 max (fp32). (The hf counterpart of this run was tests/test_learning.py, replaced by
+mean and 1.3e-5 max (fp32). (The hf counterpart of this run is
 tests/test_algorithms_learn.py's five-seed margins on 2-digit addition.)
 """
 
@@ -19,7 +19,7 @@ import time
 import pytest
 import torch
 
-from rlvr.trainer.losses import grpo_loss, truncated_importance_weights
+from rlvr.trainer.algos.losses import grpo_loss, truncated_importance_weights
 
 MARGIN = 0.08
 LEARNING_OVERRIDES = [  # one-digit addition, the warm start stopped at 30% validation accuracy
@@ -50,9 +50,9 @@ def test_importance_weights_scale_the_surrogate_per_token():
 def test_grpo_step_logs_the_mismatch_with_the_hf_engine(tiny_lm_sft, compose_train):
     """HFEngine's logprobs are the trainer's, so the mismatch is ~0 and the weights are all ~1."""
     from rlvr.envs.arithmetic import ArithmeticEnv
-    from rlvr.trainer.grpo import grpo_step
-    from rlvr.trainer.rollout import SamplingParams
-    from rlvr.trainer.rollout_hf import HFEngine
+    from rlvr.trainer.algos.grpo import grpo_step
+    from rlvr.trainer.rollout.types import SamplingParams
+    from rlvr.trainer.rollout.hf import HFEngine
     from rlvr.trainer.run import RunContext
 
     cfg = compose_train(["train.prompts_per_step=2", "train.completions_per_prompt=4", "rollout.max_new_tokens=12"])
@@ -94,7 +94,7 @@ INTERRUPTED_RUN = textwrap.dedent("""
     # and children inherit that, so restore Python's handler
     signal.signal(signal.SIGINT, signal.default_int_handler)
     from vllm.v1.engine.llm_engine import LLMEngine
-    from rlvr.trainer import rollout_vllm
+    from rlvr.trainer.rollout import vllm as rollout_vllm
 
     calls = {"generate": 0}
     generate, step = rollout_vllm.VLLMEngine.generate, LLMEngine.step
@@ -144,7 +144,7 @@ def test_run_interrupted_during_generation_shuts_the_engine_down(tmp_path, requi
 
     assert "interrupting" in stdout, stderr[-3000:]
     assert process.returncode != 0 and "KeyboardInterrupt" in stderr, stderr[-3000:]
-    assert "rollout_vllm.py" in stderr and "_run_engine" in stderr, "the interrupt should land in generation"
+    assert "rollout/vllm.py" in stderr and "_run_engine" in stderr, "the interrupt should land in generation"
     alive = [p.pid for p in seen.values() if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     assert not alive, f"processes left behind: {alive}"
     assert not list(scratch.glob("rlvr-vllm-*")), "the engine's temporary model was not removed: no shutdown"

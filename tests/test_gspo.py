@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from rlvr.trainer.losses import grpo_loss, sequence_log_ratio
+from rlvr.trainer.algos.losses import grpo_loss, sequence_log_ratio
 
 EPS_LOW, EPS_HIGH = 0.05, 0.1
 

@@ -6,7 +6,7 @@ entropy and gradients alike, and leave 0 outside the completion mask."""
 import pytest
 import torch
 
-from rlvr.trainer.logprobs import pack, token_logprobs
+from rlvr.trainer.models.logprobs import pack, token_logprobs
 
 # Prompt lengths 3, 7, 5 and completion lengths 4, 1, 6: rows are 7, 8, 11 tokens, L = 11, so
 # the first completion column is min(prompt length) - 1 = 2 and the model keeps L - 2 = 9 positions.

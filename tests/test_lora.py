@@ -1,4 +1,4 @@
-"""model.lora (trainer/lora.py): a GRPO update moves the adapters only; the reference (adapters
+"""model.lora (trainer/models/lora.py): a GRPO update moves the adapters only; the reference (adapters
 disabled) gives the base model's logprobs; the checkpoint is the merged model in HF format, and a
 resumed run gets the adapters back."""
 
@@ -19,7 +19,7 @@ def _lora_cfg(r=4):
 
 
 def _batch(tokenizer):
-    from rlvr.trainer.logprobs import pack
+    from rlvr.trainer.models.logprobs import pack
 
     prompts = [tokenizer("3+4=", add_special_tokens=False)["input_ids"]] * 2 + \
               [tokenizer("5+1=", add_special_tokens=False)["input_ids"]] * 2
@@ -28,7 +28,7 @@ def _batch(tokenizer):
 
 
 def _grpo_update(policy, batch, steps=3):
-    from rlvr.trainer.grpo import accumulate_gradients
+    from rlvr.trainer.algos.grpo import accumulate_gradients
 
     algo = OmegaConf.create({"beta": 0.0, "kl_estimator": "k3", "clip_eps_low": 0.2, "clip_eps_high": 0.2,
                              "aggregation": "token_mean", "importance_level": "token"})
@@ -43,7 +43,7 @@ def _grpo_update(policy, batch, steps=3):
 
 @pytest.fixture
 def trained(tiny_lm_sft):
-    from rlvr.trainer.model import build_policy
+    from rlvr.trainer.models.model import build_policy
 
     policy = build_policy(_lora_cfg(), str(tiny_lm_sft.path), seed=0)
     before = {n: p.detach().clone() for n, p in policy.named_parameters()}
@@ -64,8 +64,8 @@ def test_only_adapter_parameters_change(trained):
 
 
 def test_reference_logprobs_equal_the_base_model(trained, tiny_lm_sft):
-    from rlvr.trainer.logprobs import token_logprobs
-    from rlvr.trainer.model import build_reference, load_reference
+    from rlvr.trainer.models.logprobs import token_logprobs
+    from rlvr.trainer.models.model import build_reference, load_reference
 
     policy, _, batch, _ = trained
     mask = batch.completion_mask.bool()
@@ -82,8 +82,8 @@ def test_checkpoint_is_the_merged_model_and_resume_gets_the_adapters(trained, ti
     from transformers import AutoModelForCausalLM
 
     from rlvr.trainer.checkpoint import save_checkpoint
-    from rlvr.trainer.logprobs import token_logprobs
-    from rlvr.trainer.model import build_policy
+    from rlvr.trainer.models.logprobs import token_logprobs
+    from rlvr.trainer.models.model import build_policy
 
     policy, _, batch, optimizer = trained
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
@@ -143,10 +143,10 @@ def test_resume_refuses_a_different_lora_layout(compose_train):
 @pytest.mark.parametrize("critic", ["head", "model"])
 def test_ppo_with_lora_trains_adapters_and_critic(tiny_lm_sft, compose_train, critic):
     """PPO on a LoRA policy: the policy's base weights stay frozen, its adapters and the critic train."""
-    from rlvr.trainer.model import build_policy
-    from rlvr.trainer.ppo import build_value_head
-    from rlvr.trainer.rollout import SamplingParams
-    from rlvr.trainer.rollout_hf import HFEngine
+    from rlvr.trainer.models.model import build_policy
+    from rlvr.trainer.algos.ppo import build_value_head
+    from rlvr.trainer.rollout.types import SamplingParams
+    from rlvr.trainer.rollout.hf import HFEngine
     from rlvr.trainer.run import STEPS, RunContext
     from tests.test_trainer_step import STEP_OVERRIDES, AlternatingRewardEnv
 

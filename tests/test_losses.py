@@ -1,12 +1,12 @@
-"""Hand-derived values for rlvr.trainer.losses and rlvr.trainer.advantages (arithmetic in comments)."""
+"""Hand-derived values for rlvr.trainer.algos.losses and rlvr.trainer.algos.advantages (arithmetic in comments)."""
 
 import math
 
 import pytest
 import torch
 
-from rlvr.trainer.advantages import group_advantages, zero_variance_groups
-from rlvr.trainer.losses import aggregate, clipped_surrogate, grpo_loss, kl_penalty
+from rlvr.trainer.algos.advantages import group_advantages, zero_variance_groups
+from rlvr.trainer.algos.losses import aggregate, clipped_surrogate, grpo_loss, kl_penalty
 
 
 def _surrogate_objective(ratio: float, advantage: float, eps_low: float = 0.2, eps_high: float = 0.2):

@@ -7,8 +7,8 @@ import math
 import pytest
 import torch
 
-from rlvr.trainer.advantages import gae, leave_one_out_advantages, outcome_advantages
-from rlvr.trainer.losses import adaptive_beta, conjugate_gradient, ppo_penalty_loss, reinforce_loss, value_loss
+from rlvr.trainer.algos.advantages import gae, leave_one_out_advantages, outcome_advantages
+from rlvr.trainer.algos.losses import adaptive_beta, conjugate_gradient, ppo_penalty_loss, reinforce_loss, value_loss
 
 
 def test_rloo_and_mean_baselines():
@@ -137,7 +137,7 @@ def test_conjugate_gradient_solves_a_known_spd_system():
 
 
 def test_dapo_overlong_penalty_hand_computed():
-    from rlvr.trainer.reward_shaping import overlong_penalty
+    from rlvr.trainer.algos.reward_shaping import overlong_penalty
 
     lengths = torch.tensor([10, 12, 13, 14, 16, 20])
     # L_max = 16, L_cache = 4 -> expected length L_max - L_cache = 12 (DAPO eq. 13)

@@ -15,7 +15,7 @@ SOURCE = ["pyproject.toml", "README.md", "LICENSE", "rlvr", "envs", "verifiers",
 EXPECTED = [
     "rlvr/conf/train.yaml", "rlvr/conf/algo/grpo.yaml", "rlvr/conf/env/arithmetic.yaml", "rlvr/conf/model/tiny.yaml",
     "rlvr/conf/rollout/hf.yaml", "rlvr/conf/__init__.py", "rlvr/__init__.py", "rlvr/__main__.py", "rlvr/cli.py",
-    "rlvr/envs/__init__.py", "rlvr/envs/arithmetic.py", "rlvr/trainer/grpo.py", "rlvr/trainer/run.py",
+    "rlvr/envs/__init__.py", "rlvr/envs/arithmetic.py", "rlvr/trainer/algos/grpo.py", "rlvr/trainer/run.py",
     "rlvr/verifiers/format.py", "rlvr/sandboxes/__init__.py",
 ]
 

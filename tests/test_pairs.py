@@ -1,8 +1,8 @@
-"""The pair builder (trainer/pairs.py) on hand-made groups; each expected pair list is worked out by hand."""
+"""The pair builder (trainer/algos/pairs.py) on hand-made groups; each expected pair list is worked out by hand."""
 
 import pytest
 
-from rlvr.trainer.pairs import Scored, build_pairs
+from rlvr.trainer.algos.pairs import Scored, build_pairs
 
 
 def group(*items):

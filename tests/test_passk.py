@@ -5,7 +5,7 @@ from math import comb
 
 import pytest
 
-from rlvr.trainer.passk import bootstrap_ci, maj_at_k, majority_vote, mean_pass_at_k, pass_at_k
+from rlvr.trainer.evaluation.passk import bootstrap_ci, maj_at_k, majority_vote, mean_pass_at_k, pass_at_k
 
 
 @pytest.mark.parametrize("n", range(1, 8))

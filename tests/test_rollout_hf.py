@@ -4,10 +4,10 @@ stop where they should, and greedy decoding is deterministic."""
 import pytest
 import torch
 
-from rlvr.trainer.logprobs import pack, token_logprobs
-from rlvr.trainer.prompts import render_prompts
-from rlvr.trainer.rollout import SamplingParams
-from rlvr.trainer.rollout_hf import HFEngine, _completion_length
+from rlvr.trainer.models.logprobs import pack, token_logprobs
+from rlvr.trainer.rollout.prompts import render_prompts
+from rlvr.trainer.rollout.types import SamplingParams
+from rlvr.trainer.rollout.hf import HFEngine, _completion_length
 
 
 def _prompts_of_different_lengths(tokenizer):

@@ -13,10 +13,10 @@ import sys
 import pytest
 import torch
 
-from rlvr.trainer.logprobs import pack, token_logprobs
-from rlvr.trainer.prompts import render_prompts
-from rlvr.trainer.rollout import SamplingParams, build_engine
-from rlvr.trainer.rollout_hf import HFEngine
+from rlvr.trainer.models.logprobs import pack, token_logprobs
+from rlvr.trainer.rollout.prompts import render_prompts
+from rlvr.trainer.rollout.types import SamplingParams, build_engine
+from rlvr.trainer.rollout.hf import HFEngine
 from rlvr.errors import ConfigError
 
 VLLM_ARCH = dict(hidden_size=64, num_layers=2, num_heads=2, num_kv_heads=1, intermediate_size=128, max_positions=128)
@@ -26,8 +26,8 @@ VLLM_ARCH = dict(hidden_size=64, num_layers=2, num_heads=2, num_kv_heads=1, inte
 def sft_model(tiny_lm):
     """A head_dim-32 model after 60 supervised steps: it writes `<think></think><answer>N</answer>` + EOS."""
     from rlvr.envs import load_env
-    from rlvr.trainer.tiny_model import build_model
-    from rlvr.trainer.warm_start import warm_start
+    from rlvr.trainer.models.tiny_model import build_model
+    from rlvr.trainer.models.warm_start import warm_start
 
     model = build_model(tiny_lm.tokenizer, **VLLM_ARCH, seed=0)
     env = load_env("arithmetic", digits=1, ops=["+"])

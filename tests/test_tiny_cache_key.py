@@ -10,8 +10,8 @@ import textwrap
 import pytest
 
 from rlvr.envs import load_env
-from rlvr.trainer import tiny_model
-from rlvr.trainer.tiny_model import build_fingerprint, rlvr_sources, tiny_model_path
+from rlvr.trainer.models import tiny_model
+from rlvr.trainer.models.tiny_model import build_fingerprint, rlvr_sources, tiny_model_path
 
 ARCH = dict(vocab_size=512, hidden_size=32, num_layers=2, num_heads=2, num_kv_heads=1, intermediate_size=64,
             max_positions=128)
@@ -25,8 +25,8 @@ def _path(env, seed=0):
 
 def test_fingerprint_covers_the_build_code_the_env_and_its_verifiers():
     sources = build_fingerprint(load_env("arithmetic", digits=1))["sources"]
-    for module in ["rlvr.trainer.tiny_model", "rlvr.trainer.warm_start", "rlvr.trainer.evaluate",
-                   "rlvr.trainer.logprobs", "rlvr.trainer.prompts", "rlvr.trainer.rollout_hf",
+    for module in ["rlvr.trainer.models.tiny_model", "rlvr.trainer.models.warm_start", "rlvr.trainer.evaluation.evaluate",
+                   "rlvr.trainer.models.logprobs", "rlvr.trainer.rollout.prompts", "rlvr.trainer.rollout.hf",
                    "rlvr.envs.arithmetic", "rlvr.envs.base", "rlvr.verifiers.exact", "rlvr.verifiers.format"]:
         assert module in sources, module
     assert "rlvr.sandboxes.docker_backend" not in sources  # only what the build runs
@@ -64,7 +64,7 @@ def test_key_changes_with_the_code_that_builds_and_scores(monkeypatch):
 
     def edited(roots):
         sources = real(roots)
-        sources["rlvr.trainer.warm_start"] = "0" * 64  # as if warm_start.py had been edited
+        sources["rlvr.trainer.models.warm_start"] = "0" * 64  # as if warm_start.py had been edited
         return sources
 
     monkeypatch.setattr(tiny_model, "rlvr_sources", edited)

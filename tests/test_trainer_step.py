@@ -10,11 +10,11 @@ import pytest
 import torch
 
 from rlvr.envs.arithmetic import ArithmeticEnv
-from rlvr.trainer.grpo import accumulate_gradients, grpo_step
-from rlvr.trainer.logprobs import pack, token_logprobs
-from rlvr.trainer.prompts import render_prompts
-from rlvr.trainer.rollout import SamplingParams
-from rlvr.trainer.rollout_hf import HFEngine
+from rlvr.trainer.algos.grpo import accumulate_gradients, grpo_step
+from rlvr.trainer.models.logprobs import pack, token_logprobs
+from rlvr.trainer.rollout.prompts import render_prompts
+from rlvr.trainer.rollout.types import SamplingParams
+from rlvr.trainer.rollout.hf import HFEngine
 from rlvr.trainer.run import RunContext
 from rlvr.verifiers.result import Status, VerifyResult
 

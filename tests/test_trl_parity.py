@@ -24,7 +24,7 @@ import torch
 trl = pytest.importorskip("trl")
 from trl.trainer.grpo_trainer import GRPOTrainer  # noqa: E402
 
-from rlvr.trainer.losses import grpo_loss, sequence_log_ratio  # noqa: E402
+from rlvr.trainer.algos.losses import grpo_loss, sequence_log_ratio  # noqa: E402
 
 TRL_VERSION = "1.16"
 AGGREGATION_TO_TRL = {

@@ -60,8 +60,8 @@ def test_arithmetic_keeps_every_score_including_a_complete_answer_at_the_limit(c
 def test_env_lengths_of_rlvr_eval_are_per_environment(tmp_path):
     from rlvr.envs.arithmetic import ArithmeticEnv
     from rlvr.envs.humaneval import HumanEvalEnv
-    from rlvr.trainer.eval_config import compose_eval_config
-    from rlvr.trainer.eval_run import env_lengths
+    from rlvr.trainer.evaluation.eval_config import compose_eval_config
+    from rlvr.trainer.evaluation.eval_run import env_lengths
 
     cfg = compose_eval_config(["envs=[arithmetic,humaneval]"])
     assert env_lengths(cfg, {"arithmetic": ArithmeticEnv, "humaneval": HumanEvalEnv}) == {

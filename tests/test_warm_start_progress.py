@@ -1,6 +1,6 @@
 """The tiny model's warm start shows progress with an ETA, and gives up with advice when its target is out of reach."""
 
-from rlvr.trainer.warm_start import out_of_reach, warm_start
+from rlvr.trainer.models.warm_start import out_of_reach, warm_start
 
 
 def test_out_of_reach_needs_half_the_budget_and_a_best_far_below_the_target():

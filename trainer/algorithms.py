@@ -3,11 +3,11 @@ the torchrun strategies it runs under (trainer.strategy=ddp|fsdp2). run.py dispa
 names and combinations against it. A new algorithm is one row here plus its conf/algo/NAME.yaml.
 
 Families:
-  group             presets of one GRPO step (grpo.py): group-normalised advantages, no critic
-  policy_gradient   REINFORCE with a batch or leave-one-out baseline (reinforce.py)
-  actor_critic      PPO with a value head or a separate critic (ppo.py)
-  natural_gradient  TRPO and NPG: conjugate gradient on the KL's Hessian (trpo.py)
-  preference        DPO on pairs built from verified groups (dpo.py)
+  group             presets of one GRPO step (algos/grpo.py): group-normalised advantages, no critic
+  policy_gradient   REINFORCE with a batch or leave-one-out baseline (algos/reinforce.py)
+  actor_critic      PPO with a value head or a separate critic (algos/ppo.py)
+  natural_gradient  TRPO and NPG: conjugate gradient on the KL's Hessian (algos/trpo.py)
+  preference        DPO on pairs built from verified groups (algos/dpo.py)
 
 Under torchrun: the group family, REINFORCE and DPO with ddp or fsdp2; PPO with ddp and its value
 head (the separate critic and FSDP2's sharded optimizer state are not arranged for its extra
@@ -20,11 +20,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from rlvr.trainer.dpo import dpo_step
-from rlvr.trainer.grpo import grpo_step
-from rlvr.trainer.ppo import ppo_step
-from rlvr.trainer.reinforce import reinforce_step
-from rlvr.trainer.trpo import trpo_step
+from rlvr.trainer.algos.dpo import dpo_step
+from rlvr.trainer.algos.grpo import grpo_step
+from rlvr.trainer.algos.ppo import ppo_step
+from rlvr.trainer.algos.reinforce import reinforce_step
+from rlvr.trainer.algos.trpo import trpo_step
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@
 trainer state (optimizer, scheduler, RNG, step) sits beside the weights. A directory is
 written under a temporary name and renamed when complete, so a run killed while saving
 leaves the previous checkpoint as the latest one. A LoRA policy is saved merged, with its
-adapter under `adapter/` for resuming (trainer/lora.py); under torchrun rank 0 alone writes,
+adapter under `adapter/` for resuming (trainer/models/lora.py); under torchrun rank 0 alone writes,
 the weights and optimizer state it is given being the full ones (trainer/distributed.py).
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from rlvr.trainer.lora import ADAPTER_DIR, is_lora, merged_copy
+from rlvr.trainer.models.lora import ADAPTER_DIR, is_lora, merged_copy
 
 _STEP_DIR = re.compile(r"^step_(\d+)$")
 
@@ -27,7 +27,7 @@ def save_checkpoint(run_dir: Path, step: int, model, tokenizer, optimizer, sched
     final = run_dir / "checkpoints" / f"step_{step}"
     tmp = final.with_name(final.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
-    if is_lora(model):  # the merged model, as any HF model; the adapter beside it for resume (trainer/lora.py)
+    if is_lora(model):  # the merged model, as any HF model; the adapter beside it for resume (trainer/models/lora.py)
         merged_copy(model).save_pretrained(tmp)
         model.save_pretrained(tmp / ADAPTER_DIR)
     else:

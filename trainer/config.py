@@ -84,7 +84,7 @@ class WarmStartConfig:
 
 @dataclass
 class LoraConfig:
-    r: int = 0  # 0: full fine-tuning; > 0: LoRA adapters of this rank, e.g. 16 (trainer/lora.py)
+    r: int = 0  # 0: full fine-tuning; > 0: LoRA adapters of this rank, e.g. 16 (trainer/models/lora.py)
     alpha: float = 32.0  # scale alpha / r on B A
     dropout: float = 0.0
     target_modules: list = field(default_factory=lambda: ["all-linear"])  # peft names; all-linear: all but the head
@@ -100,7 +100,7 @@ class ModelConfig:
     # recompute activations in backward (HF gradient_checkpointing_enable, use_reentrant=False): less memory, more time
     gradient_checkpointing: bool = False
     # none | bf16: the policy's forward passes under torch.autocast(bfloat16), weights and optimizer in float32;
-    # allowed on CPU too (slower there without bf16 units); trainer/model.py
+    # allowed on CPU too (slower there without bf16 units); trainer/models/model.py
     autocast: str = "none"
     # chat: prompts through the tokenizer's chat template (refused when it has none) | plain: each message's text,
     # then a blank line, for a base model without a chat template (the template is saved with each checkpoint)
@@ -180,7 +180,7 @@ class TrainConfig:
     resume: Optional[str] = None  # a run directory; continue from its last checkpoint
     overwrite: bool = False  # true: a new run replaces the run already in output_dir (refused otherwise)
     threads: int = 0  # torch CPU threads; 0 leaves torch's default
-    data: Optional[str] = None  # algo=dpo only: a scored-completions JSONL for offline DPO (trainer/dpo.py)
+    data: Optional[str] = None  # algo=dpo only: a scored-completions JSONL for offline DPO (trainer/algos/dpo.py)
     logger: list = field(default_factory=list)  # besides metrics.jsonl: tensorboard, wandb (trainer/loggers.py)
     wandb: WandbConfig = field(default_factory=WandbConfig)
 

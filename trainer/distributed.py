@@ -39,7 +39,7 @@ parallelism; this file only arranges torch's pieces so that the update equals th
     samples: each prompt carries a seed keyed by its place in the step's whole draw
     (`sampling.sample_and_score`), so its completions do not depend on the world size.
   * Each rank generates with its own engine, hf or vLLM (one colocated vLLM engine per rank; it
-    writes its start-up copy of the model on every rank, see rollout_vllm.py, and is shut down
+    writes its start-up copy of the model on every rank, see rollout/vllm.py, and is shut down
     before the process group goes). Measured with 2 CPU ranks: the engines' logprobs stay within
     1.2e-6 of the trainer's under DDP and FSDP2.
   * Backend: gloo (CPU tensors; the trainer keeps the policy on CPU) and, where CUDA exists,

@@ -28,12 +28,12 @@ from rlvr.errors import ConfigError
 from rlvr.trainer.algorithms import STEPS
 from rlvr.trainer.checkpoint import latest_checkpoint, load_trainer_state, resume_conflicts, save_checkpoint
 from rlvr.trainer.distributed import Parallel, QuietRunFiles, RankModel
-from rlvr.trainer.evaluate import evaluate_greedy
+from rlvr.trainer.evaluation.evaluate import evaluate_greedy
 from rlvr.trainer.loggers import build_loggers
-from rlvr.trainer.ppo import build_value_head
-from rlvr.trainer.lora import engine_for_policy
-from rlvr.trainer.model import build_policy, build_reference, load_tokenizer, resolve_model_path
-from rlvr.trainer.rollout import SamplingParams, build_engine
+from rlvr.trainer.algos.ppo import build_value_head
+from rlvr.trainer.models.lora import engine_for_policy
+from rlvr.trainer.models.model import build_policy, build_reference, load_tokenizer, resolve_model_path
+from rlvr.trainer.rollout.types import SamplingParams, build_engine
 from rlvr.trainer.run_dir import RunFiles, prepare_new_run_dir
 from rlvr.trainer.truncation import resolve_rollout_lengths, truncation_warning
 from rlvr.trainer.validate import validate_train_config, validate_world_size
@@ -98,7 +98,7 @@ def train(cfg, log=print) -> dict:
     with parallel.main_first():  # one rank builds the cached tiny model, the others load it
         base_path = resolve_model_path(cfg, env, log=log)
     tokenizer = load_tokenizer(base_path, chat=True, prompt_format=cfg.model.prompt_format)
-    # ddp | fsdp2 wrap before the optimizer is built; model.lora adds adapters (trainer/lora.py)
+    # ddp | fsdp2 wrap before the optimizer is built; model.lora adds adapters (trainer/models/lora.py)
     model = parallel.wrap(build_policy(cfg.model, base_path, checkpoint, seed=cfg.seed))
     plain = parallel.plain(model)  # the HF module with the full weights (fsdp2: gathered, once for the set-up below)
     # DPO always needs its reference (algo.beta is its temperature there, never 0); the others only for a KL term
@@ -107,7 +107,7 @@ def train(cfg, log=print) -> dict:
     torch.manual_seed(cfg.seed + parallel.rank)  # rank 0 draws as one process would
     if reference is not None and parallel.world_size > 1:
         reference = RankModel(reference)  # a rank left with no rows after filtering still runs its forward
-    # ppo's critic, from the unwrapped policy (under ddp the value head stays outside DDP: ppo.py averages its grads)
+    # ppo's critic, from the unwrapped policy (under ddp the value head stays outside DDP: algos/ppo.py averages its grads)
     value_head = build_value_head(plain, cfg.algo.critic) if cfg.algo.name == "ppo" else None
     params = list(model.parameters()) + (list(value_head.parameters()) if value_head is not None else [])
     optimizer = torch.optim.AdamW(params, lr=cfg.optim.lr, betas=tuple(cfg.optim.betas),

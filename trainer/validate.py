@@ -8,17 +8,17 @@ from pathlib import Path
 from rlvr.trainer.algo_keys import unread_algo_keys
 from rlvr.trainer.config import unknown_keys
 from rlvr.trainer.truncation import TRUNCATED_REWARDS
-from rlvr.trainer.losses import AGGREGATIONS, IMPORTANCE_LEVELS, KL_ESTIMATORS
+from rlvr.trainer.algos.losses import AGGREGATIONS, IMPORTANCE_LEVELS, KL_ESTIMATORS
 from rlvr.errors import ConfigError
 
-from rlvr.trainer.advantages import BASELINES
+from rlvr.trainer.algos.advantages import BASELINES
 from rlvr.trainer.algorithms import ALGORITHMS, GROUP_ALGOS
 from rlvr.trainer.distributed import STRATEGIES as PARALLEL_STRATEGIES
-from rlvr.trainer.ppo import CRITICS
-from rlvr.trainer.dpo import read_scored_completions
-from rlvr.trainer.dpo_loss import LOSS_TYPES
+from rlvr.trainer.algos.ppo import CRITICS
+from rlvr.trainer.algos.dpo import read_scored_completions
+from rlvr.trainer.algos.dpo_loss import LOSS_TYPES
 from rlvr.trainer.loggers import LOGGERS
-from rlvr.trainer.pairs import STRATEGIES
+from rlvr.trainer.algos.pairs import STRATEGIES
 
 OBJECTIVES = ("clip", "penalty")
 ENGINES = ("hf", "vllm", "auto")
@@ -173,7 +173,7 @@ def validate_world_size(cfg, world_size: int) -> None:
 
 
 def _validate_dpo(cfg) -> None:
-    """DPO's keys (trainer/dpo.py); `data` belongs to algo=dpo alone."""
+    """DPO's keys (trainer/algos/dpo.py); `data` belongs to algo=dpo alone."""
     algo = cfg.algo
     if algo.name != "dpo":
         if cfg.data:

@@ -37,11 +37,11 @@ import copy
 
 import torch
 
-from rlvr.trainer.advantages import gae, masked_mean_var, whiten
+from rlvr.trainer.algos.advantages import gae, masked_mean_var, whiten
 from rlvr.trainer.distributed import global_counts, global_sum, loss_scale, reduce_gradients
-from rlvr.trainer.logprobs import token_logprobs
-from rlvr.trainer.losses import adaptive_beta, grpo_loss, ppo_penalty_loss, value_loss
-from rlvr.trainer.sampling import sample_and_score, step_metrics_and_samples, timed
+from rlvr.trainer.models.logprobs import token_logprobs
+from rlvr.trainer.algos.losses import adaptive_beta, grpo_loss, ppo_penalty_loss, value_loss
+from rlvr.trainer.rollout.sampling import sample_and_score, step_metrics_and_samples, timed
 
 
 CRITICS = ("head", "model")

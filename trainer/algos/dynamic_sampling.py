@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import torch
 
-from rlvr.trainer.advantages import zero_variance_groups
+from rlvr.trainer.algos.advantages import zero_variance_groups
 from rlvr.trainer.distributed import gather_from_ranks, rank, world_size
-from rlvr.trainer.sampling import Sampled, concat_sampled, sample_and_score
+from rlvr.trainer.rollout.sampling import Sampled, concat_sampled, sample_and_score
 
 
 def first_survivors(survived: torch.Tensor, target: int) -> torch.Tensor:

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import torch
 
-from rlvr.trainer.advantages import outcome_advantages
+from rlvr.trainer.algos.advantages import outcome_advantages
 from rlvr.trainer.distributed import global_counts, global_sum, loss_scale
-from rlvr.trainer.logprobs import token_logprobs
-from rlvr.trainer.losses import aggregate, kl_penalty, reinforce_loss
-from rlvr.trainer.sampling import sample_and_score, step_metrics_and_samples, timed
+from rlvr.trainer.models.logprobs import token_logprobs
+from rlvr.trainer.algos.losses import aggregate, kl_penalty, reinforce_loss
+from rlvr.trainer.rollout.sampling import sample_and_score, step_metrics_and_samples, timed
 
 
 def reinforce_step(ctx, step: int) -> tuple[dict, list[dict]]:

@@ -23,10 +23,10 @@ import time
 
 import torch
 
-from rlvr.trainer.evaluate import evaluate_greedy
-from rlvr.trainer.logprobs import pack, token_logprobs
-from rlvr.trainer.prompts import render_prompts
-from rlvr.trainer.rollout_hf import HFEngine
+from rlvr.trainer.evaluation.evaluate import evaluate_greedy
+from rlvr.trainer.models.logprobs import pack, token_logprobs
+from rlvr.trainer.rollout.prompts import render_prompts
+from rlvr.trainer.rollout.hf import HFEngine
 
 VALIDATION_SEED = 1_000_003  # a train-split draw distinct from the training stream
 

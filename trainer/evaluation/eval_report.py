@@ -15,7 +15,7 @@ import re
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from rlvr.trainer.passk import bootstrap_ci, maj_at_k, mean_pass_at_k
+from rlvr.trainer.evaluation.passk import bootstrap_ci, maj_at_k, mean_pass_at_k
 
 SCHEMA_VERSION = 1
 _NUM = {"type": "number"}

@@ -151,7 +151,7 @@ def tiny_model_path(env, env_config: dict, arch: dict, warm: dict, seed: int) ->
 
 def build_tiny(env, env_config: dict, arch: dict, warm: dict, seed: int, log=print) -> Path:
     """Return the directory of the tiny model for this env, building and caching it if needed."""
-    from rlvr.trainer.warm_start import warm_start
+    from rlvr.trainer.models.warm_start import warm_start
 
     path = tiny_model_path(env, env_config, arch, warm, seed)
     key = path.name

@@ -1,7 +1,7 @@
 """What every policy-gradient step shares before and after its update: sample G completions per
 prompt, verify them, pack them; then the step's common metrics and logged samples.
 
-The algorithms (`grpo.py`, `reinforce.py`, `ppo.py`, `trpo.py`) differ only in between.
+The algorithms (trainer/algos/: `grpo.py`, `reinforce.py`, `ppo.py`, `trpo.py`) differ only in between.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from dataclasses import dataclass, replace
 import torch
 
 from rlvr.trainer.distributed import rank
-from rlvr.trainer.logprobs import PackedBatch, pack
-from rlvr.trainer.prompts import render_prompts
-from rlvr.trainer.rollout import Rollout
+from rlvr.trainer.models.logprobs import PackedBatch, pack
+from rlvr.trainer.rollout.prompts import render_prompts
+from rlvr.trainer.rollout.types import Rollout
 from rlvr.trainer.seeding import derive_seed
 from rlvr.trainer.truncation import no_credit_when_truncated
 

@@ -30,9 +30,9 @@ import torch
 from omegaconf import OmegaConf
 from tqdm import tqdm
 
-from rlvr.trainer.eval_report import write_reports
-from rlvr.trainer.prompts import render_prompts
-from rlvr.trainer.rollout import SamplingParams
+from rlvr.trainer.evaluation.eval_report import write_reports
+from rlvr.trainer.rollout.prompts import render_prompts
+from rlvr.trainer.rollout.types import SamplingParams
 from rlvr.trainer.truncation import TRUNCATED_REWARDS, no_credit_when_truncated, truncation_warning
 from rlvr.errors import ConfigError
 
@@ -330,8 +330,8 @@ def _load_done(path: Path, n_samples: int) -> set[tuple[str, str, str]]:
 
 def _hf_factory(cfg):
     def factory(model: ModelSpec):
-        from rlvr.trainer.model import load_policy, load_tokenizer
-        from rlvr.trainer.rollout import build_engine
+        from rlvr.trainer.models.model import load_policy, load_tokenizer
+        from rlvr.trainer.rollout.types import build_engine
 
         try:
             tokenizer, policy = load_tokenizer(model.path), load_policy(model.path)

@@ -79,7 +79,7 @@ def engine_for_policy(build_engine, kind: str, model, tokenizer, options):
     """`build_engine(kind, model, tokenizer, options)`, except for an adapter model with an engine that
     loads weights (vLLM, also through `auto`): that one starts from, and is synced with, the merged
     model. Hugging Face generate samples from the adapter model itself."""
-    from rlvr.trainer.rollout import vllm_available
+    from rlvr.trainer.rollout.types import vllm_available
 
     if not is_lora(model) or kind == "hf" or (kind == "auto" and not vllm_available()):
         return build_engine(kind, model, tokenizer, options)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from rlvr.trainer.prompts import render_prompts
-from rlvr.trainer.rollout import SamplingParams
+from rlvr.trainer.rollout.prompts import render_prompts
+from rlvr.trainer.rollout.types import SamplingParams
 from rlvr.trainer.truncation import no_credit_when_truncated
 
 

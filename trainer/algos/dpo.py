@@ -46,11 +46,11 @@ from pathlib import Path
 import torch
 
 from rlvr.trainer.distributed import any_rows, gather_objects, global_counts, loss_scale, rank, world_size
-from rlvr.trainer.dpo_loss import dpo_loss
-from rlvr.trainer.logprobs import PackedBatch, pack, token_logprobs
-from rlvr.trainer.pairs import Pair, Scored, build_pairs
-from rlvr.trainer.prompts import render_messages
-from rlvr.trainer.sampling import sample_and_score, step_metrics_and_samples, timed
+from rlvr.trainer.algos.dpo_loss import dpo_loss
+from rlvr.trainer.models.logprobs import PackedBatch, pack, token_logprobs
+from rlvr.trainer.algos.pairs import Pair, Scored, build_pairs
+from rlvr.trainer.rollout.prompts import render_messages
+from rlvr.trainer.rollout.sampling import sample_and_score, step_metrics_and_samples, timed
 from rlvr.trainer.seeding import derive_seed
 from rlvr.errors import ConfigError
 

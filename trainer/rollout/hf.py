@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from rlvr.trainer.rollout import Rollout, SamplingParams
+from rlvr.trainer.rollout.types import Rollout, SamplingParams
 
 
 class HFEngine:

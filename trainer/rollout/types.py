@@ -52,7 +52,7 @@ def build_engine(kind: str, model, tokenizer, options=None):
     if kind == "auto":
         kind = "vllm" if vllm_available() else "hf"
     if kind == "hf":
-        from rlvr.trainer.rollout_hf import HFEngine
+        from rlvr.trainer.rollout.hf import HFEngine
 
         return HFEngine(model, tokenizer)
     if kind == "vllm":
@@ -61,7 +61,7 @@ def build_engine(kind: str, model, tokenizer, options=None):
                 "rollout=vllm needs vLLM, which is not installed: "
                 f"pip install '{_vllm_extra()}' (or choose rollout=hf)"
             )
-        from rlvr.trainer.rollout_vllm import VLLMEngine
+        from rlvr.trainer.rollout.vllm import VLLMEngine
 
         return VLLMEngine(model, tokenizer, **_vllm_options(options))
     raise ConfigError(f"rollout.engine={kind!r} is not available; choose one of: hf, vllm, auto")

@@ -18,7 +18,7 @@ def resolve_model_path(cfg, env, log=print) -> str:
         return str(cfg.model.name_or_path)
     if cfg.model.name != "tiny":
         raise ConfigError(f"model.name_or_path is required for model={cfg.model.name!r} (a local directory or Hub name)")
-    from rlvr.trainer.tiny_model import build_tiny
+    from rlvr.trainer.models.tiny_model import build_tiny
 
     env_config = OmegaConf.to_container(cfg.env, resolve=True)
     arch = OmegaConf.to_container(cfg.model.arch, resolve=True)
@@ -68,7 +68,7 @@ def build_policy(model_cfg, base_path: str, checkpoint=None, seed: int = 0):
         autocast_forward(model)
     if not lora:
         return model
-    from rlvr.trainer.lora import ADAPTER_DIR, add_adapters, load_adapters
+    from rlvr.trainer.models.lora import ADAPTER_DIR, add_adapters, load_adapters
 
     if checkpoint:
         return load_adapters(model, checkpoint / ADAPTER_DIR)
@@ -84,7 +84,7 @@ def _checkpoint_activations(model) -> None:
 
 def build_reference(policy, base_path: str):
     """The frozen reference: with LoRA the policy with adapters disabled (no copy), else a copy of the base model."""
-    from rlvr.trainer.lora import AdaptersOff, is_lora
+    from rlvr.trainer.models.lora import AdaptersOff, is_lora
 
     if is_lora(policy):
         return AdaptersOff(policy)

@@ -29,7 +29,7 @@ import time
 
 import torch
 
-from rlvr.trainer.rollout import Rollout, SamplingParams
+from rlvr.trainer.rollout.types import Rollout, SamplingParams
 
 os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
 # The trainer owns the CPU threads (torch.set_num_threads); vLLM's CPU backend would otherwise pin its own.

@@ -33,10 +33,10 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
-from rlvr.trainer.advantages import outcome_advantages
-from rlvr.trainer.logprobs import PackedBatch
-from rlvr.trainer.losses import aggregate, conjugate_gradient
-from rlvr.trainer.sampling import sample_and_score, step_metrics_and_samples, timed
+from rlvr.trainer.algos.advantages import outcome_advantages
+from rlvr.trainer.models.logprobs import PackedBatch
+from rlvr.trainer.algos.losses import aggregate, conjugate_gradient
+from rlvr.trainer.rollout.sampling import sample_and_score, step_metrics_and_samples, timed
 
 
 def trpo_step(ctx, step: int) -> tuple[dict, list[dict]]:

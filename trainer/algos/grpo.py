@@ -32,13 +32,13 @@ from collections import Counter
 
 import torch
 
-from rlvr.trainer.advantages import group_advantages, zero_variance_groups
+from rlvr.trainer.algos.advantages import group_advantages, zero_variance_groups
 from rlvr.trainer.distributed import any_rows, global_counts, loss_scale
-from rlvr.trainer.logprobs import PackedBatch, token_logprobs
-from rlvr.trainer.losses import grpo_loss, truncated_importance_weights
-from rlvr.trainer.reward_shaping import overlong_penalty
-from rlvr.trainer.dynamic_sampling import sample_until_full
-from rlvr.trainer.sampling import sample_and_score, step_metrics_and_samples, timed
+from rlvr.trainer.models.logprobs import PackedBatch, token_logprobs
+from rlvr.trainer.algos.losses import grpo_loss, truncated_importance_weights
+from rlvr.trainer.algos.reward_shaping import overlong_penalty
+from rlvr.trainer.algos.dynamic_sampling import sample_until_full
+from rlvr.trainer.rollout.sampling import sample_and_score, step_metrics_and_samples, timed
 
 
 def grpo_step(ctx, step: int) -> tuple[dict, list[dict]]:

@@ -1,0 +1,1 @@
+"""Evaluation: `rlvr eval` (runs, reports, pass@k) and the greedy held-out eval the trainer shares."""

@@ -1,0 +1,1 @@
+"""Models: loading, the tiny model, its warm start, LoRA, logprobs."""
