@@ -84,3 +84,15 @@ def test_a_run_whose_completions_are_mostly_cut_warns_loudly(tiny_lm, tmp_path, 
     assert "WARNING: 100% of step 1's completions hit rollout.max_new_tokens=4" in err, err
     assert "step 2's" not in err, "warned once, then at most once per train.eval_every steps"
     assert "WARNING: 100% of the held-out eval's completions" in captured.out  # the run's log
+
+
+def test_context_warning_names_the_context_and_the_fix():
+    from rlvr.trainer.truncation import context_warning
+
+    assert context_warning([30, 40], 16, 256) is None  # arithmetic on the tiny model: everything fits
+    assert context_warning([30, 40], 16, None) is None  # a config without max_position_embeddings
+    line = context_warning([60, 100, 200], 512, 256)
+    assert line.startswith("WARNING: ") and "256 positions" in line and "leaves 56 of rollout.max_new_tokens=512" in line
+    assert "100% of these prompts" in line and "model.arch.max_positions" in line
+    assert "no room" in context_warning([300], 16, 256)
+    assert "50% of these prompts" in context_warning([10, 250], 16, 256)

@@ -57,3 +57,20 @@ def truncation_warning(truncated_frac: float, max_new_tokens: int, where: str) -
     return (f"WARNING: {truncated_frac:.0%} of {where} completions hit rollout.max_new_tokens={max_new_tokens} "
             f"without finishing; raise rollout.max_new_tokens (truncated completions earn what "
             f"rollout.truncated_reward says)")
+
+
+def context_warning(prompt_lengths: list[int], max_new_tokens: int, context: int | None) -> str | None:
+    """A line at start when the model's context (`max_position_embeddings`) cannot hold the longest prompt plus
+    `max_new_tokens`: generation stops at the context (trainer/rollout/hf.py, vLLM's max_model_len), so those
+    completions end truncated however short the task's answers are. None when everything fits."""
+    if not context or not prompt_lengths or max(prompt_lengths) + max_new_tokens <= context:
+        return None
+    longest = max(prompt_lengths)
+    over = sum(n + max_new_tokens > context for n in prompt_lengths) / len(prompt_lengths)
+    room = (f"prompts of up to {longest} tokens leave no room in it" if longest >= context else
+            f"it leaves {context - longest} of rollout.max_new_tokens={max_new_tokens} after the longest prompt "
+            f"({longest} tokens)")
+    return (f"WARNING: the model's context is {context} positions and {room} ({over:.0%} of these prompts cannot "
+            f"get {max_new_tokens} new tokens); completions stop at the context and count as truncated. The tiny "
+            f"model: raise model.arch.max_positions; another model: one with a longer context, or a smaller "
+            f"rollout.max_new_tokens")

@@ -144,8 +144,11 @@ def tokenizer_corpus(env, num_rows: int, seed: int) -> list[str]:
 
 def tiny_model_path(env, env_config: dict, arch: dict, warm: dict, seed: int) -> Path:
     """Where the tiny model of this config, code and libraries is cached (built or not)."""
-    key = cache_key({"env": env_config, "arch": arch, "warm_start": warm, "seed": seed,
-                     "build": build_fingerprint(env)})
+    return _cache_path(env_config, arch, warm, seed, build_fingerprint(env))
+
+
+def _cache_path(env_config: dict, arch: dict, warm: dict, seed: int, fingerprint: dict) -> Path:
+    key = cache_key({"env": env_config, "arch": arch, "warm_start": warm, "seed": seed, "build": fingerprint})
     return cache_root() / "tiny" / key
 
 
@@ -153,7 +156,8 @@ def build_tiny(env, env_config: dict, arch: dict, warm: dict, seed: int, log=pri
     """Return the directory of the tiny model for this env, building and caching it if needed."""
     from rlvr.trainer.models.warm_start import warm_start
 
-    path = tiny_model_path(env, env_config, arch, warm, seed)
+    fingerprint = build_fingerprint(env)  # read once: sources edited during a long build do not change its key
+    path = _cache_path(env_config, arch, warm, seed, fingerprint)
     key = path.name
     if (path / "warm_start.json").exists():
         log(f"tiny model: cached at {path}")
@@ -169,7 +173,7 @@ def build_tiny(env, env_config: dict, arch: dict, warm: dict, seed: int, log=pri
     model.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
     (tmp / "warm_start.json").write_text(json.dumps(report, indent=2))
-    (tmp / "build.json").write_text(json.dumps(build_fingerprint(env), indent=2))  # what the key hashed
+    (tmp / "build.json").write_text(json.dumps(fingerprint, indent=2))  # what the key hashed
     shutil.rmtree(path, ignore_errors=True)
     tmp.rename(path)  # atomic: a killed build never leaves a half-written cache entry
     return path
