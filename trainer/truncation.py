@@ -55,8 +55,9 @@ def truncation_warning(truncated_frac: float, max_new_tokens: int, where: str) -
     if truncated_frac <= MOSTLY_TRUNCATED:
         return None
     return (f"WARNING: {truncated_frac:.0%} of {where} completions hit rollout.max_new_tokens={max_new_tokens} "
-            f"without finishing; raise rollout.max_new_tokens (truncated completions earn what "
-            f"rollout.truncated_reward says)")
+            f"without finishing: raise rollout.max_new_tokens if the answers need more, or the model has not "
+            f"learned to stop (one that has not learned the task's format runs on to the limit, as the tiny model "
+            f"does on code); truncated completions earn what rollout.truncated_reward says")
 
 
 def context_warning(prompt_lengths: list[int], max_new_tokens: int, context: int | None) -> str | None:
