@@ -1,0 +1,1 @@
+"""Algorithms: one step per file, the pure losses and advantages, and the shared update."""
