@@ -52,7 +52,7 @@ def test_one_step_runs_and_changes_the_parameters(tiny_lm_sft, compose_train, ov
     if cfg.algo.name == "ppo":
         head = ctx.value_head.head if cfg.algo.critic == "model" else ctx.value_head
         assert head.weight.abs().sum() > 0, "the value head must train"
-    if cfg.algo.objective == "penalty" and cfg.algo.name == "ppo":
+    if cfg.algo.name == "ppo" and cfg.algo.objective == "penalty":
         assert ctx.state["penalty_beta"] in (0.5, 1.0, 2.0) and metrics["penalty_beta"] == ctx.state["penalty_beta"]
     if cfg.algo.name in ("trpo", "npg"):
         assert metrics["kl"] > 0

@@ -6,6 +6,7 @@ from importlib.resources import files
 import pytest
 from hydra.core.config_store import ConfigStore
 from hydra.errors import ConfigCompositionException
+from omegaconf import OmegaConf
 from omegaconf.errors import ConfigKeyError
 
 from rlvr.envs.base import Env
@@ -107,10 +108,9 @@ def test_env_yaml_defaults_build_the_same_env_as_the_factory_defaults(compose_tr
 @pytest.mark.parametrize("overrides,named", [
     (["+train.stepz=3"], "did you mean train.steps?"),  # the fix Hydra's own message suggests for train.stepz
     (["+wandb.projekt=x"], "wandb.projekt"),
-    (["algo=grpo", "algo.loss_type=ipo"], "algo.loss_type='ipo' is read by algo=dpo, not by algo=grpo"),
-    (["algo=dpo", "algo.clip_eps_high=0.5"], "not by algo=dpo"),
-    (["algo=trpo", "algo.beta=0.04"], "algo.beta=0.04 is read by"),  # trpo has no KL term
-    (["algo=npg", "algo.line_search_steps=3"], "not by algo=npg"),
+    (["algo=npg", "algo.line_search_steps=3"], "algo.line_search_steps=3 is read by algo=trpo, not by algo=npg"),
+    (["algo=reinforce", "algo.mu=4"], "algo.mu=4 is read by algo=grpo|dr_grpo|dapo|gspo, not by algo=reinforce"),
+    (["algo=grpo", "algo.baseline=mean"], "algo.baseline='mean' is read by algo=reinforce, not by algo=grpo"),
     (["model.name_or_path=./no/such/model"], "no such directory"),
 ])
 def test_a_key_nothing_reads_is_refused(compose_train, overrides, named):
@@ -122,3 +122,49 @@ def test_a_key_nothing_reads_is_refused(compose_train, overrides, named):
 @pytest.mark.parametrize("algo", sorted({o for g, o in OPTIONS if g == "algo"}))
 def test_every_preset_sets_only_keys_its_algorithm_reads(compose_train, algo):
     validate_train_config(compose_train([f"algo={algo}"]))
+
+
+@pytest.mark.parametrize("overrides,named", [
+    (["algo=ppo", "algo.loss_type=ipo"], "algo.loss_type is not a key of algo=ppo (family ppo, trainer/config.py "
+                                         "PPOConfig); it is read by algo=dpo"),
+    (["algo=grpo", "algo.loss_type=ipo"], "algo.loss_type is not a key of algo=grpo (family policy_gradient"),
+    (["algo.loss_type=ipo"], "not a key of algo=grpo"),  # the default algorithm's family
+    (["algo=dpo", "algo.clip_eps_high=0.5"], "it is read by algo=grpo|dr_grpo|dapo|gspo|reinforce and algo=ppo"),
+    (["algo=ppo", "algo.overlong_buffer=2"], "algo.overlong_buffer is not a key of algo=ppo"),  # GRPO's shaping
+    (["algo=trpo", "+algo.beta=0.04"], "algo.beta is not a key of algo=trpo (family natural_gradient"),  # no KL term
+    (["algo=ppo", "algo.name=dpo"], "algo.name=dpo is not of algo=ppo's family (ppo): choose it with algo=dpo"),
+])
+def test_another_familys_key_fails_composition_in_one_line(compose_train, overrides, named):
+    """Each family's schema lacks the other families' keys: Hydra refuses them, and `rlvr train` says so in
+    one line, naming the key and the family, before Hydra's message of several."""
+    from rlvr.cli import main
+    from rlvr.trainer.algo_keys import refuse_foreign_overrides
+
+    with pytest.raises(ConfigError) as info:
+        refuse_foreign_overrides(overrides)
+    assert named in str(info.value) and "\n" not in str(info.value)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", *overrides])
+    assert str(exit_info.value) == f"rlvr train: {info.value}"
+    if "algo.name=dpo" in overrides:  # a name of another family composes; validation refuses it (below)
+        return
+    if any(o.startswith("+") for o in overrides):  # Hydra adds the key; validation refuses what nothing reads
+        with pytest.raises(ConfigError, match="is not a key of rlvr train's config"):
+            validate_train_config(compose_train(overrides))
+    else:
+        with pytest.raises(ConfigCompositionException):
+            compose_train(overrides)
+
+
+def test_each_familys_beta_means_its_own_thing(compose_train):
+    from rlvr.trainer.algo_keys import FAMILY
+    from rlvr.trainer.algorithms import ALGORITHMS
+
+    assert set(FAMILY) == set(ALGORITHMS), "every algorithm has a config family"
+    kinds = {name: OmegaConf.get_type(compose_train([f"algo={name}"]).algo).__name__ for name in ALGORITHMS}
+    assert kinds["grpo"] == kinds["reinforce"] == "PolicyGradientConfig" and kinds["ppo"] == "PPOConfig"
+    assert kinds["trpo"] == kinds["npg"] == "NaturalGradientConfig" and kinds["dpo"] == "DPOConfig"
+    assert "beta" not in compose_train(["algo=trpo"]).algo  # no KL term
+    assert compose_train(["algo=dpo"]).algo.beta == 0.1  # DPO's temperature
+    with pytest.raises(ConfigError, match="algo.name=dpo takes the DPOConfig schema"):
+        validate_train_config(compose_train(["algo=ppo", "algo.name=dpo"]))

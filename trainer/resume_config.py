@@ -32,7 +32,8 @@ def resumed_config(composed: DictConfig, overrides: list[str]) -> DictConfig:
         raise ConfigError(f"resume={composed.resume}: no config.yaml there, so it is not a run directory of "
                           f"`rlvr train` (or it was removed); give the directory a run was trained into")
     try:
-        cfg = OmegaConf.merge(OmegaConf.structured(TrainConfig), OmegaConf.load(saved_path))
+        saved = OmegaConf.load(saved_path)
+        cfg = OmegaConf.merge(_schema_for(saved), saved)
     except OmegaConfBaseException as error:
         raise ConfigError(f"resume={composed.resume}: {saved_path} does not fit this rlvr's config "
                           f"({type(error).__name__}: {error}); start a new run") from None
@@ -53,3 +54,20 @@ def resumed_config(composed: DictConfig, overrides: list[str]) -> DictConfig:
     cfg.resume = composed.resume
     cfg.output_dir = composed.resume
     return cfg
+
+
+def _schema_for(saved: DictConfig) -> DictConfig:
+    """TrainConfig with the saved algorithm's family schema as `algo` (trainer/algo_keys.py). A run saved
+    before the schemas were split holds every family's keys; those of other families, which its algorithm
+    never read (validation refused them away from their defaults), are dropped from `saved`."""
+    from rlvr.trainer.algo_keys import schema_of
+
+    schema = OmegaConf.structured(TrainConfig)
+    name = OmegaConf.select(saved, "algo.name")
+    if name is None:
+        return schema
+    family = schema_of(str(name))
+    schema.algo = OmegaConf.structured(family)
+    for key in [k for k in saved.algo if k not in schema.algo]:
+        del saved.algo[key]
+    return schema

@@ -76,7 +76,7 @@ def train(cfg, log=print) -> dict:
         prepare_new_run_dir(run_dir, overwrite=False)  # an earlier run's directory is refused before any work
     env = build_env(cfg.env)
     resolve_rollout_lengths(cfg.rollout, env)  # null: the environment's length and truncation rule
-    if cfg.algo.overlong_buffer >= cfg.rollout.max_new_tokens:
+    if cfg.algo.get("overlong_buffer", 0) >= cfg.rollout.max_new_tokens:  # a key of the policy-gradient family
         raise ConfigError(f"algo.overlong_buffer={cfg.algo.overlong_buffer} must be < rollout.max_new_tokens="
                           f"{cfg.rollout.max_new_tokens} ({env.name}'s default unless set)")
     try:  # before any model is built, so a too-large eval set is refused at once
@@ -102,7 +102,8 @@ def train(cfg, log=print) -> dict:
     model = parallel.wrap(build_policy(cfg.model, base_path, checkpoint, seed=cfg.seed))
     plain = parallel.plain(model)  # the HF module with the full weights (fsdp2: gathered, once for the set-up below)
     # DPO always needs its reference (algo.beta is its temperature there, never 0); the others only for a KL term
-    reference = build_reference(plain, base_path) if cfg.algo.beta or cfg.algo.name == "dpo" else None
+    # (trpo/npg have no algo.beta: trainer/algo_keys.py)
+    reference = build_reference(plain, base_path) if cfg.algo.get("beta") or cfg.algo.name == "dpo" else None
     random.seed(cfg.seed)  # after the model build, which draws from the RNG only when not cached
     torch.manual_seed(cfg.seed + parallel.rank)  # rank 0 draws as one process would
     if reference is not None and parallel.world_size > 1:
