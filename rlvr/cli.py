@@ -77,14 +77,15 @@ def _train(overrides: list[str]) -> int:
 
     from rlvr.envs.registry import env_registry
     from rlvr.trainer.algo_keys import refuse_foreign_overrides
-    from rlvr.trainer.config import register_schemas
+    from rlvr.trainer.config import refuse_renamed_keys, register_schemas
     from rlvr.errors import ConfigError, UnknownNameError
 
     register_schemas()
     _offer_plugin_envs(ConfigStore.instance(), env_registry)
     overrides = _train_run_dir(overrides)
     overrides, resumed_algo = _resumed_algo(overrides)
-    try:  # another family's algo.KEY: one line here, before Hydra's several (trainer/algo_keys.py)
+    try:  # an old key name, another family's algo.KEY: one line here, before Hydra's several
+        refuse_renamed_keys(overrides)
         refuse_foreign_overrides(overrides)
     except ConfigError as error:
         raise SystemExit(f"rlvr train: {error}") from None

@@ -168,3 +168,48 @@ def test_each_familys_beta_means_its_own_thing(compose_train):
     assert compose_train(["algo=dpo"]).algo.beta == 0.1  # DPO's temperature
     with pytest.raises(ConfigError, match="algo.name=dpo takes the DPOConfig schema"):
         validate_train_config(compose_train(["algo=ppo", "algo.name=dpo"]))
+
+
+def test_the_old_name_of_a_renamed_key_is_refused_naming_the_new_one():
+    from rlvr.cli import main
+
+    with pytest.raises(SystemExit) as info:
+        main(["train", "train.samples_per_step=3"])
+    assert str(info.value) == ("rlvr train: train.samples_per_step is now train.logged_prompts_per_step (the same "
+                               "setting, named for what it counts): pass train.logged_prompts_per_step=3")
+
+
+def test_resume_reads_a_run_saved_with_the_one_algo_union(compose_train, tmp_path):
+    """A config.yaml written before the per-family schemas holds every family's algo keys and the old
+    train.samples_per_step: it resumes with its algorithm's family and the key under its new name."""
+    from rlvr.trainer.resume_config import resumed_config
+
+    saved = OmegaConf.to_container(compose_train(["algo=dapo"]), resolve=False)
+    saved["algo"].update(loss_type="sigmoid", critic="head", max_kl=0.01, pairs_per_step=64)  # others' defaults
+    saved["train"]["samples_per_step"] = 3
+    del saved["train"]["logged_prompts_per_step"]
+    OmegaConf.save(OmegaConf.create(saved), tmp_path / "config.yaml")
+    cfg = resumed_config(compose_train([f"resume={tmp_path}", "algo.overlong_buffer=4"]),
+                         [f"resume={tmp_path}", "algo.overlong_buffer=4"])
+    assert OmegaConf.get_type(cfg.algo).__name__ == "PolicyGradientConfig" and cfg.algo.name == "dapo"
+    assert "loss_type" not in cfg.algo and cfg.algo.overlong_buffer == 4
+    assert cfg.train.logged_prompts_per_step == 3 and "samples_per_step" not in cfg.train
+    validate_train_config(cfg)
+
+
+def test_resume_composes_the_saved_runs_family(compose_train, tmp_path):
+    """`rlvr train resume=DIR algo.vf_coef=0.2` on a PPO run: Hydra composes algo=ppo's schema (the default
+    algorithm's would refuse vf_coef), and the resumed config keeps the run's values with the override on top."""
+    from rlvr.cli import _resumed_algo
+    from rlvr.trainer.algo_keys import refuse_foreign_overrides
+    from rlvr.trainer.resume_config import resumed_config
+
+    saved = OmegaConf.to_container(compose_train(["algo=ppo", "algo.mu=2"]), resolve=False)
+    OmegaConf.save(OmegaConf.create(saved), tmp_path / "config.yaml")
+    given = [f"resume={tmp_path}", "algo.vf_coef=0.2"]
+    overrides, added = _resumed_algo(given)
+    assert added == "algo=ppo" and overrides == [*given, added]
+    refuse_foreign_overrides(overrides)
+    cfg = resumed_config(compose_train(overrides), given)
+    assert (cfg.algo.name, cfg.algo.mu, cfg.algo.vf_coef) == ("ppo", 2, 0.2)  # mu: the run's, not the preset's 4
+    assert _resumed_algo([*given, "algo=grpo"]) == ([*given, "algo=grpo"], None)  # an explicit choice stands

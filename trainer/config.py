@@ -178,7 +178,9 @@ class RolloutConfig:
 
 
 @dataclass
-class TrainSection:
+class TrainLoopConfig:
+    """`train.*`: the loop's length, each step's sizes, and how often it saves, evaluates and logs samples."""
+
     steps: int = 200
     prompts_per_step: int = 8
     completions_per_prompt: int = 8
@@ -186,7 +188,8 @@ class TrainSection:
     save_every: int = 100
     eval_every: int = 50
     eval_prompts: int = 200
-    samples_per_step: int = 2  # prompts whose completions go to samples.jsonl
+    # prompts whose completions go to samples.jsonl each step (offline DPO: pairs); was train.samples_per_step
+    logged_prompts_per_step: int = 2
 
 
 @dataclass
@@ -207,20 +210,24 @@ class WandbConfig:
 
 
 @dataclass
-class TrainerConfig:
+class StrategyConfig:
+    """`trainer.*`: how the run is spread over processes."""
+
     # none: one process. ddp | fsdp2: under torchrun, data parallel over ranks (trainer/distributed.py)
     strategy: str = "none"
 
 
 @dataclass
-class TrainConfig:
+class RunConfig:
+    """The whole config of one `rlvr train` run (conf/train.yaml with its groups merged on)."""
+
     algo: AlgoSchema = field(default_factory=AlgoSchema)  # conf/algo/NAME.yaml merges its family's subclass on
     env: Any = field(default_factory=lambda: {"name": "arithmetic"})
     model: ModelConfig = field(default_factory=ModelConfig)
     rollout: RolloutConfig = field(default_factory=RolloutConfig)
-    train: TrainSection = field(default_factory=TrainSection)
+    train: TrainLoopConfig = field(default_factory=TrainLoopConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
-    trainer: TrainerConfig = field(default_factory=TrainerConfig)
+    trainer: StrategyConfig = field(default_factory=StrategyConfig)
     seed: int = 0
     output_dir: str = "outputs/${now:%Y-%m-%d}/${now:%H-%M-%S}"
     resume: Optional[str] = None  # a run directory; continue from its last checkpoint
@@ -231,8 +238,22 @@ class TrainConfig:
     wandb: WandbConfig = field(default_factory=WandbConfig)
 
 
+RENAMED_KEYS = {"train.samples_per_step": "train.logged_prompts_per_step"}  # old name -> new (it counts prompts)
+
+
+def refuse_renamed_keys(overrides: list[str]) -> None:
+    """A key given by its old name (RENAMED_KEYS) is refused in one line that names the new one."""
+    from rlvr.errors import ConfigError
+
+    for override in overrides:
+        key = override.split("=", 1)[0].lstrip("+~")
+        if key in RENAMED_KEYS:
+            raise ConfigError(f"{key} is now {RENAMED_KEYS[key]} (the same setting, named for what it counts): "
+                              f"pass {RENAMED_KEYS[key]}={override.split('=', 1)[1] if '=' in override else '...'}")
+
+
 def unknown_keys(cfg, schema=None, prefix: str = "") -> list[tuple[str, list[str]]]:
-    """(dotted key, its siblings in the schema) for each key of `cfg` that `TrainConfig` lacks.
+    """(dotted key, its siblings in the schema) for each key of `cfg` that `RunConfig` lacks.
 
     Hydra refuses `train.stepz=3`, but `+train.stepz=3` (the fix its message suggests) adds the key,
     and nothing would read it. `env` is open (each environment checks its own parameters) and is skipped.
@@ -241,7 +262,7 @@ def unknown_keys(cfg, schema=None, prefix: str = "") -> list[tuple[str, list[str
 
     from omegaconf import DictConfig, OmegaConf
 
-    schema = OmegaConf.structured(TrainConfig) if schema is None else schema
+    schema = OmegaConf.structured(RunConfig) if schema is None else schema
     found = []
     for key in cfg:
         path = f"{prefix}{key}"
@@ -277,6 +298,6 @@ def register_resolvers() -> None:
 def register_schemas() -> None:
     register_resolvers()
     store = ConfigStore.instance()
-    store.store(name="train_schema", node=TrainConfig)
+    store.store(name="train_schema", node=RunConfig)
     for family, schema in ALGO_SCHEMAS.items():  # conf/algo/NAME.yaml: `defaults: [/algo_schema/FAMILY@_here_]`
         store.store(group="algo_schema", name=family, node=schema)

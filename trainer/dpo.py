@@ -136,7 +136,7 @@ def _offline_step(ctx, step: int) -> tuple[dict, list[dict]]:
                 "chosen": {"text": data.groups[p.group][p.chosen].text, "reward": data.groups[p.group][p.chosen].reward},
                 "rejected": {"text": data.groups[p.group][p.rejected].text,
                              "reward": data.groups[p.group][p.rejected].reward}}
-               for p in pairs[: cfg.train.samples_per_step]]
+               for p in pairs[: cfg.train.logged_prompts_per_step]]
     return metrics, samples
 
 

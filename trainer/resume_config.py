@@ -15,7 +15,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from rlvr.trainer.config import TrainConfig
+from rlvr.trainer.config import RENAMED_KEYS, RunConfig
 from rlvr.errors import ConfigError
 
 GROUPS = ("algo", "env", "model", "rollout")
@@ -57,12 +57,19 @@ def resumed_config(composed: DictConfig, overrides: list[str]) -> DictConfig:
 
 
 def _schema_for(saved: DictConfig) -> DictConfig:
-    """TrainConfig with the saved algorithm's family schema as `algo` (trainer/algo_keys.py). A run saved
+    """RunConfig with the saved algorithm's family schema as `algo` (trainer/algo_keys.py). A run saved
     before the schemas were split holds every family's keys; those of other families, which its algorithm
-    never read (validation refused them away from their defaults), are dropped from `saved`."""
+    never read (validation refused them away from their defaults), are dropped from `saved`, and a key
+    saved under its old name (config.RENAMED_KEYS) moves to its new one."""
     from rlvr.trainer.algo_keys import schema_of
 
-    schema = OmegaConf.structured(TrainConfig)
+    for old, new in RENAMED_KEYS.items():  # a run saved before the rename: its value under the new name
+        value = OmegaConf.select(saved, old, default=None)
+        if value is not None:
+            section, old_key = old.rsplit(".", 1)
+            del saved[section][old_key]
+            OmegaConf.update(saved, new, value)
+    schema = OmegaConf.structured(RunConfig)
     name = OmegaConf.select(saved, "algo.name")
     if name is None:
         return schema
