@@ -129,7 +129,7 @@ def test_two_ddp_ranks_train_ppo_dpo_and_batch_baselines_to_the_single_process_w
     _assert_same_training(single_run, tmp_path / "ddp", tiny_lm_sft.path, "ddp")
     if algo is not PPO:
         return
-    one, two = (torch.load(run / "checkpoints" / f"step_{STEPS}" / "trainer_state.pt")["value_head"]
+    one, two = (torch.load(run / "checkpoints" / f"step_{STEPS}" / "trainer_state.pt")["critic"]
                 for run in (single_run, tmp_path / "ddp"))
     assert one["weight"].abs().sum() > 0, "the value head must have trained"
     for name in one:

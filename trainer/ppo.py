@@ -3,7 +3,7 @@
     sample -> verify -> token rewards (+ per-token KL to the reference) -> values -> GAE
     -> mu epochs of [clipped (or KL-penalised) surrogate + clipped value loss] -> log
 
-The critic (`ctx.value_head`) is chosen by `algo.critic`:
+The critic (`ctx.critic`) is chosen by `algo.critic`:
   * `head` (default): a value head, `nn.Linear(hidden_size, 1)`, on the policy's last hidden state. Cheap
     (no second forward), but the value loss (weight `algo.vf_coef`) also moves the policy's trunk.
   * `model`: a separate critic, `CriticModel`: a copy of the base model's trunk (without its LM head) with
@@ -12,7 +12,7 @@ The critic (`ctx.value_head`) is chosen by `algo.critic`:
     With `model.lora` the copy keeps the base weights frozen and trains LoRA adapters of its own.
 Either way the critic's parameters sit in the same AdamW as the policy's, with the same `optim.lr`
 (TRL's PPOTrainer also gives policy and value model one optimizer), and its whole state dict is saved
-as "value_head" in trainer_state.pt, so `resume=` restores it. Rewards are token
+as "critic" in trainer_state.pt, so `resume=` restores it. Rewards are token
 level: the verifier's reward sits on the last completion token and, when `algo.beta > 0`, every
 token pays beta * (log pi_old - log pi_ref), the per-token KL penalty of InstructGPT (Ouyang et al.
 2022). `algo.objective=penalty` swaps the clip for PPO-penalty (the paper's eq. 8) with the adaptive
@@ -73,28 +73,28 @@ class CriticModel(torch.nn.Module):
         return self.head(hidden[:, :-1].float()).squeeze(-1)  # [N, L-1]
 
 
-def build_value_head(model, critic: str = "head") -> torch.nn.Module:
+def build_critic(model, kind: str = "head") -> torch.nn.Module:
     """PPO's critic for `algo.critic`: "head" -> a Linear on the policy's hidden states; "model" -> CriticModel.
     Built from the policy as loaded, i.e. the base model, so the "model" critic starts from the base weights;
     on `resume=` the checkpoint's critic state then replaces them."""
-    if critic == "head":
+    if kind == "head":
         return _zero_linear(model.config.hidden_size)
-    if critic == "model":
+    if kind == "model":
         return CriticModel(model)
-    raise ValueError(f"unknown critic {critic!r}; expected one of {CRITICS}")
+    raise ValueError(f"unknown critic {kind!r}; expected one of {CRITICS}")
 
 
-def logprobs_and_values(model, value_head, batch, temperature: float):
+def logprobs_and_values(model, critic, batch, temperature: float):
     """(logprobs [N, L-1], values [N, L-1], entropy [N, L-1]); column t's value is the state after
     token t, i.e. before the token whose logprob sits in column t."""
-    separate = isinstance(value_head, CriticModel)
+    separate = isinstance(critic, CriticModel)
     out = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, output_hidden_states=not separate)
     logprobs, entropy = logprobs_from_logits(out.logits[:, :-1], batch.input_ids[:, 1:], temperature,
                                              with_entropy=True)  # [N, L-1], [N, L-1]
     if separate:
-        values = value_head(batch)  # [N, L-1]
+        values = critic(batch)  # [N, L-1]
     else:
-        values = value_head(out.hidden_states[-1][:, :-1].float()).squeeze(-1)  # [N, L-1]
+        values = critic(out.hidden_states[-1][:, :-1].float()).squeeze(-1)  # [N, L-1]
     return logprobs, values, entropy
 
 
@@ -119,7 +119,7 @@ def ppo_step(ctx, step: int) -> tuple[dict, list[dict]]:
     chunks = [slice(s, s + micro_batch_size) for s in range(0, len(batch), micro_batch_size)]
 
     with timed(timings, "logprobs"), torch.no_grad():
-        old = [logprobs_and_values(ctx.model, ctx.value_head, batch.select(c), temperature) for c in chunks]
+        old = [logprobs_and_values(ctx.model, ctx.critic, batch.select(c), temperature) for c in chunks]
         old_logprobs = torch.cat([o[0] for o in old])  # [N, L-1]
         old_values = torch.cat([o[1] for o in old]) * mask  # [N, L-1]
         ref_logprobs = (torch.cat([token_logprobs(ctx.reference, batch.select(c), temperature)[0] for c in chunks])
@@ -135,7 +135,7 @@ def ppo_step(ctx, step: int) -> tuple[dict, list[dict]]:
 
     def micro_loss(rows: slice) -> MicroLoss:
         micro = batch.select(rows)
-        logprobs, values, entropy = logprobs_and_values(ctx.model, ctx.value_head, micro, temperature)
+        logprobs, values, entropy = logprobs_and_values(ctx.model, ctx.critic, micro, temperature)
         if algo.objective == "penalty":
             pg_loss, parts = ppo_penalty_loss(logprobs, old_logprobs[rows], advantages[rows], micro.completion_mask,
                                               penalty_beta, aggregation=algo.aggregation, **sizes)
@@ -153,7 +153,7 @@ def ppo_step(ctx, step: int) -> tuple[dict, list[dict]]:
     with timed(timings, "update"):
         for _ in range(algo.mu):
             totals = accumulate_and_step(micro_loss, counts, ctx.optimizer, ctx.model, cfg.optim.max_grad_norm,
-                                         critic=ctx.value_head)
+                                         critic=ctx.critic)
         if algo.objective == "penalty":  # the adaptive rule measures KL(pi_old || pi_new) after the update
             with torch.no_grad():
                 new_logprobs = torch.cat([token_logprobs(ctx.model, batch.select(c), temperature)[0] for c in chunks])

@@ -30,7 +30,7 @@ from rlvr.trainer.checkpoint import latest_checkpoint, load_trainer_state, resum
 from rlvr.trainer.distributed import Parallel, QuietRunFiles, RankModel
 from rlvr.trainer.evaluate import evaluate_greedy
 from rlvr.trainer.loggers import build_loggers
-from rlvr.trainer.ppo import build_value_head
+from rlvr.trainer.ppo import build_critic
 from rlvr.trainer.lora import engine_for_policy
 from rlvr.trainer.model import build_policy, build_reference, load_tokenizer, resolve_model_path
 from rlvr.trainer.rollout import SamplingParams, build_engine
@@ -50,7 +50,7 @@ class RunContext:
     sampling: SamplingParams
     optimizer: torch.optim.Optimizer
     scheduler: torch.optim.lr_scheduler.LambdaLR
-    value_head: torch.nn.Module | None = None  # ppo's critic
+    critic: torch.nn.Module | None = None  # ppo's: a value head, or a whole critic model (algo.critic)
     state: dict = field(default_factory=dict)  # what an algorithm carries across steps (ppo's penalty_beta)
     cache: dict = field(default_factory=dict)  # what an algorithm rebuilds rather than checkpoints (dpo's offline pairs)
 
@@ -109,8 +109,8 @@ def train(cfg, log=print) -> dict:
     if reference is not None and parallel.world_size > 1:
         reference = RankModel(reference)  # a rank left with no rows after filtering still runs its forward
     # ppo's critic, from the unwrapped policy (under ddp the value head stays outside DDP: ppo.py averages its grads)
-    value_head = build_value_head(plain, cfg.algo.critic) if cfg.algo.name == "ppo" else None
-    params = list(model.parameters()) + (list(value_head.parameters()) if value_head is not None else [])
+    critic = build_critic(plain, cfg.algo.critic) if cfg.algo.name == "ppo" else None
+    params = list(model.parameters()) + (list(critic.parameters()) if critic is not None else [])
     optimizer = torch.optim.AdamW(params, lr=cfg.optim.lr, betas=tuple(cfg.optim.betas),
                                   weight_decay=cfg.optim.weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_lambda(cfg))
@@ -119,8 +119,8 @@ def train(cfg, log=print) -> dict:
         trainer_state = load_trainer_state(checkpoint, optimizer, scheduler, rank=parallel.rank,
                                            load_optimizer=lambda s: parallel.load_optimizer_state(model, optimizer, s))
         start_step, algo_state = trainer_state["step"], trainer_state.get("algo_state", {})
-        if value_head is not None:
-            value_head.load_state_dict(trainer_state["value_head"])
+        if critic is not None:  # "value_head": the key of checkpoints saved before the rename
+            critic.load_state_dict(trainer_state["critic"] if "critic" in trainer_state else trainer_state["value_head"])
         files.truncate_after(start_step)
         log(f"resuming {run_dir} from {checkpoint.name}")
     files.write_config(cfg)
@@ -136,7 +136,7 @@ def train(cfg, log=print) -> dict:
                                                 "seed": cfg.seed + parallel.rank}))
     # with ranks, the step sees its rank's share of the prompts (trainer/distributed.py)
     ctx = RunContext(parallel.local_config(cfg), parallel.shard_env(env), tokenizer, model, reference, engine, sampling,
-                     optimizer, scheduler, value_head, algo_state)
+                     optimizer, scheduler, critic, algo_state)
     algo_step = STEPS[cfg.algo.name]
     completions = cfg.train.prompts_per_step * cfg.train.completions_per_prompt
     if cfg.algo.name == "dpo" and cfg.data:  # offline: nothing is sampled in training
@@ -186,8 +186,8 @@ def train(cfg, log=print) -> dict:
         bar.set_postfix(postfix, refresh=False)
         if step % cfg.train.save_every == 0 or step == cfg.train.steps:
             extra = {"base_model": base_path, "algo_state": dict(ctx.state)}
-            if value_head is not None:
-                extra["value_head"] = value_head.state_dict()
+            if critic is not None:
+                extra["critic"] = critic.state_dict()
             weights, optimizer_state = parallel.plain(model), parallel.optimizer_state(model, optimizer)  # collectives
             extra["rank_rng"] = parallel.rng_states()
             if parallel.is_main:
