@@ -78,12 +78,13 @@ def _train(overrides: list[str]) -> int:
     from rlvr.envs.registry import env_registry
     from rlvr.trainer.algo_keys import refuse_foreign_overrides
     from rlvr.trainer.config import refuse_renamed_keys, register_schemas
+    from rlvr.trainer.resume_config import resumed_algo_override
     from rlvr.errors import ConfigError, UnknownNameError
 
     register_schemas()
     _offer_plugin_envs(ConfigStore.instance(), env_registry)
     overrides = _train_run_dir(overrides)
-    overrides, resumed_algo = _resumed_algo(overrides)
+    overrides, resumed_algo = resumed_algo_override(overrides)  # resume=DIR: the run's algorithm
     try:  # an old key name, another family's algo.KEY: one line here, before Hydra's several
         refuse_renamed_keys(overrides)
         refuse_foreign_overrides(overrides)
@@ -156,24 +157,6 @@ def _train_run_dir(overrides: list[str]) -> list[str]:
         except ConfigError as error:
             raise SystemExit(f"rlvr train: {error}") from None
     return overrides
-
-
-def _resumed_algo(overrides: list[str]) -> tuple[list[str], str | None]:
-    """`resume=DIR` without `algo=`: Hydra composes the `algo` section with the saved run's preset, so that
-    the run's family schema takes its `algo.KEY=` overrides (the resumed config keeps the saved values;
-    this added override is not passed on to `resumed_config`). Returns the overrides and the one added."""
-    from pathlib import Path
-
-    from omegaconf import OmegaConf
-
-    resume = next((o.split("=", 1)[1] for o in overrides if o.startswith("resume=")), None)
-    if not resume or any(o.split("=", 1)[0].lstrip("+~") == "algo" for o in overrides):
-        return overrides, None
-    saved = Path(resume) / "config.yaml"
-    name = OmegaConf.select(OmegaConf.load(saved), "algo.name") if saved.is_file() else None
-    if name is None:
-        return overrides, None
-    return [*overrides, f"algo={name}"], f"algo={name}"
 
 
 def _interrupted(cfg, trace) -> str:

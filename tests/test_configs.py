@@ -200,16 +200,15 @@ def test_resume_reads_a_run_saved_with_the_one_algo_union(compose_train, tmp_pat
 def test_resume_composes_the_saved_runs_family(compose_train, tmp_path):
     """`rlvr train resume=DIR algo.vf_coef=0.2` on a PPO run: Hydra composes algo=ppo's schema (the default
     algorithm's would refuse vf_coef), and the resumed config keeps the run's values with the override on top."""
-    from rlvr.cli import _resumed_algo
     from rlvr.trainer.algo_keys import refuse_foreign_overrides
-    from rlvr.trainer.resume_config import resumed_config
+    from rlvr.trainer.resume_config import resumed_algo_override, resumed_config
 
     saved = OmegaConf.to_container(compose_train(["algo=ppo", "algo.mu=2"]), resolve=False)
     OmegaConf.save(OmegaConf.create(saved), tmp_path / "config.yaml")
     given = [f"resume={tmp_path}", "algo.vf_coef=0.2"]
-    overrides, added = _resumed_algo(given)
+    overrides, added = resumed_algo_override(given)
     assert added == "algo=ppo" and overrides == [*given, added]
     refuse_foreign_overrides(overrides)
     cfg = resumed_config(compose_train(overrides), given)
     assert (cfg.algo.name, cfg.algo.mu, cfg.algo.vf_coef) == ("ppo", 2, 0.2)  # mu: the run's, not the preset's 4
-    assert _resumed_algo([*given, "algo=grpo"]) == ([*given, "algo=grpo"], None)  # an explicit choice stands
+    assert resumed_algo_override([*given, "algo=grpo"]) == ([*given, "algo=grpo"], None)  # an explicit choice stands

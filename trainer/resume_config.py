@@ -56,6 +56,20 @@ def resumed_config(composed: DictConfig, overrides: list[str]) -> DictConfig:
     return cfg
 
 
+def resumed_algo_override(overrides: list[str]) -> tuple[list[str], str | None]:
+    """`resume=DIR` without `algo=`: Hydra composes the `algo` section with the saved run's preset, so that
+    the run's family schema takes its `algo.KEY=` overrides (the resumed config keeps the saved values;
+    this added override is not passed on to `resumed_config`). Returns the overrides and the one added."""
+    resume = next((o.split("=", 1)[1] for o in overrides if o.startswith("resume=")), None)
+    if not resume or any(o.split("=", 1)[0].lstrip("+~") == "algo" for o in overrides):
+        return overrides, None
+    saved = Path(resume) / "config.yaml"
+    name = OmegaConf.select(OmegaConf.load(saved), "algo.name") if saved.is_file() else None
+    if name is None:
+        return overrides, None
+    return [*overrides, f"algo={name}"], f"algo={name}"
+
+
 def _schema_for(saved: DictConfig) -> DictConfig:
     """RunConfig with the saved algorithm's family schema as `algo` (trainer/algo_keys.py). A run saved
     before the schemas were split holds every family's keys; those of other families, which its algorithm
