@@ -14,10 +14,10 @@ metrics, and `optimizer_step` clips and steps. What stays the same across algori
   * Metrics: `loss` and each `MicroLoss.sums` entry add up as they are (they are already terms of the
     batch's total); each `MicroLoss.means` entry is the micro-batch's average, weighted by its share of the
     batch (its completion tokens over all ranks' tokens, or, with `per="sequence"`, its rows over all
-    rows: DPO's pairs). `entropy` is the token mean over the whole batch's completion tokens, computed
-    one way for every algorithm: sum over the micro-batch's completion tokens / all ranks' completion
-    tokens (GRPO used to weight the micro-batch's own mean by its token share, the same number up to
-    float rounding; losses and gradients are unaffected).
+    rows: DPO's pairs). `entropy` is the token mean over the whole batch's completion tokens, one
+    weighting for every algorithm: each micro-batch adds its entropy summed over its completion tokens,
+    divided by all ranks' completion tokens (not its own mean times its token share, which is the same
+    number up to float rounding). Metrics never feed the loss, so gradients are unaffected.
   * Empty micro-batches (a rank that ran out of rows) contribute to no metric.
 """
 
