@@ -120,7 +120,12 @@ def upward_imports(graph: dict[str, set[str]], layer=layer_of) -> list[str]:
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     """One loop per strongly connected component of more than one module (or a module importing
-    itself), as the list of modules around it, first module repeated at the end (Tarjan's algorithm)."""
+    itself), as the list of modules around it, first module repeated at the end."""
+    return [_loop_in(component, graph) for component in loop_components(graph)]
+
+
+def loop_components(graph: dict[str, set[str]]) -> list[set[str]]:
+    """The strongly connected components that hold a loop (Tarjan's algorithm)."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -151,7 +156,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     for node in sorted(graph):
         if node not in index:
             visit(node)
-    return [_loop_in(component, graph) for component in components]
+    return components
 
 
 def _loop_in(component: set[str], graph) -> list[str]:
@@ -227,8 +232,9 @@ def test_the_walk_sees_every_package(graphs):
 
 def test_no_import_loop_between_modules(graphs):
     _, runtime = graphs
-    loops = cycles(runtime)
-    assert not loops, "import loops:\n" + "\n".join(" -> ".join(loop) for loop in loops)
+    report = [" -> ".join(_loop_in(component, runtime)) + f"  (modules that import each other: {sorted(component)})"
+              for component in loop_components(runtime)]
+    assert not report, "import loops:\n" + "\n".join(report)
 
 
 def test_no_import_points_up_the_layers(graphs):
