@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 from rlvr.envs.data import DataEnv, RowError, check_template, stable_id
 from rlvr.envs.registry import register_env
-from rlvr.sandboxes.base import BACKENDS
+from rlvr.sandboxes.factory import BACKENDS
 from rlvr.errors import ConfigError
 
 DEFAULT_TEMPLATE = (

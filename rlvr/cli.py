@@ -76,12 +76,20 @@ def _train(overrides: list[str]) -> int:
     from hydra.core.config_store import ConfigStore
 
     from rlvr.envs.registry import env_registry
-    from rlvr.trainer.config import register_schemas
+    from rlvr.trainer.algo_keys import refuse_foreign_overrides
+    from rlvr.trainer.config import refuse_renamed_keys, register_schemas
+    from rlvr.trainer.resume_config import resumed_algo_override
     from rlvr.errors import ConfigError, UnknownNameError
 
     register_schemas()
     _offer_plugin_envs(ConfigStore.instance(), env_registry)
     overrides = _train_run_dir(overrides)
+    overrides, resumed_algo = resumed_algo_override(overrides)  # resume=DIR: the run's algorithm
+    try:  # an old key name, another family's algo.KEY: one line here, before Hydra's several
+        refuse_renamed_keys(overrides)
+        refuse_foreign_overrides(overrides)
+    except ConfigError as error:
+        raise SystemExit(f"rlvr train: {error}") from None
 
     def task(cfg) -> None:
         from pathlib import Path
@@ -93,7 +101,7 @@ def _train(overrides: list[str]) -> int:
         if cfg.resume:  # the saved run's config.yaml, with this command line's overrides on top
             from rlvr.trainer.resume_config import resumed_config
 
-            cfg = resumed_config(cfg, list(HydraConfig.get().overrides.task))
+            cfg = resumed_config(cfg, [o for o in HydraConfig.get().overrides.task if o != resumed_algo])
         try:
             train(cfg, log=_tee(Path(cfg.resume or cfg.output_dir) / "train.log"))
         except KeyboardInterrupt:

@@ -5,7 +5,8 @@
 another user and talks to it over two pipes; the checker's verdict comes back in
 `Execution.verdict` through a channel the program never holds (see agent.py). Backends: `docker` (default; see docker_backend.py for what it
 enforces) and `local` (namespaces and rlimits, for machines without Docker; weaker, see
-sandboxes/README.md). Nothing here imports verifiers, envs or the trainer.
+sandboxes/README.md), built by name in factory.py. Nothing here imports a backend, verifiers, envs
+or the trainer.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any, Protocol
 
 MiB = 1 << 20
 STDERR_CAP = 64 * 1024  # a supervisor's own stderr kept on the host; past it the sandbox is dirty
+HOST_GRACE_S = 10.0  # beyond a run's wall limit, for the supervisor to kill, wipe and reply before the host does
 
 
 def reply_cap(limits: Limits) -> int:
@@ -133,18 +135,3 @@ class Sandbox(Protocol):
 
     def close(self) -> None: ...
 
-
-BACKENDS = ("docker", "local")
-
-
-def get_sandbox(backend: str = "docker", **options: Any) -> Sandbox:
-    """A sandbox by backend name; `options` go to the backend's constructor."""
-    if backend == "docker":
-        from rlvr.sandboxes.docker_backend import DockerSandbox
-
-        return DockerSandbox(**options)
-    if backend == "local":
-        from rlvr.sandboxes.local_backend import LocalSandbox
-
-        return LocalSandbox(**options)
-    raise ValueError(f"unknown sandbox backend {backend!r}; available: {', '.join(BACKENDS)}")

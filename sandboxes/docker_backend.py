@@ -30,6 +30,7 @@ import uuid
 from typing import Any
 
 from rlvr.sandboxes.base import (
+    HOST_GRACE_S,
     STDERR_CAP,
     Checker,
     ExecStatus,
@@ -49,10 +50,8 @@ from rlvr.sandboxes.pool import (
     sweep_leaked,
 )
 
-HOST_GRACE_S = 10.0  # beyond the run's wall limit, for the supervisor to kill, wipe and reply
 AGENT_HEADROOM = 64 * MiB  # container memory beyond the program's: python supervisor + init
 CHECKER_HEADROOM = 128 * MiB  # and for a checker process beside the program
-START_TIMEOUT_S = 60.0
 USER = "0:0"  # the supervisor; it runs programs as PROGRAM_UID and checkers as CHECKER_UID
 PROGRAM_UID, CHECKER_UID = 65534, 65533
 CAPABILITIES = ["CHOWN", "DAC_OVERRIDE", "FOWNER", "KILL", "SETUID", "SETGID"]

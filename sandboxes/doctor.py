@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 
-from rlvr.sandboxes.base import get_sandbox
+from rlvr.sandboxes.factory import get_sandbox
 from rlvr.sandboxes.probes import PROBES, HostFixtures, run_probe
 
 Row = tuple[str, str, bool, str]  # probe, outcome, contained, note

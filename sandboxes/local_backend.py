@@ -32,6 +32,7 @@ import threading
 import time
 
 from rlvr.sandboxes.base import (
+    HOST_GRACE_S,
     STDERR_CAP,
     Checker,
     ExecStatus,
@@ -41,7 +42,6 @@ from rlvr.sandboxes.base import (
     reply_cap,
 )
 
-HOST_GRACE_S = 10.0
 UNPRIVILEGED_UID, CHECKER_UID = 65534, 65533
 
 

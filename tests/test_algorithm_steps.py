@@ -11,7 +11,7 @@ import torch
 from rlvr.trainer.algos.advantages import outcome_advantages
 from rlvr.trainer.models.logprobs import pack
 from rlvr.trainer.algos.losses import value_loss
-from rlvr.trainer.algos.ppo import CriticModel, build_value_head, logprobs_and_values
+from rlvr.trainer.algos.ppo import CriticModel, build_critic, logprobs_and_values
 from rlvr.trainer.rollout.prompts import render_prompts
 from rlvr.trainer.rollout.types import SamplingParams
 from rlvr.trainer.rollout.hf import HFEngine
@@ -23,13 +23,13 @@ from tests.test_trainer_step import STEP_OVERRIDES, AlternatingRewardEnv
 
 def _context(cfg, lm):
     model = lm.model()
-    value_head = build_value_head(model, cfg.algo.critic) if cfg.algo.name == "ppo" else None
-    params = list(model.parameters()) + (list(value_head.parameters()) if value_head is not None else [])
+    critic_module = build_critic(model, cfg.algo.critic) if cfg.algo.name == "ppo" else None
+    params = list(model.parameters()) + (list(critic_module.parameters()) if critic_module is not None else [])
     optimizer = torch.optim.AdamW(params, lr=cfg.optim.lr)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
     sampling = SamplingParams(n=cfg.train.completions_per_prompt, max_new_tokens=cfg.rollout.max_new_tokens)
     return RunContext(cfg, AlternatingRewardEnv(digits=1, ops=["+"]), lm.tokenizer, model, None,
-                      HFEngine(model, lm.tokenizer), sampling, optimizer, scheduler, value_head)
+                      HFEngine(model, lm.tokenizer), sampling, optimizer, scheduler, critic_module)
 
 
 @pytest.mark.parametrize("overrides", [
@@ -50,9 +50,9 @@ def test_one_step_runs_and_changes_the_parameters(tiny_lm_sft, compose_train, ov
     assert all(isinstance(v, (int, float)) and math.isfinite(v) for v in metrics.values()), metrics
     json.dumps(metrics)
     if cfg.algo.name == "ppo":
-        head = ctx.value_head.head if cfg.algo.critic == "model" else ctx.value_head
+        head = ctx.critic.head if cfg.algo.critic == "model" else ctx.critic
         assert head.weight.abs().sum() > 0, "the value head must train"
-    if cfg.algo.objective == "penalty" and cfg.algo.name == "ppo":
+    if cfg.algo.name == "ppo" and cfg.algo.objective == "penalty":
         assert ctx.state["penalty_beta"] in (0.5, 1.0, 2.0) and metrics["penalty_beta"] == ctx.state["penalty_beta"]
     if cfg.algo.name in ("trpo", "npg"):
         assert metrics["kl"] > 0
@@ -101,29 +101,29 @@ def test_trpo_step_keeps_kl_within_delta_and_improves_the_surrogate(tiny_lm_sft)
 def test_value_loss_reaches_the_policy_only_with_a_shared_head(tiny_lm_sft, critic):
     tok = tiny_lm_sft.tokenizer
     model = tiny_lm_sft.model()
-    value_head = build_value_head(model, critic)
+    critic_module = build_critic(model, critic)
     with torch.no_grad():  # a zero head passes no gradient to anything below it, so give it weights
-        linear = value_head.head if critic == "model" else value_head
+        linear = critic_module.head if critic == "model" else critic_module
         linear.weight.normal_(generator=torch.Generator().manual_seed(0))
     ids = tok("1+2=", add_special_tokens=False)["input_ids"]
     batch = pack([ids, ids], [[5, 6, 7], [8, 9]], tok.pad_token_id)
-    logprobs, values, _ = logprobs_and_values(model, value_head, batch, temperature=1.0)
+    logprobs, values, _ = logprobs_and_values(model, critic_module, batch, temperature=1.0)
     loss, _ = value_loss(values, values.detach(), torch.ones_like(values), batch.completion_mask, None)
     loss.backward()
 
     policy_grads = [p.grad for p in model.parameters()]
-    critic_grads = [p.grad for p in value_head.parameters()]
+    critic_grads = [p.grad for p in critic_module.parameters()]
     assert all(g is not None and g.abs().sum() > 0 for g in critic_grads[-2:]), "the value head must get a gradient"
     if critic == "head":  # the value loss moves the shared trunk
         assert any(g is not None and g.abs().sum() > 0 for g in policy_grads)
     else:  # the separate critic: its own trunk learns, the policy gets nothing
-        assert isinstance(value_head, CriticModel)
+        assert isinstance(critic_module, CriticModel)
         assert all(g is None for g in policy_grads)
         assert all(g is not None and g.abs().sum() > 0 for g in critic_grads)
-        assert not set(map(id, value_head.parameters())) & set(map(id, model.parameters())), "no shared tensors"
+        assert not set(map(id, critic_module.parameters())) & set(map(id, model.parameters())), "no shared tensors"
         # the critic's trunk is the base model's: same hidden states as the policy's before any update
         with torch.no_grad():
-            ours = value_head.trunk(input_ids=batch.input_ids, attention_mask=batch.attention_mask).last_hidden_state
+            ours = critic_module.trunk(input_ids=batch.input_ids, attention_mask=batch.attention_mask).last_hidden_state
             policy = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
                            output_hidden_states=True).hidden_states[-1]
         torch.testing.assert_close(ours, policy)
@@ -146,7 +146,7 @@ def test_ppo_separate_critic_is_checkpointed_and_resumes_bit_for_bit(tiny_lm_sft
     train(compose_train(common + ["train.steps=3", f"resume={tmp_path / 'B'}"]), **quiet)
 
     def critic(run, step):
-        return torch.load(tmp_path / run / "checkpoints" / f"step_{step}" / "trainer_state.pt")["value_head"]
+        return torch.load(tmp_path / run / "checkpoints" / f"step_{step}" / "trainer_state.pt")["critic"]
 
     a, b, b2 = critic("A", 3), critic("B", 3), critic("B", 2)
     assert any(k.startswith("trunk.") for k in a) and "head.weight" in a, sorted(a)[:5]

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from rlvr.trainer.models.logprobs import pack, token_logprobs
-from rlvr.trainer.algos.ppo import build_value_head
+from rlvr.trainer.algos.ppo import build_critic
 from rlvr.trainer.rollout.prompts import render_prompts
 from rlvr.trainer.rollout.types import SamplingParams, build_engine
 from rlvr.trainer.run import STEPS, RunContext
@@ -51,13 +51,13 @@ def test_two_steps_with_vllm(engine, sft_model, tiny_lm, compose_train, override
     cfg = compose_train(STEP_OVERRIDES + ["rollout=vllm"] + overrides)
     tok = tiny_lm.tokenizer
     model = copy.deepcopy(sft_model).train()
-    value_head = build_value_head(model, cfg.algo.critic) if cfg.algo.name == "ppo" else None
-    params = list(model.parameters()) + (list(value_head.parameters()) if value_head is not None else [])
+    critic_module = build_critic(model, cfg.algo.critic) if cfg.algo.name == "ppo" else None
+    params = list(model.parameters()) + (list(critic_module.parameters()) if critic_module is not None else [])
     optimizer = torch.optim.AdamW(params, lr=cfg.optim.lr)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
     sampling = SamplingParams(n=cfg.train.completions_per_prompt, max_new_tokens=cfg.rollout.max_new_tokens)
     env = AlternatingRewardEnv(digits=1, ops=["+"])
-    ctx = RunContext(cfg, env, tok, model, None, engine, sampling, optimizer, scheduler, value_head)
+    ctx = RunContext(cfg, env, tok, model, None, engine, sampling, optimizer, scheduler, critic_module)
     engine.sync_weights(model)  # the previous algorithm left its policy in the engine
     before = {name: p.detach().clone() for name, p in model.named_parameters()}
 

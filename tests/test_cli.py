@@ -62,7 +62,9 @@ BAD_INPUTS = [
     ("rollout.engine=nope", "rollout.engine"),
     ("+train.stepz=3", "did you mean train.steps?"),  # Hydra's suggested fix for train.stepz must not run silently
     ("algo=grpo algo.loss_type=ipo", "read by algo=dpo"),  # another algorithm family's key
-    ("algo=dpo algo.clip_eps_high=0.5", "not by algo=dpo"),
+    ("algo=dpo algo.clip_eps_high=0.5", "algo.clip_eps_high is not a key of algo=dpo (family dpo"),
+    ("algo=reinforce algo.mu=4", "not by algo=reinforce"),  # a key of its family that it does not read
+    ("train.samples_per_step=3", "train.samples_per_step is now train.logged_prompts_per_step"),
 ]
 
 

@@ -6,6 +6,7 @@ from importlib.resources import files
 import pytest
 from hydra.core.config_store import ConfigStore
 from hydra.errors import ConfigCompositionException
+from omegaconf import OmegaConf
 from omegaconf.errors import ConfigKeyError
 
 from rlvr.envs.base import Env
@@ -107,10 +108,9 @@ def test_env_yaml_defaults_build_the_same_env_as_the_factory_defaults(compose_tr
 @pytest.mark.parametrize("overrides,named", [
     (["+train.stepz=3"], "did you mean train.steps?"),  # the fix Hydra's own message suggests for train.stepz
     (["+wandb.projekt=x"], "wandb.projekt"),
-    (["algo=grpo", "algo.loss_type=ipo"], "algo.loss_type='ipo' is read by algo=dpo, not by algo=grpo"),
-    (["algo=dpo", "algo.clip_eps_high=0.5"], "not by algo=dpo"),
-    (["algo=trpo", "algo.beta=0.04"], "algo.beta=0.04 is read by"),  # trpo has no KL term
-    (["algo=npg", "algo.line_search_steps=3"], "not by algo=npg"),
+    (["algo=npg", "algo.line_search_steps=3"], "algo.line_search_steps=3 is read by algo=trpo, not by algo=npg"),
+    (["algo=reinforce", "algo.mu=4"], "algo.mu=4 is read by algo=grpo|dr_grpo|dapo|gspo, not by algo=reinforce"),
+    (["algo=grpo", "algo.baseline=mean"], "algo.baseline='mean' is read by algo=reinforce, not by algo=grpo"),
     (["model.name_or_path=./no/such/model"], "no such directory"),
 ])
 def test_a_key_nothing_reads_is_refused(compose_train, overrides, named):
@@ -122,3 +122,93 @@ def test_a_key_nothing_reads_is_refused(compose_train, overrides, named):
 @pytest.mark.parametrize("algo", sorted({o for g, o in OPTIONS if g == "algo"}))
 def test_every_preset_sets_only_keys_its_algorithm_reads(compose_train, algo):
     validate_train_config(compose_train([f"algo={algo}"]))
+
+
+@pytest.mark.parametrize("overrides,named", [
+    (["algo=ppo", "algo.loss_type=ipo"], "algo.loss_type is not a key of algo=ppo (family ppo, trainer/config.py "
+                                         "PPOConfig); it is read by algo=dpo"),
+    (["algo=grpo", "algo.loss_type=ipo"], "algo.loss_type is not a key of algo=grpo (family policy_gradient"),
+    (["algo.loss_type=ipo"], "not a key of algo=grpo"),  # the default algorithm's family
+    (["algo=dpo", "algo.clip_eps_high=0.5"], "it is read by algo=grpo|dr_grpo|dapo|gspo|reinforce and algo=ppo"),
+    (["algo=ppo", "algo.overlong_buffer=2"], "algo.overlong_buffer is not a key of algo=ppo"),  # GRPO's shaping
+    (["algo=trpo", "+algo.beta=0.04"], "algo.beta is not a key of algo=trpo (family natural_gradient"),  # no KL term
+    (["algo=ppo", "algo.name=dpo"], "algo.name=dpo is not of algo=ppo's family (ppo): choose it with algo=dpo"),
+])
+def test_another_familys_key_fails_composition_in_one_line(compose_train, overrides, named):
+    """Each family's schema lacks the other families' keys: Hydra refuses them, and `rlvr train` says so in
+    one line, naming the key and the family, before Hydra's message of several."""
+    from rlvr.cli import main
+    from rlvr.trainer.algo_keys import refuse_foreign_overrides
+
+    with pytest.raises(ConfigError) as info:
+        refuse_foreign_overrides(overrides)
+    assert named in str(info.value) and "\n" not in str(info.value)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", *overrides])
+    assert str(exit_info.value) == f"rlvr train: {info.value}"
+    if "algo.name=dpo" in overrides:  # a name of another family composes; validation refuses it (below)
+        return
+    if any(o.startswith("+") for o in overrides):  # Hydra adds the key; validation refuses what nothing reads
+        with pytest.raises(ConfigError, match="is not a key of rlvr train's config"):
+            validate_train_config(compose_train(overrides))
+    else:
+        with pytest.raises(ConfigCompositionException):
+            compose_train(overrides)
+
+
+def test_each_familys_beta_means_its_own_thing(compose_train):
+    from rlvr.trainer.algo_keys import FAMILY
+    from rlvr.trainer.algorithms import ALGORITHMS
+
+    assert set(FAMILY) == set(ALGORITHMS), "every algorithm has a config family"
+    kinds = {name: OmegaConf.get_type(compose_train([f"algo={name}"]).algo).__name__ for name in ALGORITHMS}
+    assert kinds["grpo"] == kinds["reinforce"] == "PolicyGradientConfig" and kinds["ppo"] == "PPOConfig"
+    assert kinds["trpo"] == kinds["npg"] == "NaturalGradientConfig" and kinds["dpo"] == "DPOConfig"
+    assert "beta" not in compose_train(["algo=trpo"]).algo  # no KL term
+    assert compose_train(["algo=dpo"]).algo.beta == 0.1  # DPO's temperature
+    with pytest.raises(ConfigError, match="algo.name=dpo takes the DPOConfig schema"):
+        validate_train_config(compose_train(["algo=ppo", "algo.name=dpo"]))
+
+
+def test_the_old_name_of_a_renamed_key_is_refused_naming_the_new_one():
+    from rlvr.cli import main
+
+    with pytest.raises(SystemExit) as info:
+        main(["train", "train.samples_per_step=3"])
+    assert str(info.value) == ("rlvr train: train.samples_per_step is now train.logged_prompts_per_step (the same "
+                               "setting, named for what it counts): pass train.logged_prompts_per_step=3")
+
+
+def test_resume_reads_a_run_saved_with_the_one_algo_union(compose_train, tmp_path):
+    """A config.yaml written before the per-family schemas holds every family's algo keys and the old
+    train.samples_per_step: it resumes with its algorithm's family and the key under its new name."""
+    from rlvr.trainer.resume_config import resumed_config
+
+    saved = OmegaConf.to_container(compose_train(["algo=dapo"]), resolve=False)
+    saved["algo"].update(loss_type="sigmoid", critic="head", max_kl=0.01, pairs_per_step=64)  # others' defaults
+    saved["train"]["samples_per_step"] = 3
+    del saved["train"]["logged_prompts_per_step"]
+    OmegaConf.save(OmegaConf.create(saved), tmp_path / "config.yaml")
+    cfg = resumed_config(compose_train([f"resume={tmp_path}", "algo.overlong_buffer=4"]),
+                         [f"resume={tmp_path}", "algo.overlong_buffer=4"])
+    assert OmegaConf.get_type(cfg.algo).__name__ == "PolicyGradientConfig" and cfg.algo.name == "dapo"
+    assert "loss_type" not in cfg.algo and cfg.algo.overlong_buffer == 4
+    assert cfg.train.logged_prompts_per_step == 3 and "samples_per_step" not in cfg.train
+    validate_train_config(cfg)
+
+
+def test_resume_composes_the_saved_runs_family(compose_train, tmp_path):
+    """`rlvr train resume=DIR algo.vf_coef=0.2` on a PPO run: Hydra composes algo=ppo's schema (the default
+    algorithm's would refuse vf_coef), and the resumed config keeps the run's values with the override on top."""
+    from rlvr.trainer.algo_keys import refuse_foreign_overrides
+    from rlvr.trainer.resume_config import resumed_algo_override, resumed_config
+
+    saved = OmegaConf.to_container(compose_train(["algo=ppo", "algo.mu=2"]), resolve=False)
+    OmegaConf.save(OmegaConf.create(saved), tmp_path / "config.yaml")
+    given = [f"resume={tmp_path}", "algo.vf_coef=0.2"]
+    overrides, added = resumed_algo_override(given)
+    assert added == "algo=ppo" and overrides == [*given, added]
+    refuse_foreign_overrides(overrides)
+    cfg = resumed_config(compose_train(overrides), given)
+    assert (cfg.algo.name, cfg.algo.mu, cfg.algo.vf_coef) == ("ppo", 2, 0.2)  # mu: the run's, not the preset's 4
+    assert resumed_algo_override([*given, "algo=grpo"]) == ([*given, "algo=grpo"], None)  # an explicit choice stands

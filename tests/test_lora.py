@@ -144,7 +144,7 @@ def test_resume_refuses_a_different_lora_layout(compose_train):
 def test_ppo_with_lora_trains_adapters_and_critic(tiny_lm_sft, compose_train, critic):
     """PPO on a LoRA policy: the policy's base weights stay frozen, its adapters and the critic train."""
     from rlvr.trainer.models.model import build_policy
-    from rlvr.trainer.algos.ppo import build_value_head
+    from rlvr.trainer.algos.ppo import build_critic
     from rlvr.trainer.rollout.types import SamplingParams
     from rlvr.trainer.rollout.hf import HFEngine
     from rlvr.trainer.run import STEPS, RunContext
@@ -152,20 +152,20 @@ def test_ppo_with_lora_trains_adapters_and_critic(tiny_lm_sft, compose_train, cr
 
     cfg = compose_train(STEP_OVERRIDES + ["algo=ppo", f"algo.critic={critic}", "model.lora.r=4"])
     policy = build_policy(cfg.model, str(tiny_lm_sft.path), seed=0)
-    value_head = build_value_head(policy, critic)
+    critic_module = build_critic(policy, critic)
     before = {n: p.detach().clone() for n, p in policy.named_parameters()}
-    critic_before = {n: p.detach().clone() for n, p in value_head.named_parameters() if p.requires_grad}
-    optimizer = torch.optim.AdamW(list(policy.parameters()) + list(value_head.parameters()), lr=1e-2)
+    critic_before = {n: p.detach().clone() for n, p in critic_module.named_parameters() if p.requires_grad}
+    optimizer = torch.optim.AdamW(list(policy.parameters()) + list(critic_module.parameters()), lr=1e-2)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
     ctx = RunContext(cfg, AlternatingRewardEnv(digits=1, ops=["+"]), tiny_lm_sft.tokenizer, policy, None,
                      HFEngine(policy, tiny_lm_sft.tokenizer), SamplingParams(n=4, max_new_tokens=8), optimizer,
-                     scheduler, value_head)
+                     scheduler, critic_module)
     torch.manual_seed(0)
     metrics, _ = STEPS["ppo"](ctx, step=1)
     for _ in range(2):  # the zero-initialised value head passes no gradient below it on the first step
         metrics, _ = STEPS["ppo"](ctx, step=2)
     for name, p in policy.named_parameters():
         assert torch.equal(p, before[name]) != ("lora_" in name), name  # adapters moved, base weights did not
-    moved = [n for n, p in value_head.named_parameters() if p.requires_grad and not torch.equal(p, critic_before[n])]
+    moved = [n for n, p in critic_module.named_parameters() if p.requires_grad and not torch.equal(p, critic_before[n])]
     assert critic_before and len(moved) == len(critic_before), sorted(set(critic_before) - set(moved))
     assert metrics["vf_loss"] > 0

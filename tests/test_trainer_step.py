@@ -146,6 +146,6 @@ def test_step_logs_the_design_metrics(tiny_lm_sft, compose_train, beta):
     assert all(isinstance(v, (int, float)) and math.isfinite(v) for v in metrics.values()), metrics
     json.dumps(metrics)
 
-    assert len(samples) == min(cfg.train.samples_per_step, 2)
+    assert len(samples) == min(cfg.train.logged_prompts_per_step, 2)
     assert len(samples[0]["completions"]) == 4
     assert {"text", "reward", "status", "details"} <= samples[0]["completions"][0].keys()

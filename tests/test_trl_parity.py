@@ -1,4 +1,4 @@
-"""Parity of rlvr.trainer.losses.grpo_loss with TRL 1.16.0's GRPO loss on identical tensors.
+"""Parity of rlvr.trainer.algos.losses.grpo_loss with TRL 1.16.0's GRPO loss on identical tensors.
 
 We call TRL's real `GRPOTrainer._compute_loss` on a stand-in `self` that holds exactly the
 attributes that method reads, with the model forward replaced by our fixed logprobs tensor.

@@ -1,40 +1,158 @@
-"""Which `algo.*` keys each algorithm reads, so that a key another algorithm reads is refused, not ignored.
+"""The `algo.*` keys: which schema each `algo.name` takes, which of its keys each algorithm reads, and
+every check of their values, in one place.
 
-`algo=grpo algo.loss_type=ipo` would otherwise train GRPO and never look at `loss_type` (DPO's). A key
-counts as set when its value differs from the schema's default (trainer/config.py `AlgoConfig`); the
-presets in conf/algo/ set only keys their algorithm reads. A new algorithm adds its row here.
+Each algorithm belongs to one config family, whose dataclass in trainer/config.py is the schema of its
+`algo` section (conf/algo/NAME.yaml names it in its defaults list), so a key means one thing per
+family: `beta` is a KL coefficient for policy_gradient and ppo and DPO's temperature for dpo, and
+natural_gradient has none. A key of another family is not in the schema: Hydra would refuse it at
+composition with a message of several lines, so `rlvr train` checks its command line first
+(`refuse_foreign_overrides`) and says in one line whose key it is. Within a family, a key that the
+chosen algorithm never reads (`algo=reinforce algo.mu=4`, `algo=npg algo.line_search_steps=3`) is
+refused by `unread_algo_keys` once composed. A new algorithm adds its name to FAMILY (and, where it
+reads fewer keys than its family, to UNREAD).
 """
 
 from __future__ import annotations
 
 from dataclasses import fields
 
-from rlvr.trainer.config import AlgoConfig
+from omegaconf import OmegaConf
 
-_KL = ("beta", "kl_estimator")
-_CLIP = ("clip_eps_low", "clip_eps_high")
-GROUP = (*_KL, *_CLIP, "aggregation", "scale_advantages_by_std", "filter_zero_variance_groups",
-         "max_resample_rounds", "mu", "importance_level", "overlong_buffer", "overlong_penalty")
-READS = {
-    **{name: GROUP for name in ("grpo", "dr_grpo", "dapo", "gspo")},  # grpo.py, dynamic_sampling.py
-    "reinforce": (*_KL, "aggregation", "baseline"),  # reinforce.py: no ratio, so no clip range and no mu
-    "ppo": ("beta", *_CLIP, "aggregation", "mu", "objective", "gamma", "lam", "critic", "vf_coef", "clip_eps_value",
-            "penalty_beta", "kl_target"),  # ppo.py: its KL is in the reward, k1 per token
-    "trpo": ("aggregation", "baseline", "max_kl", "cg_iters", "cg_damping", "line_search_steps", "backtrack_ratio"),
-    "npg": ("aggregation", "baseline", "max_kl", "cg_iters", "cg_damping"),  # the full step: no line search
-    "dpo": ("beta", "loss_type", "label_smoothing", "pair_strategy", "max_pairs_per_prompt", "min_margin",
-            "length_match", "dpo_updates_per_round", "pairs_per_step"),
+from rlvr.errors import ConfigError
+from rlvr.trainer.algos.advantages import BASELINES
+from rlvr.trainer.algorithms import GROUP_ALGOS
+from rlvr.trainer.config import ALGO_SCHEMAS
+from rlvr.trainer.algos.losses import AGGREGATIONS, IMPORTANCE_LEVELS, KL_ESTIMATORS
+from rlvr.trainer.algos.ppo import CRITICS
+
+FAMILY = {
+    **{name: "policy_gradient" for name in ("grpo", "dr_grpo", "dapo", "gspo", "reinforce")},
+    "ppo": "ppo",
+    "trpo": "natural_gradient", "npg": "natural_gradient",
+    "dpo": "dpo",
 }
+# keys of its family's schema an algorithm never reads; the rest of the family's keys it does
+UNREAD = {
+    **{name: ("baseline",) for name in GROUP_ALGOS},
+    "reinforce": ("clip_eps_low", "clip_eps_high", "scale_advantages_by_std", "filter_zero_variance_groups",
+                  "max_resample_rounds", "mu", "importance_level", "overlong_buffer", "overlong_penalty"),
+    "npg": ("line_search_steps", "backtrack_ratio"),  # the full natural-gradient step: no line search
+}
+OBJECTIVES = ("clip", "penalty")
+
+
+def schema_of(name: str):
+    """The dataclass of algorithm `name`'s `algo` section."""
+    if name not in FAMILY:
+        raise ConfigError(f"algo.name={name!r} is not available; choose one of {', '.join(FAMILY)}")
+    return ALGO_SCHEMAS[FAMILY[name]]
+
+
+def _keys(family: str) -> set[str]:
+    return {f.name for f in fields(ALGO_SCHEMAS[family])}
+
+
+def _families_with(key: str) -> list[str]:
+    return [f"algo={'|'.join(n for n in FAMILY if FAMILY[n] == family)}" for family in ALGO_SCHEMAS
+            if key in _keys(family)]
+
+
+def refuse_foreign_overrides(overrides: list[str], default: str = "grpo") -> None:
+    """Before composition: each `algo.KEY=...` on the command line must be a key of the chosen algorithm's
+    family (`algo=NAME`, else `default`), and `algo.name=` must stay in that family."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    try:
+        parsed = OverridesParser.create().parse_overrides(overrides)
+    except Exception:  # noqa: BLE001 - Hydra reports a malformed override itself, in its own words
+        return
+    name = next((str(o.value()) for o in parsed if o.key_or_group == "algo" and not o.is_delete()), default)
+    if name not in FAMILY:
+        return  # an unknown group option: Hydra names the options there are
+    family = FAMILY[name]
+    for override in parsed:
+        key = override.key_or_group
+        if not key.startswith("algo.") or override.is_delete():
+            continue
+        field = key.split(".", 2)[1]
+        if field == "name" and FAMILY.get(str(override.value()), family) != family:
+            raise ConfigError(f"algo.name={override.value()} is not of algo={name}'s family ({family}): choose it "
+                              f"with algo={override.value()}")
+        if field not in _keys(family):
+            owners = _families_with(field)
+            raise ConfigError(f"{key} is not a key of algo={name} (family {family}, trainer/config.py "
+                              f"{ALGO_SCHEMAS[family].__name__}); "
+                              + (f"it is read by {' and '.join(owners)}" if owners else "no algorithm reads it"))
 
 
 def unread_algo_keys(algo) -> list[str]:
-    """'algo.KEY=VALUE is read by algo=A|B' for each key set away from its default that `algo.name` never reads."""
-    defaults = AlgoConfig()
-    reads = set(READS.get(algo.name, ())) | {"name"}
+    """'algo.KEY=VALUE is read by algo=A|B' for each key of the family, set away from the family's
+    default, that `algo.name` never reads."""
+    family = FAMILY[algo.name]
+    defaults = ALGO_SCHEMAS[family]()
     problems = []
-    for f in fields(AlgoConfig):
-        if f.name in reads or algo[f.name] == getattr(defaults, f.name):
-            continue
-        readers = [name for name, keys in READS.items() if f.name in keys]
-        problems.append(f"algo.{f.name}={algo[f.name]!r} is read by algo={'|'.join(readers)}")
+    for key in UNREAD.get(algo.name, ()):
+        if key in algo and algo[key] != getattr(defaults, key):
+            readers = [n for n in FAMILY if FAMILY[n] == family and key not in UNREAD.get(n, ())]
+            problems.append(f"algo.{key}={algo[key]!r} is read by algo={'|'.join(readers)}")
     return problems
+
+
+def validate_algo(cfg) -> None:
+    """The checks of `algo.*` values the types cannot express, per family; each names the key."""
+    algo = cfg.algo
+
+    def need(ok: bool, message: str) -> None:
+        if not ok:
+            raise ConfigError(message)
+
+    schema = schema_of(algo.name)  # an unknown name is refused, naming the ones there are
+    family = FAMILY[algo.name]
+    need(OmegaConf.get_type(algo) in (schema, dict),
+         f"algo.name={algo.name} takes the {schema.__name__} schema, not {OmegaConf.get_type(algo).__name__}: "
+         f"choose the algorithm with algo={algo.name}")
+    if "aggregation" in algo:
+        need(algo.aggregation in AGGREGATIONS,
+             f"algo.aggregation={algo.aggregation!r}; choose one of {', '.join(AGGREGATIONS)}")
+    if "baseline" in algo:
+        need(algo.baseline in BASELINES, f"algo.baseline={algo.baseline!r}; choose one of {', '.join(BASELINES)}")
+    if family in ("policy_gradient", "ppo"):
+        need(algo.beta >= 0, f"algo.beta={algo.beta} must be >= 0")
+        need(0 <= algo.clip_eps_low < 1, f"algo.clip_eps_low={algo.clip_eps_low} must be in [0, 1)")
+        need(algo.clip_eps_high >= 0, f"algo.clip_eps_high={algo.clip_eps_high} must be >= 0")
+        need(algo.mu >= 1, f"algo.mu={algo.mu} must be >= 1")
+    if family == "policy_gradient":
+        _validate_policy_gradient(cfg, need)
+    if family == "ppo":
+        need(algo.critic in CRITICS, f"algo.critic={algo.critic!r}; choose one of {', '.join(CRITICS)}")
+        need(algo.objective in OBJECTIVES, f"algo.objective={algo.objective!r}; choose one of {', '.join(OBJECTIVES)}")
+        need(0 <= algo.gamma <= 1 and 0 <= algo.lam <= 1,
+             f"algo.gamma={algo.gamma} and algo.lam={algo.lam} must be in [0, 1]")
+        need(algo.kl_target > 0 and algo.penalty_beta >= 0,
+             f"algo.kl_target={algo.kl_target} must be > 0 and algo.penalty_beta={algo.penalty_beta} >= 0")
+    if family == "natural_gradient":
+        need(algo.max_kl > 0 and algo.cg_iters >= 1 and 0 < algo.backtrack_ratio < 1,
+             f"algo.max_kl={algo.max_kl} must be > 0, algo.cg_iters={algo.cg_iters} >= 1 and "
+             f"algo.backtrack_ratio={algo.backtrack_ratio} in (0, 1)")
+
+
+def _validate_policy_gradient(cfg, need) -> None:
+    algo = cfg.algo
+    need(algo.kl_estimator in KL_ESTIMATORS,
+         f"algo.kl_estimator={algo.kl_estimator!r}; choose one of {', '.join(KL_ESTIMATORS)}")
+    need(algo.importance_level in IMPORTANCE_LEVELS,
+         f"algo.importance_level={algo.importance_level!r}; choose one of {', '.join(IMPORTANCE_LEVELS)}")
+    need(algo.importance_level == "token" or algo.aggregation == "seq_mean_token_mean",
+         f"algo.importance_level=sequence (GSPO) needs algo.aggregation=seq_mean_token_mean, not "
+         f"{algo.aggregation!r}: GSPO averages one loss per sequence; a token sum would weight each sequence by "
+         f"its length")
+    need(algo.overlong_buffer >= 0 and algo.overlong_penalty >= 0,
+         f"algo.overlong_buffer={algo.overlong_buffer} and algo.overlong_penalty={algo.overlong_penalty} "
+         f"must be >= 0")
+    need(cfg.rollout.max_new_tokens is None or algo.overlong_buffer < cfg.rollout.max_new_tokens,
+         f"algo.overlong_buffer={algo.overlong_buffer} must be < rollout.max_new_tokens="
+         f"{cfg.rollout.max_new_tokens} (the buffer is the last tokens before the length limit)")
+    need(algo.max_resample_rounds >= 0, f"algo.max_resample_rounds={algo.max_resample_rounds} must be >= 0")
+    need(algo.max_resample_rounds == 0 or algo.filter_zero_variance_groups,
+         f"algo.max_resample_rounds={algo.max_resample_rounds} refills the batch after "
+         f"algo.filter_zero_variance_groups drops groups, so it needs that set to true")

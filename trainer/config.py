@@ -15,14 +15,30 @@ from typing import Any, Optional
 from hydra.core.config_store import ConfigStore
 
 
+# ---- algo: one schema per family, chosen by the preset's defaults list (conf/algo/NAME.yaml) ----------------
+# trainer/algo_keys.py maps each algo.name to its family and holds every check of algo.* keys. A key of
+# another family is not a field here, so `algo=ppo algo.loss_type=ipo` fails at composition.
+
+
 @dataclass
-class AlgoConfig:
+class AlgoSchema:
+    """What every family has: the algorithm's name (trainer/algorithms.py). The composed `algo` node is the
+    family's subclass; this base is what `train_schema` declares before the preset is merged onto it."""
+
     name: str = "grpo"
-    beta: float = 0.0  # KL coefficient; 0 loads no reference model
+
+
+@dataclass
+class PolicyGradientConfig(AlgoSchema):
+    """reinforce, grpo, dr_grpo, dapo, gspo (grpo.py, reinforce.py, dynamic_sampling.py)."""
+
+    name: str = "grpo"
+    beta: float = 0.0  # KL coefficient to the reference; 0 loads no reference model
     kl_estimator: str = "k3"  # k1 | k2 | k3
+    aggregation: str = "seq_mean_token_mean"  # token_mean | seq_mean_token_mean | seq_mean_token_sum_norm
+    # the GRPO presets (reinforce has no ratio: no clip range, no mu)
     clip_eps_low: float = 0.2
     clip_eps_high: float = 0.2
-    aggregation: str = "seq_mean_token_mean"  # token_mean | seq_mean_token_mean | seq_mean_token_sum_norm
     scale_advantages_by_std: bool = True  # False: Dr. GRPO
     filter_zero_variance_groups: bool = False  # DAPO dynamic sampling: drop groups whose rewards are all equal
     max_resample_rounds: int = 0  # ... and sample up to this many further rounds of prompts to refill the batch
@@ -32,9 +48,20 @@ class AlgoConfig:
     # cost up to `overlong_penalty` reward, linearly; 0 tokens: off
     overlong_buffer: int = 0
     overlong_penalty: float = 1.0
-    # reinforce, trpo, npg: the baseline subtracted from each completion's reward
+    # reinforce: the baseline subtracted from each completion's reward
     baseline: str = "rloo"  # none | mean (batch mean) | rloo (leave-one-out over the G completions)
-    # ppo
+
+
+@dataclass
+class PPOConfig(AlgoSchema):
+    """ppo (ppo.py)."""
+
+    name: str = "ppo"
+    beta: float = 0.0  # KL coefficient of the per-token penalty in the reward; 0 loads no reference model
+    clip_eps_low: float = 0.2
+    clip_eps_high: float = 0.2
+    aggregation: str = "seq_mean_token_mean"
+    mu: int = 1  # epochs over one batch
     objective: str = "clip"  # clip | penalty (adaptive-KL PPO-penalty)
     gamma: float = 1.0  # GAE discount over tokens
     lam: float = 0.95  # GAE lambda
@@ -43,13 +70,28 @@ class AlgoConfig:
     clip_eps_value: Optional[float] = 0.2  # value clipping around the old values; null: off
     penalty_beta: float = 1.0  # PPO-penalty's initial KL(old || new) coefficient (adapted each step)
     kl_target: float = 0.01  # PPO-penalty's target KL d0
-    # trpo, npg
+
+
+@dataclass
+class NaturalGradientConfig(AlgoSchema):
+    """trpo, npg (trpo.py)."""
+
+    name: str = "trpo"
+    aggregation: str = "seq_mean_token_mean"
+    baseline: str = "rloo"  # none | mean | rloo, as REINFORCE's
     max_kl: float = 0.01  # trust-region size delta on the mean per-token KL(old || new)
     cg_iters: int = 10
     cg_damping: float = 0.1
     line_search_steps: int = 10  # trpo only; npg takes the full step
-    backtrack_ratio: float = 0.5
-    # dpo (beta above is DPO's temperature there; conf/algo/dpo.yaml quotes each default's source)
+    backtrack_ratio: float = 0.5  # trpo only
+
+
+@dataclass
+class DPOConfig(AlgoSchema):
+    """dpo (dpo.py; conf/algo/dpo.yaml quotes each default's source)."""
+
+    name: str = "dpo"
+    beta: float = 0.1  # DPO's temperature on the implicit reward (IPO's tau), not a KL coefficient
     loss_type: str = "sigmoid"  # sigmoid (DPO; cDPO with label_smoothing > 0) | ipo
     label_smoothing: float = 0.0  # cDPO's probability that a preference label is flipped, in [0, 0.5)
     pair_strategy: str = "all"  # all (every chosen x rejected, capped) | best_vs_worst (one pair per prompt)
@@ -58,6 +100,10 @@ class AlgoConfig:
     length_match: bool = False  # prefer pairs of similar completion length
     dpo_updates_per_round: int = 1  # online: optimizer steps over each round's pairs
     pairs_per_step: int = 64  # offline (data=PATH): pairs per optimizer step
+
+
+ALGO_SCHEMAS = {"policy_gradient": PolicyGradientConfig, "ppo": PPOConfig, "natural_gradient": NaturalGradientConfig,
+                "dpo": DPOConfig}  # family -> schema; conf/algo/NAME.yaml names its family's in its defaults list
 
 
 @dataclass
@@ -132,7 +178,9 @@ class RolloutConfig:
 
 
 @dataclass
-class TrainSection:
+class TrainLoopConfig:
+    """`train.*`: the loop's length, each step's sizes, and how often it saves, evaluates and logs samples."""
+
     steps: int = 200
     prompts_per_step: int = 8
     completions_per_prompt: int = 8
@@ -140,7 +188,8 @@ class TrainSection:
     save_every: int = 100
     eval_every: int = 50
     eval_prompts: int = 200
-    samples_per_step: int = 2  # prompts whose completions go to samples.jsonl
+    # prompts whose completions go to samples.jsonl each step (offline DPO: pairs); was train.samples_per_step
+    logged_prompts_per_step: int = 2
 
 
 @dataclass
@@ -161,20 +210,24 @@ class WandbConfig:
 
 
 @dataclass
-class TrainerConfig:
+class StrategyConfig:
+    """`trainer.*`: how the run is spread over processes."""
+
     # none: one process. ddp | fsdp2: under torchrun, data parallel over ranks (trainer/distributed.py)
     strategy: str = "none"
 
 
 @dataclass
-class TrainConfig:
-    algo: AlgoConfig = field(default_factory=AlgoConfig)
+class RunConfig:
+    """The whole config of one `rlvr train` run (conf/train.yaml with its groups merged on)."""
+
+    algo: AlgoSchema = field(default_factory=AlgoSchema)  # conf/algo/NAME.yaml merges its family's subclass on
     env: Any = field(default_factory=lambda: {"name": "arithmetic"})
     model: ModelConfig = field(default_factory=ModelConfig)
     rollout: RolloutConfig = field(default_factory=RolloutConfig)
-    train: TrainSection = field(default_factory=TrainSection)
+    train: TrainLoopConfig = field(default_factory=TrainLoopConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
-    trainer: TrainerConfig = field(default_factory=TrainerConfig)
+    trainer: StrategyConfig = field(default_factory=StrategyConfig)
     seed: int = 0
     output_dir: str = "outputs/${now:%Y-%m-%d}/${now:%H-%M-%S}"
     resume: Optional[str] = None  # a run directory; continue from its last checkpoint
@@ -185,8 +238,22 @@ class TrainConfig:
     wandb: WandbConfig = field(default_factory=WandbConfig)
 
 
+RENAMED_KEYS = {"train.samples_per_step": "train.logged_prompts_per_step"}  # old name -> new (it counts prompts)
+
+
+def refuse_renamed_keys(overrides: list[str]) -> None:
+    """A key given by its old name (RENAMED_KEYS) is refused in one line that names the new one."""
+    from rlvr.errors import ConfigError
+
+    for override in overrides:
+        key = override.split("=", 1)[0].lstrip("+~")
+        if key in RENAMED_KEYS:
+            raise ConfigError(f"{key} is now {RENAMED_KEYS[key]} (the same setting, named for what it counts): "
+                              f"pass {RENAMED_KEYS[key]}={override.split('=', 1)[1] if '=' in override else '...'}")
+
+
 def unknown_keys(cfg, schema=None, prefix: str = "") -> list[tuple[str, list[str]]]:
-    """(dotted key, its siblings in the schema) for each key of `cfg` that `TrainConfig` lacks.
+    """(dotted key, its siblings in the schema) for each key of `cfg` that `RunConfig` lacks.
 
     Hydra refuses `train.stepz=3`, but `+train.stepz=3` (the fix its message suggests) adds the key,
     and nothing would read it. `env` is open (each environment checks its own parameters) and is skipped.
@@ -195,7 +262,7 @@ def unknown_keys(cfg, schema=None, prefix: str = "") -> list[tuple[str, list[str
 
     from omegaconf import DictConfig, OmegaConf
 
-    schema = OmegaConf.structured(TrainConfig) if schema is None else schema
+    schema = OmegaConf.structured(RunConfig) if schema is None else schema
     found = []
     for key in cfg:
         path = f"{prefix}{key}"
@@ -203,7 +270,9 @@ def unknown_keys(cfg, schema=None, prefix: str = "") -> list[tuple[str, list[str
             found.append((path, [str(k) for k in schema]))
         elif isinstance(cfg[key], DictConfig) and isinstance(schema[key], DictConfig) \
                 and is_dataclass(OmegaConf.get_type(schema[key])):
-            found.extend(unknown_keys(cfg[key], schema[key], f"{path}."))
+            kind = OmegaConf.get_type(cfg[key])  # `algo`: the family's subclass of the declared AlgoSchema
+            narrower = is_dataclass(kind) and issubclass(kind, OmegaConf.get_type(schema[key]))
+            found.extend(unknown_keys(cfg[key], OmegaConf.structured(kind) if narrower else schema[key], f"{path}."))
     return found
 
 
@@ -228,4 +297,7 @@ def register_resolvers() -> None:
 
 def register_schemas() -> None:
     register_resolvers()
-    ConfigStore.instance().store(name="train_schema", node=TrainConfig)
+    store = ConfigStore.instance()
+    store.store(name="train_schema", node=RunConfig)
+    for family, schema in ALGO_SCHEMAS.items():  # conf/algo/NAME.yaml: `defaults: [/algo_schema/FAMILY@_here_]`
+        store.store(group="algo_schema", name=family, node=schema)

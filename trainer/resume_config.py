@@ -15,7 +15,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from rlvr.trainer.config import TrainConfig
+from rlvr.trainer.config import RENAMED_KEYS, RunConfig
 from rlvr.errors import ConfigError
 
 GROUPS = ("algo", "env", "model", "rollout")
@@ -32,7 +32,8 @@ def resumed_config(composed: DictConfig, overrides: list[str]) -> DictConfig:
         raise ConfigError(f"resume={composed.resume}: no config.yaml there, so it is not a run directory of "
                           f"`rlvr train` (or it was removed); give the directory a run was trained into")
     try:
-        cfg = OmegaConf.merge(OmegaConf.structured(TrainConfig), OmegaConf.load(saved_path))
+        saved = OmegaConf.load(saved_path)
+        cfg = OmegaConf.merge(_schema_for(saved), saved)
     except OmegaConfBaseException as error:
         raise ConfigError(f"resume={composed.resume}: {saved_path} does not fit this rlvr's config "
                           f"({type(error).__name__}: {error}); start a new run") from None
@@ -53,3 +54,41 @@ def resumed_config(composed: DictConfig, overrides: list[str]) -> DictConfig:
     cfg.resume = composed.resume
     cfg.output_dir = composed.resume
     return cfg
+
+
+def resumed_algo_override(overrides: list[str]) -> tuple[list[str], str | None]:
+    """`resume=DIR` without `algo=`: Hydra composes the `algo` section with the saved run's preset, so that
+    the run's family schema takes its `algo.KEY=` overrides (the resumed config keeps the saved values;
+    this added override is not passed on to `resumed_config`). Returns the overrides and the one added."""
+    resume = next((o.split("=", 1)[1] for o in overrides if o.startswith("resume=")), None)
+    if not resume or any(o.split("=", 1)[0].lstrip("+~") == "algo" for o in overrides):
+        return overrides, None
+    saved = Path(resume) / "config.yaml"
+    name = OmegaConf.select(OmegaConf.load(saved), "algo.name") if saved.is_file() else None
+    if name is None:
+        return overrides, None
+    return [*overrides, f"algo={name}"], f"algo={name}"
+
+
+def _schema_for(saved: DictConfig) -> DictConfig:
+    """RunConfig with the saved algorithm's family schema as `algo` (trainer/algo_keys.py). A run saved
+    before the schemas were split holds every family's keys; those of other families, which its algorithm
+    never read (validation refused them away from their defaults), are dropped from `saved`, and a key
+    saved under its old name (config.RENAMED_KEYS) moves to its new one."""
+    from rlvr.trainer.algo_keys import schema_of
+
+    for old, new in RENAMED_KEYS.items():  # a run saved before the rename: its value under the new name
+        value = OmegaConf.select(saved, old, default=None)
+        if value is not None:
+            section, old_key = old.rsplit(".", 1)
+            del saved[section][old_key]
+            OmegaConf.update(saved, new, value)
+    schema = OmegaConf.structured(RunConfig)
+    name = OmegaConf.select(saved, "algo.name")
+    if name is None:
+        return schema
+    family = schema_of(str(name))
+    schema.algo = OmegaConf.structured(family)
+    for key in [k for k in saved.algo if k not in schema.algo]:
+        del saved.algo[key]
+    return schema

@@ -30,7 +30,7 @@ from rlvr.trainer.checkpoint import latest_checkpoint, load_trainer_state, resum
 from rlvr.trainer.distributed import Parallel, QuietRunFiles, RankModel
 from rlvr.trainer.evaluation.evaluate import evaluate_greedy
 from rlvr.trainer.loggers import build_loggers
-from rlvr.trainer.algos.ppo import build_value_head
+from rlvr.trainer.algos.ppo import build_critic
 from rlvr.trainer.models.lora import engine_for_policy
 from rlvr.trainer.models.model import build_policy, build_reference, load_tokenizer, resolve_model_path
 from rlvr.trainer.rollout.types import SamplingParams, build_engine
@@ -50,7 +50,7 @@ class RunContext:
     sampling: SamplingParams
     optimizer: torch.optim.Optimizer
     scheduler: torch.optim.lr_scheduler.LambdaLR
-    value_head: torch.nn.Module | None = None  # ppo's critic
+    critic: torch.nn.Module | None = None  # ppo's: a value head, or a whole critic model (algo.critic)
     state: dict = field(default_factory=dict)  # what an algorithm carries across steps (ppo's penalty_beta)
     cache: dict = field(default_factory=dict)  # what an algorithm rebuilds rather than checkpoints (dpo's offline pairs)
 
@@ -76,7 +76,7 @@ def train(cfg, log=print) -> dict:
         prepare_new_run_dir(run_dir, overwrite=False)  # an earlier run's directory is refused before any work
     env = build_env(cfg.env)
     resolve_rollout_lengths(cfg.rollout, env)  # null: the environment's length and truncation rule
-    if cfg.algo.overlong_buffer >= cfg.rollout.max_new_tokens:
+    if cfg.algo.get("overlong_buffer", 0) >= cfg.rollout.max_new_tokens:  # a key of the policy-gradient family
         raise ConfigError(f"algo.overlong_buffer={cfg.algo.overlong_buffer} must be < rollout.max_new_tokens="
                           f"{cfg.rollout.max_new_tokens} ({env.name}'s default unless set)")
     try:  # before any model is built, so a too-large eval set is refused at once
@@ -102,14 +102,15 @@ def train(cfg, log=print) -> dict:
     model = parallel.wrap(build_policy(cfg.model, base_path, checkpoint, seed=cfg.seed))
     plain = parallel.plain(model)  # the HF module with the full weights (fsdp2: gathered, once for the set-up below)
     # DPO always needs its reference (algo.beta is its temperature there, never 0); the others only for a KL term
-    reference = build_reference(plain, base_path) if cfg.algo.beta or cfg.algo.name == "dpo" else None
+    # (trpo/npg have no algo.beta: trainer/algo_keys.py)
+    reference = build_reference(plain, base_path) if cfg.algo.get("beta") or cfg.algo.name == "dpo" else None
     random.seed(cfg.seed)  # after the model build, which draws from the RNG only when not cached
     torch.manual_seed(cfg.seed + parallel.rank)  # rank 0 draws as one process would
     if reference is not None and parallel.world_size > 1:
         reference = RankModel(reference)  # a rank left with no rows after filtering still runs its forward
-    # ppo's critic, from the unwrapped policy (under ddp the value head stays outside DDP: algos/ppo.py averages its grads)
-    value_head = build_value_head(plain, cfg.algo.critic) if cfg.algo.name == "ppo" else None
-    params = list(model.parameters()) + (list(value_head.parameters()) if value_head is not None else [])
+    # ppo's critic, from the unwrapped policy (under ddp the value head stays outside DDP: ppo.py averages its grads)
+    critic = build_critic(plain, cfg.algo.critic) if cfg.algo.name == "ppo" else None
+    params = list(model.parameters()) + (list(critic.parameters()) if critic is not None else [])
     optimizer = torch.optim.AdamW(params, lr=cfg.optim.lr, betas=tuple(cfg.optim.betas),
                                   weight_decay=cfg.optim.weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_lambda(cfg))
@@ -118,8 +119,8 @@ def train(cfg, log=print) -> dict:
         trainer_state = load_trainer_state(checkpoint, optimizer, scheduler, rank=parallel.rank,
                                            load_optimizer=lambda s: parallel.load_optimizer_state(model, optimizer, s))
         start_step, algo_state = trainer_state["step"], trainer_state.get("algo_state", {})
-        if value_head is not None:
-            value_head.load_state_dict(trainer_state["value_head"])
+        if critic is not None:  # "value_head": the key of checkpoints saved before the rename
+            critic.load_state_dict(trainer_state["critic"] if "critic" in trainer_state else trainer_state["value_head"])
         files.truncate_after(start_step)
         log(f"resuming {run_dir} from {checkpoint.name}")
     files.write_config(cfg)
@@ -135,7 +136,7 @@ def train(cfg, log=print) -> dict:
                                                 "seed": cfg.seed + parallel.rank}))
     # with ranks, the step sees its rank's share of the prompts (trainer/distributed.py)
     ctx = RunContext(parallel.local_config(cfg), parallel.shard_env(env), tokenizer, model, reference, engine, sampling,
-                     optimizer, scheduler, value_head, algo_state)
+                     optimizer, scheduler, critic, algo_state)
     algo_step = STEPS[cfg.algo.name]
     completions = cfg.train.prompts_per_step * cfg.train.completions_per_prompt
     if cfg.algo.name == "dpo" and cfg.data:  # offline: nothing is sampled in training
@@ -185,8 +186,8 @@ def train(cfg, log=print) -> dict:
         bar.set_postfix(postfix, refresh=False)
         if step % cfg.train.save_every == 0 or step == cfg.train.steps:
             extra = {"base_model": base_path, "algo_state": dict(ctx.state)}
-            if value_head is not None:
-                extra["value_head"] = value_head.state_dict()
+            if critic is not None:
+                extra["critic"] = critic.state_dict()
             weights, optimizer_state = parallel.plain(model), parallel.optimizer_state(model, optimizer)  # collectives
             extra["rank_rng"] = parallel.rng_states()
             if parallel.is_main:

@@ -5,22 +5,18 @@ from __future__ import annotations
 import difflib
 from pathlib import Path
 
-from rlvr.trainer.algo_keys import unread_algo_keys
+from rlvr.trainer.algo_keys import unread_algo_keys, validate_algo
 from rlvr.trainer.config import unknown_keys
 from rlvr.trainer.truncation import TRUNCATED_REWARDS
-from rlvr.trainer.algos.losses import AGGREGATIONS, IMPORTANCE_LEVELS, KL_ESTIMATORS
 from rlvr.errors import ConfigError
 
-from rlvr.trainer.algos.advantages import BASELINES
-from rlvr.trainer.algorithms import ALGORITHMS, GROUP_ALGOS
+from rlvr.trainer.algorithms import ALGORITHMS
 from rlvr.trainer.distributed import STRATEGIES as PARALLEL_STRATEGIES
-from rlvr.trainer.algos.ppo import CRITICS
 from rlvr.trainer.algos.dpo import read_scored_completions
 from rlvr.trainer.algos.dpo_loss import LOSS_TYPES
 from rlvr.trainer.loggers import LOGGERS
 from rlvr.trainer.algos.pairs import STRATEGIES
 
-OBJECTIVES = ("clip", "penalty")
 ENGINES = ("hf", "vllm", "auto")
 SCHEDULES = ("constant", "linear", "cosine")
 WANDB_MODES = ("offline", "online", "disabled")
@@ -33,47 +29,7 @@ def validate_train_config(cfg) -> None:
 
     need(cfg.algo.name in ALGORITHMS,
          f"algo.name={cfg.algo.name!r} is not available; choose one of {', '.join(ALGORITHMS)}")
-    need(cfg.algo.kl_estimator in KL_ESTIMATORS,
-         f"algo.kl_estimator={cfg.algo.kl_estimator!r}; choose one of {', '.join(KL_ESTIMATORS)}")
-    need(cfg.algo.aggregation in AGGREGATIONS,
-         f"algo.aggregation={cfg.algo.aggregation!r}; choose one of {', '.join(AGGREGATIONS)}")
-    need(cfg.algo.beta >= 0, f"algo.beta={cfg.algo.beta} must be >= 0")
-    need(0 <= cfg.algo.clip_eps_low < 1, f"algo.clip_eps_low={cfg.algo.clip_eps_low} must be in [0, 1)")
-    need(cfg.algo.clip_eps_high >= 0, f"algo.clip_eps_high={cfg.algo.clip_eps_high} must be >= 0")
-    need(cfg.algo.mu >= 1, f"algo.mu={cfg.algo.mu} must be >= 1")
-    need(cfg.algo.baseline in BASELINES, f"algo.baseline={cfg.algo.baseline!r}; choose one of {', '.join(BASELINES)}")
-    need(cfg.algo.importance_level in IMPORTANCE_LEVELS,
-         f"algo.importance_level={cfg.algo.importance_level!r}; choose one of {', '.join(IMPORTANCE_LEVELS)}")
-    need(cfg.algo.importance_level == "token" or (
-        cfg.algo.name in GROUP_ALGOS and cfg.algo.aggregation == "seq_mean_token_mean"),
-         f"algo.importance_level=sequence (GSPO) needs a GRPO-family algo (not {cfg.algo.name!r}) and "
-         f"algo.aggregation=seq_mean_token_mean, not {cfg.algo.aggregation!r}: GSPO averages one loss per "
-         f"sequence; a token sum would weight each sequence by its length")
-    need(cfg.algo.overlong_buffer >= 0 and cfg.algo.overlong_penalty >= 0,
-         f"algo.overlong_buffer={cfg.algo.overlong_buffer} and algo.overlong_penalty={cfg.algo.overlong_penalty} "
-         f"must be >= 0")
-    need(cfg.rollout.max_new_tokens is None or cfg.algo.overlong_buffer < cfg.rollout.max_new_tokens,
-         f"algo.overlong_buffer={cfg.algo.overlong_buffer} must be < rollout.max_new_tokens="
-         f"{cfg.rollout.max_new_tokens} (the buffer is the last tokens before the length limit)")
-    need(cfg.algo.overlong_buffer == 0 or cfg.algo.name in GROUP_ALGOS,
-         f"algo.overlong_buffer={cfg.algo.overlong_buffer}: overlong reward shaping is applied by the GRPO family "
-         f"({', '.join(GROUP_ALGOS)}), not algo={cfg.algo.name}")
-    need(cfg.algo.max_resample_rounds >= 0, f"algo.max_resample_rounds={cfg.algo.max_resample_rounds} must be >= 0")
-    need(cfg.algo.max_resample_rounds == 0 or (cfg.algo.filter_zero_variance_groups and cfg.algo.name in GROUP_ALGOS),
-         f"algo.max_resample_rounds={cfg.algo.max_resample_rounds} refills the batch after "
-         f"algo.filter_zero_variance_groups drops groups, so it needs that set to true and a GRPO-family algo "
-         f"({', '.join(GROUP_ALGOS)}); got filter_zero_variance_groups={cfg.algo.filter_zero_variance_groups}, "
-         f"algo={cfg.algo.name}")
-    need(cfg.algo.critic in CRITICS, f"algo.critic={cfg.algo.critic!r}; choose one of {', '.join(CRITICS)}")
-    need(cfg.algo.objective in OBJECTIVES,
-         f"algo.objective={cfg.algo.objective!r}; choose one of {', '.join(OBJECTIVES)}")
-    need(0 <= cfg.algo.gamma <= 1 and 0 <= cfg.algo.lam <= 1,
-         f"algo.gamma={cfg.algo.gamma} and algo.lam={cfg.algo.lam} must be in [0, 1]")
-    need(cfg.algo.kl_target > 0 and cfg.algo.penalty_beta >= 0,
-         f"algo.kl_target={cfg.algo.kl_target} must be > 0 and algo.penalty_beta={cfg.algo.penalty_beta} >= 0")
-    need(cfg.algo.max_kl > 0 and cfg.algo.cg_iters >= 1 and 0 < cfg.algo.backtrack_ratio < 1,
-         f"algo.max_kl={cfg.algo.max_kl} must be > 0, algo.cg_iters={cfg.algo.cg_iters} >= 1 and "
-         f"algo.backtrack_ratio={cfg.algo.backtrack_ratio} in (0, 1)")
+    validate_algo(cfg)  # per family (trainer/algo_keys.py)
     need(cfg.rollout.engine in ENGINES, f"rollout.engine={cfg.rollout.engine!r}; choose one of {', '.join(ENGINES)}")
     need(cfg.rollout.max_new_tokens is None or cfg.rollout.max_new_tokens >= 1,
          f"rollout.max_new_tokens={cfg.rollout.max_new_tokens} must be >= 1 (or null: the environment's default)")

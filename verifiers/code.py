@@ -32,15 +32,8 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from typing import Any
 
-from rlvr.sandboxes.base import (
-    BACKENDS,
-    Checker,
-    ExecStatus,
-    Execution,
-    Limits,
-    MiB,
-    get_sandbox,
-)
+from rlvr.sandboxes.base import Checker, ExecStatus, Execution, Limits, MiB
+from rlvr.sandboxes.factory import BACKENDS, get_sandbox
 from rlvr.verifiers.code_cheats import CHEATS
 from rlvr.verifiers.code_harness import (
     CANDIDATE,

@@ -56,10 +56,11 @@ side of the rules lives in math_sympy, imported only where SymPy work runs.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from fractions import Fraction
 
 from rlvr.verifiers.math_parse import Bracket, Coll, Expr, Matrix, Num, Rel, Text, Union
+from rlvr.verifiers.math_rules import Rules, _num_values, _significant_digits
 
 PERCENT_MODES = ("either", "ratio", "strip")
 _BARE_SYMBOL = re.compile(r"[a-zA-Z](?:_\{?[\w]+\}?)?|\\(?:alpha|beta|gamma|theta|lambda|mu|phi|omega)")
@@ -69,22 +70,6 @@ _CONSTANT_LATEX = re.compile(r"(?:[-+]?\\infty|[^a-zA-Z]*|.*\\(?:pi|infty|sqrt|f
 
 class NeedsSympy(Exception):
     """Raised by `equal(..., allow_sympy=False)` when the pair needs SymPy."""
-
-
-class Unparsable(Exception):
-    """The LaTeX of one side could not be parsed."""
-
-    def __init__(self, latex: str, reason: str):
-        super().__init__(f"cannot parse {latex!r}: {reason}")
-        self.latex = latex
-
-
-@dataclass(frozen=True)
-class Rules:
-    rel_tol: float = 0.0
-    percent: str = "either"
-    allow_sympy: bool = True
-    min_digits: int = 3  # significant digits a decimal needs to stand for an exact gold it does not equal
 
 
 def _entries(rules: Rules) -> Rules:
@@ -178,15 +163,6 @@ def _distinct(items) -> list:
 
 # ------------------------------------------------------------------------------------------- numbers
 
-def _num_values(n: Num, percent: str) -> tuple[tuple[Fraction, int], ...]:
-    """(value, decimal places) pairs a number may stand for; its hundredth has two more places."""
-    if not n.pct or percent == "strip":
-        return ((n.value, n.places),)
-    if percent == "ratio":
-        return ((n.value / 100, n.places + 2),)
-    return ((n.value, n.places), (n.value / 100, n.places + 2))
-
-
 def numbers_equal(g: Fraction, g_approx: bool, g_places: int, p: Fraction, p_approx: bool, p_places: int,
                   rel_tol: float = 0.0, min_digits: int = 3) -> bool:
     """The number rule of the module docstring: exact unless a side is a decimal, then its stated precision."""
@@ -202,11 +178,6 @@ def numbers_equal(g: Fraction, g_approx: bool, g_places: int, p: Fraction, p_app
     if not g_approx and _significant_digits(p, p_places) < min_digits:
         return False  # 3.1 for pi, 0.3 for 1/3: too few digits to earn credit for an exact answer
     return abs(p - g) * 2 * Fraction(10) ** places <= 1  # within half a unit in the last stated place
-
-
-def _significant_digits(value: Fraction, places: int) -> int:
-    digits = abs(value) * Fraction(10) ** places
-    return len(str(round(digits))) if digits >= 1 else 0
 
 
 def _num_equal(g: Num, p: Num, rules: Rules) -> bool:

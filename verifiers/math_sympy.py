@@ -9,7 +9,7 @@ import random
 import re
 from functools import lru_cache
 
-from rlvr.verifiers.math_equal import Rules, Unparsable, _num_values, _significant_digits
+from rlvr.verifiers.math_rules import Rules, Unparsable, _num_values, _significant_digits
 from rlvr.verifiers.math_parse import Expr, Matrix, Num, Rel
 
 _DECIMAL_IN_LATEX = re.compile(r"(?<![\d.])\d*\.(\d+)")

@@ -38,7 +38,8 @@ from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
-from rlvr.verifiers.math_equal import PERCENT_MODES, NeedsSympy, Rules, equal
+from rlvr.verifiers.math_equal import PERCENT_MODES, NeedsSympy, equal
+from rlvr.verifiers.math_rules import Rules
 from rlvr.verifiers.math_extract import DEFAULT_ORDER, EXTRACTORS, extract, extract_gold
 from rlvr.verifiers.math_parse import choice_letter, normalize, parse, parse_answers
 from rlvr.verifiers.pool import TimeLimitPool, default_workers

@@ -1,1 +1,2 @@
-"""Algos: one step per algorithm, the pure losses and advantages, pairs, dynamic sampling, reward shaping."""
+"""Algorithms: one step per file, the pure losses and advantages, pairs, dynamic sampling, reward shaping, and the
+shared update."""

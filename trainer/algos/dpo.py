@@ -39,13 +39,13 @@ from __future__ import annotations
 import json
 import math
 import random
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
-from rlvr.trainer.distributed import any_rows, gather_objects, global_counts, loss_scale, rank, world_size
+from rlvr.trainer.algos.update import MicroLoss, accumulate_and_step, batch_counts
+from rlvr.trainer.distributed import any_rows, gather_objects, rank, world_size
 from rlvr.trainer.algos.dpo_loss import dpo_loss
 from rlvr.trainer.models.logprobs import PackedBatch, pack, token_logprobs
 from rlvr.trainer.algos.pairs import Pair, Scored, build_pairs
@@ -136,21 +136,21 @@ def _offline_step(ctx, step: int) -> tuple[dict, list[dict]]:
                 "chosen": {"text": data.groups[p.group][p.chosen].text, "reward": data.groups[p.group][p.chosen].reward},
                 "rejected": {"text": data.groups[p.group][p.rejected].text,
                              "reward": data.groups[p.group][p.rejected].reward}}
-               for p in pairs[: cfg.train.samples_per_step]]
+               for p in pairs[: cfg.train.logged_prompts_per_step]]
     return metrics, samples
 
 
 def dpo_update(ctx, batch: PairBatch) -> dict:
-    """One optimizer step on the mean DPO loss over `batch`'s pairs, accumulated over micro-batches."""
+    """One optimizer step on the mean DPO loss over `batch`'s pairs, accumulated over micro-batches
+    (`update.accumulate_and_step`; its metrics are weighted by pairs)."""
     algo = ctx.cfg.algo
-    pairs_per_micro = max(1, ctx.cfg.train.micro_batch_size // 2)
     # with ranks: pairs counted over all of them, and as many micro-batches as the busiest rank (empty ones
     # run a zero-weight pass, trainer/distributed.py); one process: len(batch) and its own count
-    num_pairs, _, micro_batches = global_counts(len(batch), torch.tensor(0.0), pairs_per_micro)
-    totals: Counter = Counter()
-    for index in range(micro_batches):
-        start = index * pairs_per_micro
-        micro = batch.select(torch.arange(start, max(start, min(start + pairs_per_micro, len(batch)))))
+    counts = batch_counts(len(batch), torch.tensor(0.0), max(1, ctx.cfg.train.micro_batch_size // 2))
+    pair_index = torch.arange(len(batch))  # [P]
+
+    def micro_loss(rows: slice) -> MicroLoss:
+        micro = batch.select(pair_index[rows])
         n = len(micro)
         logprobs = token_logprobs(ctx.model, micro.sequences)[0]  # [2n, L-1]
         mask = micro.sequences.completion_mask  # [2n, L-1]
@@ -158,20 +158,12 @@ def dpo_update(ctx, batch: PairBatch) -> dict:
         lengths = mask.sum(-1)  # [2n]
         loss, parts = dpo_loss(logps[:n], logps[n:], micro.ref_logps[:n], micro.ref_logps[n:], beta=algo.beta,
                                loss_type=algo.loss_type, label_smoothing=algo.label_smoothing,
-                               chosen_lengths=lengths[:n], rejected_lengths=lengths[n:], num_pairs=num_pairs)
-        (loss * loss_scale()).backward()
-        if n == 0:
-            continue
-        share = n / num_pairs
-        totals["loss"] += loss.item()
-        for name, value in parts.items():
-            totals[name] += share * value.item()
-        totals["logps/chosen"] += share * logps[:n].detach().mean().item()
-        totals["logps/rejected"] += share * logps[n:].detach().mean().item()
-    totals["grad_norm"] = torch.nn.utils.clip_grad_norm_(ctx.model.parameters(), ctx.cfg.optim.max_grad_norm).item()
-    ctx.optimizer.step()
-    ctx.optimizer.zero_grad(set_to_none=True)
-    return dict(totals)
+                               chosen_lengths=lengths[:n], rejected_lengths=lengths[n:], num_pairs=counts.sequences)
+        means = {**parts, "logps/chosen": logps[:n].detach().mean(), "logps/rejected": logps[n:].detach().mean()}
+        return MicroLoss(loss, n, means=means)
+
+    return accumulate_and_step(micro_loss, counts, ctx.optimizer, ctx.model, ctx.cfg.optim.max_grad_norm,
+                               per="sequence")
 
 
 @torch.no_grad()

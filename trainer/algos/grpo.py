@@ -28,12 +28,11 @@ Departures from the paper, each a config switch (see conf/algo/grpo.yaml):
 
 from __future__ import annotations
 
-from collections import Counter
-
 import torch
 
 from rlvr.trainer.algos.advantages import group_advantages, zero_variance_groups
-from rlvr.trainer.distributed import any_rows, global_counts, loss_scale
+from rlvr.trainer.algos.update import MicroLoss, accumulate, batch_counts, optimizer_step
+from rlvr.trainer.distributed import any_rows
 from rlvr.trainer.models.logprobs import PackedBatch, token_logprobs
 from rlvr.trainer.algos.losses import grpo_loss, truncated_importance_weights
 from rlvr.trainer.algos.reward_shaping import overlong_penalty
@@ -78,11 +77,7 @@ def grpo_step(ctx, step: int) -> tuple[dict, list[dict]]:
                     max_tokens=cfg.rollout.max_new_tokens, engine_logprobs=engine_logprobs,
                     importance_cap=cfg.rollout.importance_cap,
                 )
-                update_metrics["grad_norm"] = torch.nn.utils.clip_grad_norm_(
-                    ctx.model.parameters(), cfg.optim.max_grad_norm
-                ).item()
-                ctx.optimizer.step()
-                ctx.optimizer.zero_grad(set_to_none=True)
+                update_metrics["grad_norm"] = optimizer_step(ctx.optimizer, ctx.model, cfg.optim.max_grad_norm)
     ctx.scheduler.step()
     with timed(timings, "sync"):
         ctx.engine.sync_weights(ctx.model)
@@ -98,52 +93,40 @@ def grpo_step(ctx, step: int) -> tuple[dict, list[dict]]:
 def accumulate_gradients(model, batch: PackedBatch, advantages, old_logprobs, ref_logprobs, algo, *,
                          micro_batch_size: int, temperature: float, max_tokens: int,
                          engine_logprobs=None, importance_cap: float | None = None) -> dict:
-    """Backward over micro-batches so that the summed gradient equals the full batch's.
+    """GRPO's loss, backward over micro-batches (`update.accumulate`: the summed gradient equals the
+    full batch's); no optimizer step. Returns the batch's metrics.
 
     With `engine_logprobs` [N, L-1] (the sampler's, packed like `batch`) the trainer/engine mismatch
     is measured on the old logprobs and, when `importance_cap` is set, corrected by truncated
     importance weights.
-
-    Each micro-batch loss is normalised by the whole batch's sequence and token counts
-    (see `losses.aggregate`), so no division by the number of micro-batches is needed and
-    micro-batch 1 x accumulation 8 gives the gradient of micro-batch 8 x accumulation 1.
-    Under trainer.strategy=ddp|fsdp2 the counts are summed over ranks, the loss is scaled by the world
-    size, and a rank with fewer micro-batches than the busiest one runs empty (zero-weight) ones
-    (trainer/distributed.py); with one process all three are no-ops.
     """
-    num_sequences, num_tokens, micro_batches = global_counts(len(batch), batch.completion_mask.sum(),
-                                                             micro_batch_size)
-    totals: Counter = Counter()
+    counts = batch_counts(len(batch), batch.completion_mask.sum(), micro_batch_size)
     diff_max = 0.0
-    for index in range(micro_batches):
-        rows = slice(index * micro_batch_size, (index + 1) * micro_batch_size)
+
+    def micro_loss(rows: slice) -> MicroLoss:
+        nonlocal diff_max
         micro = batch.select(rows)  # 0 rows once this rank has run out
         logprobs, entropy = token_logprobs(model, micro, temperature, with_entropy=True)  # [n, L-1]
         old = logprobs.detach() if old_logprobs is None else old_logprobs[rows]  # [n, L-1]
         ref = None if ref_logprobs is None else ref_logprobs[rows]
-        weights = None
+        weights, sums = None, {}
         if engine_logprobs is not None and len(micro) > 0:
             engine = engine_logprobs[rows]  # [n, L-1]
             diff = (old - engine).abs() * micro.completion_mask  # [n, L-1]
-            totals["rollout/logprob_diff_mean"] += (diff.sum() / num_tokens).item()
+            sums["rollout/logprob_diff_mean"] = (diff.sum() / counts.tokens).item()
             diff_max = max(diff_max, diff.max().item())
             if importance_cap is not None:
                 weights = truncated_importance_weights(old, engine, importance_cap)  # [n, L-1]
         loss, parts = grpo_loss(
             logprobs, old, advantages[rows], micro.completion_mask, ref_logprobs=ref, beta=algo.beta,
             kl_estimator=algo.kl_estimator, clip_eps_low=algo.clip_eps_low, clip_eps_high=algo.clip_eps_high,
-            aggregation=algo.aggregation, max_tokens=max_tokens, num_sequences=num_sequences, num_tokens=num_tokens,
-            importance_weights=weights, importance_level=algo.importance_level,
+            aggregation=algo.aggregation, max_tokens=max_tokens, num_sequences=counts.sequences,
+            num_tokens=counts.tokens, importance_weights=weights, importance_level=algo.importance_level,
         )
-        (loss * loss_scale()).backward()
-        if len(micro) == 0:
-            continue
-        share = (micro.completion_mask.sum() / num_tokens).item()  # token-weighted averages of per-token stats
-        totals["loss"] += loss.item()
-        totals["entropy"] += share * ((entropy * micro.completion_mask).sum() / micro.completion_mask.sum()).item()
-        for name in ("clip_frac", "kl", "ratio_mean"):
-            if name in parts:
-                totals[name] += share * parts[name].item()
+        means = {name: parts[name] for name in ("clip_frac", "kl", "ratio_mean") if name in parts}
+        return MicroLoss(loss, len(micro), micro.completion_mask, entropy, means, sums)
+
+    metrics = accumulate(micro_loss, counts)
     if engine_logprobs is not None:
-        totals["rollout/logprob_diff_max"] = diff_max
-    return dict(totals)
+        metrics["rollout/logprob_diff_max"] = diff_max
+    return metrics

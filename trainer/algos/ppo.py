@@ -3,7 +3,7 @@
     sample -> verify -> token rewards (+ per-token KL to the reference) -> values -> GAE
     -> mu epochs of [clipped (or KL-penalised) surrogate + clipped value loss] -> log
 
-The critic (`ctx.value_head`) is chosen by `algo.critic`:
+The critic (`ctx.critic`) is chosen by `algo.critic`:
   * `head` (default): a value head, `nn.Linear(hidden_size, 1)`, on the policy's last hidden state. Cheap
     (no second forward), but the value loss (weight `algo.vf_coef`) also moves the policy's trunk.
   * `model`: a separate critic, `CriticModel`: a copy of the base model's trunk (without its LM head) with
@@ -12,7 +12,7 @@ The critic (`ctx.value_head`) is chosen by `algo.critic`:
     With `model.lora` the copy keeps the base weights frozen and trains LoRA adapters of its own.
 Either way the critic's parameters sit in the same AdamW as the policy's, with the same `optim.lr`
 (TRL's PPOTrainer also gives policy and value model one optimizer), and its whole state dict is saved
-as "value_head" in trainer_state.pt, so `resume=` restores it. Rewards are token
+as "critic" in trainer_state.pt, so `resume=` restores it. Rewards are token
 level: the verifier's reward sits on the last completion token and, when `algo.beta > 0`, every
 token pays beta * (log pi_old - log pi_ref), the per-token KL penalty of InstructGPT (Ouyang et al.
 2022). `algo.objective=penalty` swaps the clip for PPO-penalty (the paper's eq. 8) with the adaptive
@@ -38,8 +38,9 @@ import copy
 import torch
 
 from rlvr.trainer.algos.advantages import gae, masked_mean_var, whiten
-from rlvr.trainer.distributed import global_counts, global_sum, loss_scale, reduce_gradients
-from rlvr.trainer.models.logprobs import token_logprobs
+from rlvr.trainer.algos.update import MicroLoss, accumulate_and_step, batch_counts
+from rlvr.trainer.distributed import global_sum
+from rlvr.trainer.models.logprobs import logprobs_from_logits, token_logprobs
 from rlvr.trainer.algos.losses import adaptive_beta, grpo_loss, ppo_penalty_loss, value_loss
 from rlvr.trainer.rollout.sampling import sample_and_score, step_metrics_and_samples, timed
 
@@ -72,31 +73,28 @@ class CriticModel(torch.nn.Module):
         return self.head(hidden[:, :-1].float()).squeeze(-1)  # [N, L-1]
 
 
-def build_value_head(model, critic: str = "head") -> torch.nn.Module:
+def build_critic(model, kind: str = "head") -> torch.nn.Module:
     """PPO's critic for `algo.critic`: "head" -> a Linear on the policy's hidden states; "model" -> CriticModel.
     Built from the policy as loaded, i.e. the base model, so the "model" critic starts from the base weights;
     on `resume=` the checkpoint's critic state then replaces them."""
-    if critic == "head":
+    if kind == "head":
         return _zero_linear(model.config.hidden_size)
-    if critic == "model":
+    if kind == "model":
         return CriticModel(model)
-    raise ValueError(f"unknown critic {critic!r}; expected one of {CRITICS}")
+    raise ValueError(f"unknown critic {kind!r}; expected one of {CRITICS}")
 
 
-def logprobs_and_values(model, value_head, batch, temperature: float):
+def logprobs_and_values(model, critic, batch, temperature: float):
     """(logprobs [N, L-1], values [N, L-1], entropy [N, L-1]); column t's value is the state after
     token t, i.e. before the token whose logprob sits in column t."""
-    separate = isinstance(value_head, CriticModel)
+    separate = isinstance(critic, CriticModel)
     out = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, output_hidden_states=not separate)
-    logits = out.logits[:, :-1].float() / temperature  # [N, L-1, V]
-    logprobs_all = torch.log_softmax(logits, dim=-1)  # [N, L-1, V]
-    logprobs = logprobs_all.gather(-1, batch.input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)  # [N, L-1]
+    logprobs, entropy = logprobs_from_logits(out.logits[:, :-1], batch.input_ids[:, 1:], temperature,
+                                             with_entropy=True)  # [N, L-1], [N, L-1]
     if separate:
-        values = value_head(batch)  # [N, L-1]
+        values = critic(batch)  # [N, L-1]
     else:
-        values = value_head(out.hidden_states[-1][:, :-1].float()).squeeze(-1)  # [N, L-1]
-    with torch.no_grad():
-        entropy = -(logprobs_all.exp() * logprobs_all).sum(-1)  # [N, L-1]
+        values = critic(out.hidden_states[-1][:, :-1].float()).squeeze(-1)  # [N, L-1]
     return logprobs, values, entropy
 
 
@@ -121,7 +119,7 @@ def ppo_step(ctx, step: int) -> tuple[dict, list[dict]]:
     chunks = [slice(s, s + micro_batch_size) for s in range(0, len(batch), micro_batch_size)]
 
     with timed(timings, "logprobs"), torch.no_grad():
-        old = [logprobs_and_values(ctx.model, ctx.value_head, batch.select(c), temperature) for c in chunks]
+        old = [logprobs_and_values(ctx.model, ctx.critic, batch.select(c), temperature) for c in chunks]
         old_logprobs = torch.cat([o[0] for o in old])  # [N, L-1]
         old_values = torch.cat([o[1] for o in old]) * mask  # [N, L-1]
         ref_logprobs = (torch.cat([token_logprobs(ctx.reference, batch.select(c), temperature)[0] for c in chunks])
@@ -132,48 +130,40 @@ def ppo_step(ctx, step: int) -> tuple[dict, list[dict]]:
 
     penalty_beta = ctx.state.setdefault("penalty_beta", algo.penalty_beta)
     # under torchrun: the whole batch's counts (every rank holds the same number of rows, so the same chunks)
-    num_sequences, num_tokens, _ = global_counts(len(batch), mask.sum(), micro_batch_size)
-    counts = dict(max_tokens=cfg.rollout.max_new_tokens, num_sequences=num_sequences, num_tokens=num_tokens)
+    counts = batch_counts(len(batch), mask.sum(), micro_batch_size)
+    sizes = dict(max_tokens=cfg.rollout.max_new_tokens, num_sequences=counts.sequences, num_tokens=counts.tokens)
+
+    def micro_loss(rows: slice) -> MicroLoss:
+        micro = batch.select(rows)
+        logprobs, values, entropy = logprobs_and_values(ctx.model, ctx.critic, micro, temperature)
+        if algo.objective == "penalty":
+            pg_loss, parts = ppo_penalty_loss(logprobs, old_logprobs[rows], advantages[rows], micro.completion_mask,
+                                              penalty_beta, aggregation=algo.aggregation, **sizes)
+        else:
+            pg_loss, parts = grpo_loss(logprobs, old_logprobs[rows], advantages[rows], micro.completion_mask,
+                                       clip_eps_low=algo.clip_eps_low, clip_eps_high=algo.clip_eps_high,
+                                       aggregation=algo.aggregation, **sizes)
+        vf_loss, vf_parts = value_loss(values, old_values[rows], returns[rows], micro.completion_mask,
+                                       algo.clip_eps_value, num_tokens=counts.tokens)
+        parts = {**parts, **vf_parts}
+        sums = {name: parts.pop(name) for name in ("policy_loss", "vf_loss") if name in parts}  # terms of a total
+        return MicroLoss(pg_loss + algo.vf_coef * vf_loss, len(micro), micro.completion_mask, entropy, parts, sums)
+
     totals: dict[str, float] = {}
     with timed(timings, "update"):
         for _ in range(algo.mu):
-            totals = {}
-            for c in chunks:
-                micro = batch.select(c)
-                logprobs, values, entropy = logprobs_and_values(ctx.model, ctx.value_head, micro, temperature)
-                if algo.objective == "penalty":
-                    pg_loss, parts = ppo_penalty_loss(logprobs, old_logprobs[c], advantages[c], micro.completion_mask,
-                                                      penalty_beta, aggregation=algo.aggregation, **counts)
-                else:
-                    pg_loss, parts = grpo_loss(logprobs, old_logprobs[c], advantages[c], micro.completion_mask,
-                                               clip_eps_low=algo.clip_eps_low, clip_eps_high=algo.clip_eps_high,
-                                               aggregation=algo.aggregation, **counts)
-                vf_loss, vf_parts = value_loss(values, old_values[c], returns[c], micro.completion_mask,
-                                               algo.clip_eps_value, num_tokens=num_tokens)
-                loss = pg_loss + algo.vf_coef * vf_loss
-                (loss * loss_scale()).backward()
-                share = (micro.completion_mask.sum() / num_tokens).item()
-                totals["loss"] = totals.get("loss", 0.0) + loss.item()
-                totals["entropy"] = totals.get("entropy", 0.0) + (
-                    (entropy * micro.completion_mask).sum() / num_tokens).item()
-                for name, value in {**parts, **vf_parts}.items():
-                    scale = 1.0 if name in ("policy_loss", "vf_loss") else share  # losses already add up
-                    totals[name] = totals.get(name, 0.0) + scale * value.item()
-            reduce_gradients(ctx.value_head)  # outside DDP: averaged here (the policy's were by DDP)
-            params = list(ctx.model.parameters()) + list(ctx.value_head.parameters())
-            totals["grad_norm"] = torch.nn.utils.clip_grad_norm_(params, cfg.optim.max_grad_norm).item()
-            ctx.optimizer.step()
-            ctx.optimizer.zero_grad(set_to_none=True)
+            totals = accumulate_and_step(micro_loss, counts, ctx.optimizer, ctx.model, cfg.optim.max_grad_norm,
+                                         critic=ctx.critic)
         if algo.objective == "penalty":  # the adaptive rule measures KL(pi_old || pi_new) after the update
             with torch.no_grad():
                 new_logprobs = torch.cat([token_logprobs(ctx.model, batch.select(c), temperature)[0] for c in chunks])
-                kl = global_sum(((old_logprobs - new_logprobs) * mask).sum()) / num_tokens  # k1 on pi_old's tokens
+                kl = global_sum(((old_logprobs - new_logprobs) * mask).sum()) / counts.tokens  # k1 on pi_old's tokens
             ctx.state["penalty_beta"] = adaptive_beta(penalty_beta, kl.item(), algo.kl_target)
             totals.update({"kl_old_new": kl.item(), "penalty_beta": ctx.state["penalty_beta"]})
     ctx.scheduler.step()
     with timed(timings, "sync"):
         ctx.engine.sync_weights(ctx.model)
-    totals["value/mean"] = (global_sum((old_values * mask).sum()) / num_tokens).item()
+    totals["value/mean"] = (global_sum((old_values * mask).sum()) / counts.tokens).item()
     totals["value/explained_var"] = _explained_variance(old_values, returns, mask)
     return step_metrics_and_samples(ctx, step, sampled, timings, totals)
 

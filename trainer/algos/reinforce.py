@@ -15,7 +15,8 @@ from __future__ import annotations
 import torch
 
 from rlvr.trainer.algos.advantages import outcome_advantages
-from rlvr.trainer.distributed import global_counts, global_sum, loss_scale
+from rlvr.trainer.algos.update import MicroLoss, accumulate_and_step, batch_counts
+from rlvr.trainer.distributed import global_sum
 from rlvr.trainer.models.logprobs import token_logprobs
 from rlvr.trainer.algos.losses import aggregate, kl_penalty, reinforce_loss
 from rlvr.trainer.rollout.sampling import sample_and_score, step_metrics_and_samples, timed
@@ -28,30 +29,25 @@ def reinforce_step(ctx, step: int) -> tuple[dict, list[dict]]:
     advantages = outcome_advantages(sampled.rewards, algo.baseline, total=global_sum).flatten()  # [B*G], all ranks
     batch = sampled.batch
     # with ranks: counts over all ranks and the busiest rank's micro-batch count (trainer/distributed.py)
-    num_sequences, num_tokens, micro_batches = global_counts(len(batch), batch.completion_mask.sum(),
-                                                             cfg.train.micro_batch_size)
-    counts = dict(max_tokens=cfg.rollout.max_new_tokens, num_sequences=num_sequences, num_tokens=num_tokens)
+    counts = batch_counts(len(batch), batch.completion_mask.sum(), cfg.train.micro_batch_size)
+    sizes = dict(max_tokens=cfg.rollout.max_new_tokens, num_sequences=counts.sequences, num_tokens=counts.tokens)
 
-    totals = {"loss": 0.0, "entropy": 0.0}
+    def micro_loss(rows: slice) -> MicroLoss:
+        micro = batch.select(rows)
+        logprobs, entropy = token_logprobs(ctx.model, micro, cfg.rollout.temperature, with_entropy=True)  # [n, L-1]
+        loss, _ = reinforce_loss(logprobs, advantages[rows], micro.completion_mask, aggregation=algo.aggregation,
+                                 **sizes)
+        sums = {}
+        if algo.beta:
+            with torch.no_grad():
+                ref = token_logprobs(ctx.reference, micro, cfg.rollout.temperature)[0]  # [n, L-1]
+            kl = kl_penalty(logprobs, ref, algo.kl_estimator)  # [n, L-1]
+            loss = loss + algo.beta * aggregate(kl, micro.completion_mask, algo.aggregation, **sizes)
+            sums["kl"] = ((kl * micro.completion_mask).sum() / counts.tokens).item()
+        return MicroLoss(loss, len(micro), micro.completion_mask, entropy, sums=sums)
+
     with timed(timings, "update"):
-        for index in range(micro_batches):
-            rows = slice(index * cfg.train.micro_batch_size, (index + 1) * cfg.train.micro_batch_size)
-            micro = batch.select(rows)
-            logprobs, entropy = token_logprobs(ctx.model, micro, cfg.rollout.temperature, with_entropy=True)  # [n, L-1]
-            loss, _ = reinforce_loss(logprobs, advantages[rows], micro.completion_mask,
-                                     aggregation=algo.aggregation, **counts)
-            if algo.beta:
-                with torch.no_grad():
-                    ref = token_logprobs(ctx.reference, micro, cfg.rollout.temperature)[0]  # [n, L-1]
-                kl = kl_penalty(logprobs, ref, algo.kl_estimator)  # [n, L-1]
-                loss = loss + algo.beta * aggregate(kl, micro.completion_mask, algo.aggregation, **counts)
-                totals["kl"] = totals.get("kl", 0.0) + ((kl * micro.completion_mask).sum() / num_tokens).item()
-            (loss * loss_scale()).backward()  # DDP/FSDP2 average over ranks; x world size makes it the sum
-            totals["loss"] += loss.item()
-            totals["entropy"] += ((entropy * micro.completion_mask).sum() / num_tokens).item()
-        totals["grad_norm"] = torch.nn.utils.clip_grad_norm_(ctx.model.parameters(), cfg.optim.max_grad_norm).item()
-        ctx.optimizer.step()
-        ctx.optimizer.zero_grad(set_to_none=True)
+        totals = accumulate_and_step(micro_loss, counts, ctx.optimizer, ctx.model, cfg.optim.max_grad_norm)
     ctx.scheduler.step()
     with timed(timings, "sync"):
         ctx.engine.sync_weights(ctx.model)

@@ -34,7 +34,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
 from rlvr.trainer.algos.advantages import outcome_advantages
-from rlvr.trainer.models.logprobs import PackedBatch
+from rlvr.trainer.models.logprobs import PackedBatch, log_distributions, pick
 from rlvr.trainer.algos.losses import aggregate, conjugate_gradient
 from rlvr.trainer.rollout.sampling import sample_and_score, step_metrics_and_samples, timed
 
@@ -71,12 +71,10 @@ def natural_gradient_update(model, batch: PackedBatch, advantages, *, max_kl: fl
     counts = dict(max_tokens=max_tokens, num_sequences=len(batch), num_tokens=num_tokens)
 
     def log_dists(c):  # log pi_theta(. | s_t) on rows c: [n, L-1, V]
-        micro = batch.select(c)
-        logits = model(input_ids=micro.input_ids, attention_mask=micro.attention_mask).logits  # [n, L, V]
-        return torch.log_softmax(logits[:, :-1].float() / temperature, dim=-1)
+        return log_distributions(model, batch.select(c), temperature)
 
     def sampled(log_dist, c):  # log pi_theta(o_t) of the sampled tokens: [n, L-1]
-        return log_dist.gather(-1, batch.input_ids[c, 1:].unsqueeze(-1)).squeeze(-1)
+        return pick(log_dist, batch.input_ids[c, 1:])
 
     def mean_kl(log_dist, c):  # this chunk's share of mean_t KL(pi_old || pi_theta), exact over the vocabulary
         old = old_log_dists[c]  # [n, L-1, V]

@@ -74,16 +74,10 @@ def token_logprobs(model, batch: PackedBatch, temperature: float = 1.0, with_ent
         logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits  # [N, L, V]
         logits = logits[:, first:-1]  # [N, keep, V]
     selected = mask[:, first:]  # [N, keep]
-    logits = logits[selected].float() / temperature  # [M, V], M = completion tokens
-    targets = batch.input_ids[:, first + 1 :][selected]  # [M]
-    logprobs_all = torch.log_softmax(logits, dim=-1)  # [M, V]
-    picked = logprobs_all.gather(-1, targets.unsqueeze(-1)).squeeze(-1)  # [M]
+    targets = batch.input_ids[:, first + 1 :][selected]  # [M], M = completion tokens
+    picked, picked_entropy = logprobs_from_logits(logits[selected], targets, temperature, with_entropy)  # [M]
     logprobs = picked.new_zeros(mask.shape).masked_scatter(mask, picked)  # [N, L-1]
-    entropy = None
-    if with_entropy:
-        with torch.no_grad():
-            picked_entropy = -(logprobs_all.exp() * logprobs_all).sum(-1)  # [M]
-            entropy = picked.new_zeros(mask.shape).masked_scatter(mask, picked_entropy)  # [N, L-1]
+    entropy = None if picked_entropy is None else picked.new_zeros(mask.shape).masked_scatter(mask, picked_entropy)
     return logprobs, entropy
 
 
@@ -91,15 +85,35 @@ def _all_positions(model, batch: PackedBatch, temperature: float, with_entropy: 
     """The plain computation at every position: for a batch without completion tokens (an empty
     micro-batch on a distributed rank), whose forward must still reach every parameter."""
     logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits  # [N, L, V]
-    logits = logits[:, :-1].float() / temperature  # [N, L-1, V]
-    targets = batch.input_ids[:, 1:]  # [N, L-1]
-    logprobs_all = torch.log_softmax(logits, dim=-1)  # [N, L-1, V]
-    logprobs = logprobs_all.gather(-1, targets.unsqueeze(-1)).squeeze(-1)  # [N, L-1]
+    return logprobs_from_logits(logits[:, :-1], batch.input_ids[:, 1:], temperature, with_entropy)  # [N, L-1]
+
+
+def log_distributions(model, batch: PackedBatch, temperature: float = 1.0) -> torch.Tensor:
+    """log pi(. | s_t) over the whole vocabulary at every position: [N, L-1, V]. For a KL between whole
+    distributions (TRPO's); a loss on the sampled tokens wants `token_logprobs`, which computes far less."""
+    logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits  # [N, L, V]
+    return log_softmax(logits[:, :-1], temperature)  # [N, L-1, V]
+
+
+def log_softmax(logits: torch.Tensor, temperature: float) -> torch.Tensor:
+    """[..., V] logits -> [..., V] log-probabilities of logits / temperature, in float32."""
+    return torch.log_softmax(logits.float() / temperature, dim=-1)
+
+
+def pick(log_dist: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """[..., V] log-probabilities, [...] token ids -> [...] the log-probability of each id."""
+    return log_dist.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+
+
+def logprobs_from_logits(logits: torch.Tensor, targets: torch.Tensor, temperature: float, with_entropy: bool = False):
+    """[..., V] logits, [...] targets -> (logprobs [...], entropy [...] or None): the one place the
+    log-softmax and the gather are written (`token_logprobs`, PPO's policy-and-value forward)."""
+    log_dist = log_softmax(logits, temperature)  # [..., V]
     entropy = None
     if with_entropy:
         with torch.no_grad():
-            entropy = -(logprobs_all.exp() * logprobs_all).sum(-1)  # [N, L-1]
-    return logprobs, entropy
+            entropy = -(log_dist.exp() * log_dist).sum(-1)  # [...]
+    return pick(log_dist, targets), entropy
 
 
 @functools.lru_cache(maxsize=None)

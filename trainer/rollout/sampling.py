@@ -74,7 +74,7 @@ def step_metrics_and_samples(ctx, step: int, sampled: Sampled, timings: dict, up
                              generated_tokens: int | None = None) -> tuple[dict, list[dict]]:
     """The metrics every algorithm logs (reward, statuses, lengths, throughput, timings), with the
     algorithm's `update_metrics` after the rewards and its `batch_metrics` after the lengths, and
-    the first `train.samples_per_step` prompts' completions. Throughput counts `generated_tokens`
+    the first `train.logged_prompts_per_step` prompts' completions. Throughput counts `generated_tokens`
     (default: `sampled`'s; more when the step sampled further rounds than the one it reports)."""
     cfg, rollout, results = ctx.cfg, sampled.rollout, sampled.results
     group_size = cfg.train.completions_per_prompt
@@ -95,7 +95,7 @@ def step_metrics_and_samples(ctx, step: int, sampled: Sampled, timings: dict, up
         {"step": step, "prompt": ctx.env.messages(rows[i]), "answer": rows[i].get("answer"),
          "completions": [{"text": rollout.texts[i * group_size + j], **results[i * group_size + j].to_dict()}
                          for j in range(group_size)]}
-        for i in range(min(cfg.train.samples_per_step, len(rows)))
+        for i in range(min(cfg.train.logged_prompts_per_step, len(rows)))
     ]
     return metrics, samples
 

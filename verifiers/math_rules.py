@@ -1,0 +1,40 @@
+"""What math_equal (structure and numbers) and math_sympy (the SymPy side) share: the comparison rules,
+the parse failure, and the number helpers. A module of its own so that math_sympy need not import
+math_equal, which imports math_sympy where SymPy work runs: neither imports the other in a loop."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+from rlvr.verifiers.math_parse import Num
+
+
+class Unparsable(Exception):
+    """The LaTeX of one side could not be parsed."""
+
+    def __init__(self, latex: str, reason: str):
+        super().__init__(f"cannot parse {latex!r}: {reason}")
+        self.latex = latex
+
+
+@dataclass(frozen=True)
+class Rules:
+    rel_tol: float = 0.0
+    percent: str = "either"
+    allow_sympy: bool = True
+    min_digits: int = 3  # significant digits a decimal needs to stand for an exact gold it does not equal
+
+
+def _num_values(n: Num, percent: str) -> tuple[tuple[Fraction, int], ...]:
+    """(value, decimal places) pairs a number may stand for; its hundredth has two more places."""
+    if not n.pct or percent == "strip":
+        return ((n.value, n.places),)
+    if percent == "ratio":
+        return ((n.value / 100, n.places + 2),)
+    return ((n.value, n.places), (n.value / 100, n.places + 2))
+
+
+def _significant_digits(value: Fraction, places: int) -> int:
+    digits = abs(value) * Fraction(10) ** places
+    return len(str(round(digits))) if digits >= 1 else 0
