@@ -9,7 +9,7 @@ from hydra.errors import ConfigCompositionException
 from omegaconf.errors import ConfigKeyError
 
 from rlvr.envs.base import Env
-from rlvr.trainer.run import build_env
+from rlvr.trainer.env_config import build_env
 from rlvr.trainer.validate import validate_train_config
 from rlvr.errors import ConfigError
 

@@ -147,7 +147,8 @@ def test_ppo_with_lora_trains_adapters_and_critic(tiny_lm_sft, compose_train, cr
     from rlvr.trainer.algos.ppo import build_value_head
     from rlvr.trainer.rollout.types import SamplingParams
     from rlvr.trainer.rollout.hf import HFEngine
-    from rlvr.trainer.run import STEPS, RunContext
+    from rlvr.trainer.algorithms import ALGORITHMS
+    from rlvr.trainer.run import RunContext
     from tests.test_trainer_step import STEP_OVERRIDES, AlternatingRewardEnv
 
     cfg = compose_train(STEP_OVERRIDES + ["algo=ppo", f"algo.critic={critic}", "model.lora.r=4"])
@@ -161,9 +162,9 @@ def test_ppo_with_lora_trains_adapters_and_critic(tiny_lm_sft, compose_train, cr
                      HFEngine(policy, tiny_lm_sft.tokenizer), SamplingParams(n=4, max_new_tokens=8), optimizer,
                      scheduler, value_head)
     torch.manual_seed(0)
-    metrics, _ = STEPS["ppo"](ctx, step=1)
+    metrics, _ = ALGORITHMS["ppo"].step(ctx, step=1)
     for _ in range(2):  # the zero-initialised value head passes no gradient below it on the first step
-        metrics, _ = STEPS["ppo"](ctx, step=2)
+        metrics, _ = ALGORITHMS["ppo"].step(ctx, step=2)
     for name, p in policy.named_parameters():
         assert torch.equal(p, before[name]) != ("lora_" in name), name  # adapters moved, base weights did not
     moved = [n for n, p in value_head.named_parameters() if p.requires_grad and not torch.equal(p, critic_before[n])]
