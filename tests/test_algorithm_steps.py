@@ -10,7 +10,7 @@ import torch
 
 from rlvr.trainer.algos.advantages import outcome_advantages
 from rlvr.trainer.models.logprobs import pack
-from rlvr.trainer.algos.losses import value_loss
+from rlvr.trainer.algos.ppo_losses import value_loss
 from rlvr.trainer.algos.ppo import CriticModel, build_value_head, logprobs_and_values
 from rlvr.trainer.rollout.prompts import render_prompts
 from rlvr.trainer.rollout.types import SamplingParams

@@ -2,6 +2,11 @@
 
     torchrun --nproc_per_node N -m rlvr train trainer.strategy=ddp ...
 
+(Over 300 lines on purpose: a third is this docstring, the argument that N ranks make the update one
+process makes, and the rest are the pieces it names, each a few lines: the per-step collectives the
+algorithm steps call, the `Parallel` the loop asks, the metric reduction and the rank's view of the
+environment. Split, the argument would sit apart from what it argues about.)
+
 Each rank draws the step's `prompts_per_step` rows exactly as one process would (from the seed
 and the step) and keeps its contiguous share; it samples, scores and backpropagates that share.
 Gradients are averaged over ranks by torch's DistributedDataParallel (`ddp`: every rank holds the

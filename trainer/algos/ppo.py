@@ -40,7 +40,8 @@ import torch
 from rlvr.trainer.algos.advantages import gae, masked_mean_var, whiten
 from rlvr.trainer.distributed import global_counts, global_sum, loss_scale, reduce_gradients
 from rlvr.trainer.models.logprobs import token_logprobs
-from rlvr.trainer.algos.losses import adaptive_beta, grpo_loss, ppo_penalty_loss, value_loss
+from rlvr.trainer.algos.losses import grpo_loss
+from rlvr.trainer.algos.ppo_losses import adaptive_beta, ppo_penalty_loss, value_loss
 from rlvr.trainer.rollout.sampling import sample_and_score, step_metrics_and_samples, timed
 
 
