@@ -140,6 +140,15 @@ def test_the_top_level_sampling_keys_reach_the_engine():
     assert (cfg.rollout.temperature, cfg.rollout.top_p, cfg.rollout.top_k) == (0.7, 0.9, 5)
 
 
+def test_rlvr_eval_does_not_import_the_training_loop():
+    """trainer/evaluation/ sits below trainer/run.py: followed statically (imports inside functions too)."""
+    from rlvr.trainer.models.tiny_model import rlvr_sources
+
+    reached = rlvr_sources(["rlvr.trainer.evaluation.eval_run"])
+    assert "rlvr.trainer.evaluation.evaluate" in reached and "rlvr.trainer.env_config" in reached
+    assert "rlvr.trainer.run" not in reached
+
+
 def test_no_model_is_refused(tmp_path):
     with pytest.raises(ConfigError, match="models="):
         run_eval(compose_eval([f"output_dir={tmp_path}"]), log=quiet)

@@ -100,6 +100,22 @@ def test_checkpoint_is_the_merged_model_and_resume_gets_the_adapters(trained, ti
     assert all(p.requires_grad == ("lora_" in n) for n, p in resumed.named_parameters())
 
 
+def test_an_engine_that_copies_weights_gets_the_merged_model(trained):
+    """trainer/rollout/weights.py's one path: vLLM (copies_weights) is handed W + (alpha / r) B A on a copy,
+    HF generate the adapter model itself."""
+    from rlvr.trainer.models.logprobs import token_logprobs
+    from rlvr.trainer.models.lora import for_engine, is_lora
+
+    policy, _, batch, _ = trained
+    assert for_engine(policy, copies_weights=False) is policy
+    merged = for_engine(policy, copies_weights=True)
+    assert not is_lora(merged) and is_lora(policy)  # merged on a copy: the policy keeps its adapters
+    mask = batch.completion_mask.bool()
+    with torch.no_grad():
+        torch.testing.assert_close(token_logprobs(merged, batch)[0][mask], token_logprobs(policy, batch)[0][mask],
+                                   rtol=0, atol=1e-5)
+
+
 def test_lora_config_errors(compose_train):
     from rlvr.trainer.validate import validate_train_config
     from rlvr.errors import ConfigError
