@@ -57,7 +57,7 @@ def compose(overrides: list[str]):
 def tiny_model_path(log=print) -> str:
     """The warm-started tiny model `rlvr train` builds with no overrides (cached after the first build)."""
     from rlvr.trainer.models.model import resolve_model_path
-    from rlvr.trainer.run import build_env
+    from rlvr.trainer.env_config import build_env
 
     cfg = compose([])
     return resolve_model_path(cfg, build_env(cfg.env), log=log)
@@ -165,7 +165,11 @@ def trl_trainer(args, model_path: str, rows: list[dict], env, out_dir: str, max_
 
 def wrap_grpo_step(run, wrap) -> None:
     """Route `rlvr.trainer.run.train`'s GRPO step through `wrap(step)`."""
-    if hasattr(run, "STEPS"):  # the algorithm table, name -> step function
+    if hasattr(run, "ALGORITHMS"):  # the algorithm table, name -> row with its step function
+        from dataclasses import replace
+
+        run.ALGORITHMS["grpo"] = replace(run.ALGORITHMS["grpo"], step=wrap(run.ALGORITHMS["grpo"].step))
+    elif hasattr(run, "STEPS"):  # older checkouts: name -> step function
         run.STEPS["grpo"] = wrap(run.STEPS["grpo"])
     else:
         run.grpo_step = wrap(run.grpo_step)
@@ -203,7 +207,7 @@ def worker_rlvr(args, engine: str) -> dict:
 def worker_trl(args) -> dict:
     from transformers import TrainerCallback
 
-    from rlvr.trainer.run import build_env
+    from rlvr.trainer.env_config import build_env
 
     clock = PhaseClock()
     steps = []

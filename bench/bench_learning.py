@@ -147,7 +147,7 @@ def main() -> None:
     if args.worker:
         import torch
 
-        from rlvr.trainer.run import build_env
+        from rlvr.trainer.env_config import build_env
 
         if args.threads:
             torch.set_num_threads(args.threads)

@@ -77,7 +77,8 @@ def grpo_step_time(kind: str, model, tokenizer, env, steps: int) -> dict:
 
     from rlvr.trainer.config import register_schemas
     from rlvr.trainer.algos.grpo import grpo_step
-    from rlvr.trainer.rollout.types import SamplingParams, build_engine
+    from rlvr.trainer.rollout.factory import build_engine
+    from rlvr.trainer.rollout.types import SamplingParams
     from rlvr.trainer.run import RunContext
 
     register_schemas()
@@ -91,8 +92,7 @@ def grpo_step_time(kind: str, model, tokenizer, env, steps: int) -> dict:
     ctx = RunContext(cfg, env, tokenizer, model, None, engine, sampling, optimizer, scheduler)
     grpo_step(ctx, 0)  # warm-up
     rows = [grpo_step(ctx, step)[0] for step in range(1, steps + 1)]
-    if hasattr(engine, "shutdown"):
-        engine.shutdown()
+    engine.shutdown()
     mean = lambda key: sum(m.get(key, 0.0) for m in rows) / len(rows)  # noqa: E731
     return {"step": sum(sum(v for k, v in m.items() if k.startswith("time/")) for m in rows) / len(rows),
             **{k: mean(f"time/{k}") for k in ("generate", "logprobs", "update", "sync")},

@@ -17,8 +17,10 @@ import torch
 from rlvr.trainer.models.logprobs import pack, token_logprobs
 from rlvr.trainer.algos.ppo import build_critic
 from rlvr.trainer.rollout.prompts import render_prompts
-from rlvr.trainer.rollout.types import SamplingParams, build_engine
-from rlvr.trainer.run import STEPS, RunContext
+from rlvr.trainer.rollout.factory import build_engine
+from rlvr.trainer.rollout.types import SamplingParams
+from rlvr.trainer.algorithms import ALGORITHMS as TABLE
+from rlvr.trainer.run import RunContext
 from tests.test_rollout_vllm import sft_model  # noqa: F401  (the head_dim-32 supervised model fixture)
 from tests.test_trainer_step import STEP_OVERRIDES, AlternatingRewardEnv
 
@@ -63,7 +65,7 @@ def test_two_steps_with_vllm(engine, sft_model, tiny_lm, compose_train, override
 
     torch.manual_seed(0)
     for step in (1, 2):
-        metrics, samples = STEPS[cfg.algo.name](ctx, step=step)
+        metrics, samples = TABLE[cfg.algo.name].step(ctx, step=step)
         assert metrics["step"] == step and samples
         assert all(isinstance(v, (int, float)) and math.isfinite(v) for v in metrics.values()), metrics
         assert metrics["time/sync"] > 0, "the step must push its update into the engine"

@@ -183,16 +183,18 @@ def test_a_base_model_trains_with_plain_prompts(tiny_lm, tmp_path, monkeypatch, 
 
 
 def test_ctrl_c_says_how_to_resume(tiny_lm, tmp_path, monkeypatch, capsys):
-    from rlvr.trainer import run
+    from dataclasses import replace
 
-    step_of = run.STEPS["grpo"]
+    from rlvr.trainer.algorithms import ALGORITHMS
+
+    step_of = ALGORITHMS["grpo"].step
 
     def interrupted(ctx, step):  # what Ctrl-C does in step 2, after step 1's checkpoint
         if step == 2:
             raise KeyboardInterrupt
         return step_of(ctx, step)
 
-    monkeypatch.setitem(run.STEPS, "grpo", interrupted)
+    monkeypatch.setitem(ALGORITHMS, "grpo", replace(ALGORITHMS["grpo"], step=interrupted))
     message = _one_line_failure(["train", f"model.name_or_path={tiny_lm.path}", "rollout=hf", "env.digits=1",
                                  "train.prompts_per_step=2", "train.completions_per_prompt=2", "train.eval_prompts=4",
                                  "train.steps=3", "train.save_every=1", "output_dir=run", "threads=1"],

@@ -10,7 +10,7 @@ from omegaconf import OmegaConf
 from omegaconf.errors import ConfigKeyError
 
 from rlvr.envs.base import Env
-from rlvr.trainer.run import build_env
+from rlvr.trainer.env_config import build_env
 from rlvr.trainer.validate import validate_train_config
 from rlvr.errors import ConfigError
 

@@ -56,6 +56,9 @@ class PerPromptSeededEngine:
     def sync_weights(self, model) -> None:
         self.inner.sync_weights(model)
 
+    def shutdown(self) -> None:
+        self.inner.shutdown()
+
     def generate(self, prompts, params):
         if params.greedy:
             return self.inner.generate(prompts, params)

@@ -19,7 +19,7 @@ import sys
 
 import pytest
 
-from rlvr.trainer.algos.dpo import read_scored_completions
+from rlvr.trainer.algos.dpo_data import read_scored_completions
 from rlvr.errors import ConfigError
 
 ENV = ["env.digits=1", "env.ops=[+]"]

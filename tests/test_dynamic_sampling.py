@@ -9,7 +9,7 @@ import torch
 
 from rlvr.trainer.algos import grpo
 from rlvr.trainer.algos.dynamic_sampling import first_survivors
-from rlvr.trainer.run import STEPS
+from rlvr.trainer.algorithms import ALGORITHMS
 from rlvr.verifiers.result import Status, VerifyResult
 from tests.test_trainer_step import STEP_OVERRIDES, AlternatingRewardEnv, _context
 
@@ -55,7 +55,7 @@ def _run_step(compose_train, lm, monkeypatch, rounds, extra=()):
                         lambda model, batch, advantages, *a, **k: trained.append(advantages.clone())
                         or accumulate(model, batch, advantages, *a, **k))
     torch.manual_seed(0)
-    metrics, _ = STEPS["dapo"](ctx, step=1)
+    metrics, _ = ALGORITHMS["dapo"].step(ctx, step=1)
     return metrics, prompts, trained
 
 

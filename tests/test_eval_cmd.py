@@ -12,7 +12,8 @@ import torch
 
 from rlvr.trainer.evaluation.eval_config import compose_eval_config as compose_eval
 from rlvr.trainer.evaluation.eval_report import RESULTS_SCHEMA, schema_errors
-from rlvr.trainer.evaluation.eval_run import env_specs_of, model_specs, run_eval, vote_of
+from rlvr.trainer.evaluation.eval_run import run_eval, vote_of
+from rlvr.trainer.evaluation.specs import env_specs_of, model_specs
 from rlvr.errors import ConfigError
 
 ARITH = ["env.digits=1", "env.ops=[+]"]  # the task tests/conftest.py's tiny models know
@@ -27,7 +28,7 @@ def test_greedy_eval_equals_the_trainers_held_out_eval(tiny_lm_sft, arith_env, t
     `rlvr eval temperature=0 n_prompts=N` must give the same numbers (here 23 = every 1-digit test sum)."""
     from rlvr.trainer.evaluation.evaluate import evaluate_greedy
     from rlvr.trainer.models.model import load_policy, load_tokenizer
-    from rlvr.trainer.rollout.types import build_engine
+    from rlvr.trainer.rollout.factory import build_engine
 
     path = str(tiny_lm_sft.path)
     engine = build_engine("hf", load_policy(path), load_tokenizer(path))
@@ -122,6 +123,32 @@ def test_bad_settings_are_refused(overrides, message, tmp_path):
         run_eval(compose_eval(["model.name_or_path=x", *overrides, f"output_dir={tmp_path}"]), log=quiet)
 
 
+@pytest.mark.parametrize("override, key", [("rollout.temperature=0.7", "temperature=0.7"),
+                                           ("rollout.top_p=0.9", "top_p=0.9"), ("rollout.top_k=5", "top_k=5")])
+def test_a_sampling_key_under_rollout_is_refused_naming_the_top_level_key(override, key, tmp_path):
+    """`rollout.temperature` used to be silently overridden by the top-level `temperature`: one key per quantity."""
+    with pytest.raises(ConfigError, match=rf"^{override.split('=')[0]}=.* is not read by rlvr eval: set {key} "):
+        run_eval(compose_eval(["model.name_or_path=x", override, f"output_dir={tmp_path}"]), log=quiet)
+
+
+def test_the_top_level_sampling_keys_reach_the_engine():
+    from rlvr.trainer.evaluation.eval_run import sampling_params
+
+    cfg = compose_eval(["model.name_or_path=x", "n_samples=4", "temperature=0.7", "top_p=0.9", "top_k=5"])
+    params = sampling_params(cfg)
+    assert (params.temperature, params.top_p, params.top_k, params.greedy) == (0.7, 0.9, 5, False)
+    assert (cfg.rollout.temperature, cfg.rollout.top_p, cfg.rollout.top_k) == (0.7, 0.9, 5)
+
+
+def test_rlvr_eval_does_not_import_the_training_loop():
+    """trainer/evaluation/ sits below trainer/run.py: followed statically (imports inside functions too)."""
+    from rlvr.trainer.models.tiny_model import rlvr_sources
+
+    reached = rlvr_sources(["rlvr.trainer.evaluation.eval_run"])
+    assert "rlvr.trainer.evaluation.evaluate" in reached and "rlvr.trainer.env_config" in reached
+    assert "rlvr.trainer.run" not in reached
+
+
 def test_no_model_is_refused(tmp_path):
     with pytest.raises(ConfigError, match="models="):
         run_eval(compose_eval([f"output_dir={tmp_path}"]), log=quiet)
@@ -160,7 +187,7 @@ def _records(model_path, statuses_per_prompt):
 
 def test_results_json_matches_its_schema():
     from rlvr.trainer.evaluation.eval_report import build_results
-    from rlvr.trainer.evaluation.eval_run import EnvSpec, ModelSpec
+    from rlvr.trainer.evaluation.specs import EnvSpec, ModelSpec
 
     records = _records("m", [["correct", "incorrect"], ["incorrect", "unparsable"]])
     rows = {"arithmetic": [{"id": "p0"}, {"id": "p1"}]}
@@ -195,7 +222,7 @@ def test_eval_yaml_composes_with_every_option(group):
 
 def test_two_runs_with_the_same_name_keep_both_plots_and_one_sample_has_no_at_k_columns(tmp_path):
     from rlvr.trainer.evaluation.eval_report import build_results, format_markdown, write_plots
-    from rlvr.trainer.evaluation.eval_run import EnvSpec, ModelSpec
+    from rlvr.trainer.evaluation.specs import EnvSpec, ModelSpec
 
     models, records = [], []
     for run, statuses in (("a/run", [["correct"], ["incorrect"]]), ("b/run", [["correct"], ["correct"]])):
@@ -219,7 +246,7 @@ def test_the_plot_shows_the_pass_at_1_confidence_interval(tmp_path, monkeypatch)
     import matplotlib.axes
 
     from rlvr.trainer.evaluation.eval_report import build_results, write_plots
-    from rlvr.trainer.evaluation.eval_run import EnvSpec, ModelSpec
+    from rlvr.trainer.evaluation.specs import EnvSpec, ModelSpec
 
     models, records = [], []
     for step, statuses in ((0, [["incorrect"], ["incorrect"], ["correct"]]), (10, [["correct"], ["correct"], ["incorrect"]])):

@@ -144,7 +144,7 @@ def test_run_interrupted_during_generation_shuts_the_engine_down(tmp_path, requi
 
     assert "interrupting" in stdout, stderr[-3000:]
     assert process.returncode != 0 and "KeyboardInterrupt" in stderr, stderr[-3000:]
-    assert "rollout/vllm.py" in stderr and "_run_engine" in stderr, "the interrupt should land in generation"
+    assert "> vllm.py:generate" in stderr and "_run_engine" in stderr, "the interrupt should land in generation"
     alive = [p.pid for p in seen.values() if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     assert not alive, f"processes left behind: {alive}"
     assert not list(scratch.glob("rlvr-vllm-*")), "the engine's temporary model was not removed: no shutdown"

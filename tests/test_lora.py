@@ -100,6 +100,22 @@ def test_checkpoint_is_the_merged_model_and_resume_gets_the_adapters(trained, ti
     assert all(p.requires_grad == ("lora_" in n) for n, p in resumed.named_parameters())
 
 
+def test_an_engine_that_copies_weights_gets_the_merged_model(trained):
+    """trainer/rollout/weights.py's one path: vLLM (copies_weights) is handed W + (alpha / r) B A on a copy,
+    HF generate the adapter model itself."""
+    from rlvr.trainer.models.logprobs import token_logprobs
+    from rlvr.trainer.models.lora import for_engine, is_lora
+
+    policy, _, batch, _ = trained
+    assert for_engine(policy, copies_weights=False) is policy
+    merged = for_engine(policy, copies_weights=True)
+    assert not is_lora(merged) and is_lora(policy)  # merged on a copy: the policy keeps its adapters
+    mask = batch.completion_mask.bool()
+    with torch.no_grad():
+        torch.testing.assert_close(token_logprobs(merged, batch)[0][mask], token_logprobs(policy, batch)[0][mask],
+                                   rtol=0, atol=1e-5)
+
+
 def test_lora_config_errors(compose_train):
     from rlvr.trainer.validate import validate_train_config
     from rlvr.errors import ConfigError
@@ -147,7 +163,8 @@ def test_ppo_with_lora_trains_adapters_and_critic(tiny_lm_sft, compose_train, cr
     from rlvr.trainer.algos.ppo import build_critic
     from rlvr.trainer.rollout.types import SamplingParams
     from rlvr.trainer.rollout.hf import HFEngine
-    from rlvr.trainer.run import STEPS, RunContext
+    from rlvr.trainer.algorithms import ALGORITHMS
+    from rlvr.trainer.run import RunContext
     from tests.test_trainer_step import STEP_OVERRIDES, AlternatingRewardEnv
 
     cfg = compose_train(STEP_OVERRIDES + ["algo=ppo", f"algo.critic={critic}", "model.lora.r=4"])
@@ -161,9 +178,9 @@ def test_ppo_with_lora_trains_adapters_and_critic(tiny_lm_sft, compose_train, cr
                      HFEngine(policy, tiny_lm_sft.tokenizer), SamplingParams(n=4, max_new_tokens=8), optimizer,
                      scheduler, critic_module)
     torch.manual_seed(0)
-    metrics, _ = STEPS["ppo"](ctx, step=1)
+    metrics, _ = ALGORITHMS["ppo"].step(ctx, step=1)
     for _ in range(2):  # the zero-initialised value head passes no gradient below it on the first step
-        metrics, _ = STEPS["ppo"](ctx, step=2)
+        metrics, _ = ALGORITHMS["ppo"].step(ctx, step=2)
     for name, p in policy.named_parameters():
         assert torch.equal(p, before[name]) != ("lora_" in name), name  # adapters moved, base weights did not
     moved = [n for n, p in critic_module.named_parameters() if p.requires_grad and not torch.equal(p, critic_before[n])]

@@ -15,7 +15,8 @@ import torch
 
 from rlvr.trainer.models.logprobs import pack, token_logprobs
 from rlvr.trainer.rollout.prompts import render_prompts
-from rlvr.trainer.rollout.types import SamplingParams, build_engine
+from rlvr.trainer.rollout.factory import build_engine
+from rlvr.trainer.rollout.types import SamplingParams
 from rlvr.trainer.rollout.hf import HFEngine
 from rlvr.errors import ConfigError
 

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from rlvr.trainer.run import build_env
+from rlvr.trainer.env_config import build_env
 from rlvr.trainer.truncation import no_credit_when_truncated
 from rlvr.verifiers.result import Status, VerifyResult
 

@@ -2,6 +2,11 @@
 
     torchrun --nproc_per_node N -m rlvr train trainer.strategy=ddp ...
 
+(Over 300 lines on purpose: a third is this docstring, the argument that N ranks make the update one
+process makes, and the rest are the pieces it names, each a few lines: the per-step collectives the
+algorithm steps call, the `Parallel` the loop asks, the metric reduction and the rank's view of the
+environment. Split, the argument would sit apart from what it argues about.)
+
 Each rank draws the step's `prompts_per_step` rows exactly as one process would (from the seed
 and the step) and keeps its contiguous share; it samples, scores and backpropagates that share.
 Gradients are averaged over ranks by torch's DistributedDataParallel (`ddp`: every rank holds the
@@ -24,8 +29,8 @@ parallelism; this file only arranges torch's pieces so that the update equals th
   * DDP is built with `forward_sync_buffers=False` (torch 2.13's name for `broadcast_buffers=False`):
     the only buffers of a causal LM are rotary tables that never change, and a buffer broadcast
     before each forward would make every no-grad forward (old and reference logprobs) a collective too.
-  * Generation and the held-out eval never go through the wrapper. Under `ddp` the engine gets the
-    wrapped module itself; under `fsdp2` a full, unsharded copy (`Parallel.plain`) refreshed from
+  * Generation and the held-out eval never go through the wrapper (`Parallel.plain`, applied at
+    each sync by trainer/rollout/weights.py). Under `ddp` the engine gets the wrapped module itself; under `fsdp2` a full, unsharded copy (`Parallel.plain`) refreshed from
     `get_model_state_dict(full_state_dict=True)` after each update, because an FSDP2 forward is
     collective: ranks generating different lengths, or rank 0 evaluating alone, would hang. The
     copy costs one full model per rank (as a colocated vLLM engine does anyway); FSDP2 still shards
@@ -243,9 +248,6 @@ class Parallel:
         self._mirror.load_state_dict(full)
         return self._mirror
 
-    def engine(self, engine):
-        return engine if self.strategy == "none" else PlainWeightsEngine(engine, self)
-
     # ---- checkpoint state -------------------------------------------------------------------
     def optimizer_state(self, model, optimizer) -> dict:
         """The full optimizer state (on rank 0 under fsdp2, where it is gathered: every rank must call)."""
@@ -339,19 +341,6 @@ class RankShardEnv:
 
     def __getattr__(self, name):
         return getattr(self.env, name)
-
-
-class PlainWeightsEngine:
-    """A rollout engine that is handed the wrapped policy but generates with (and syncs) the plain module."""
-
-    def __init__(self, engine, parallel: Parallel):
-        self.inner, self.parallel = engine, parallel
-
-    def sync_weights(self, model) -> None:
-        self.inner.sync_weights(self.parallel.plain(model))
-
-    def __getattr__(self, name):  # generate, tokenizer, close, ...
-        return getattr(self.inner, name)
 
 
 class QuietRunFiles:

@@ -23,17 +23,18 @@ import torch
 from omegaconf import OmegaConf
 from tqdm import tqdm
 
-from rlvr.envs import load_env
 from rlvr.errors import ConfigError
-from rlvr.trainer.algorithms import STEPS
+from rlvr.trainer.algorithms import ALGORITHMS
 from rlvr.trainer.checkpoint import latest_checkpoint, load_trainer_state, resume_conflicts, save_checkpoint
 from rlvr.trainer.distributed import Parallel, QuietRunFiles, RankModel
+from rlvr.trainer.env_config import build_env
 from rlvr.trainer.evaluation.evaluate import evaluate_greedy
 from rlvr.trainer.loggers import build_loggers
-from rlvr.trainer.algos.ppo import build_critic
-from rlvr.trainer.models.lora import engine_for_policy
+from rlvr.trainer.models.lora import for_engine
 from rlvr.trainer.models.model import build_policy, build_reference, load_tokenizer, resolve_model_path
-from rlvr.trainer.rollout.types import SamplingParams, build_engine
+from rlvr.trainer.rollout.factory import build_engine, engine_class
+from rlvr.trainer.rollout.types import Engine, SamplingParams
+from rlvr.trainer.rollout.weights import PolicyEngine
 from rlvr.trainer.run_dir import RunFiles, prepare_new_run_dir
 from rlvr.trainer.truncation import resolve_rollout_lengths, truncation_warning
 from rlvr.trainer.validate import validate_train_config, validate_world_size
@@ -46,21 +47,13 @@ class RunContext:
     tokenizer: object
     model: object
     reference: object
-    engine: object
+    engine: Engine
     sampling: SamplingParams
     optimizer: torch.optim.Optimizer
     scheduler: torch.optim.lr_scheduler.LambdaLR
     critic: torch.nn.Module | None = None  # ppo's: a value head, or a whole critic model (algo.critic)
     state: dict = field(default_factory=dict)  # what an algorithm carries across steps (ppo's penalty_beta)
     cache: dict = field(default_factory=dict)  # what an algorithm rebuilds rather than checkpoints (dpo's offline pairs)
-
-
-def build_env(env_cfg):
-    params = OmegaConf.to_container(env_cfg, resolve=True)
-    name = params.pop("name", None)
-    if not name:
-        raise ConfigError("env.name is missing: choose an environment with env=NAME (see `rlvr envs`)")
-    return load_env(name, **params)
 
 
 def train(cfg, log=print) -> dict:
@@ -101,15 +94,14 @@ def train(cfg, log=print) -> dict:
     # ddp | fsdp2 wrap before the optimizer is built; model.lora adds adapters (trainer/models/lora.py)
     model = parallel.wrap(build_policy(cfg.model, base_path, checkpoint, seed=cfg.seed))
     plain = parallel.plain(model)  # the HF module with the full weights (fsdp2: gathered, once for the set-up below)
-    # DPO always needs its reference (algo.beta is its temperature there, never 0); the others only for a KL term
-    # (trpo/npg have no algo.beta: trainer/algo_keys.py)
-    reference = build_reference(plain, base_path) if cfg.algo.get("beta") or cfg.algo.name == "dpo" else None
+    algorithm = ALGORITHMS[cfg.algo.name]  # what this run needs besides the policy (trainer/algorithms.py)
+    reference = build_reference(plain, base_path) if algorithm.needs_reference(cfg.algo) else None
     random.seed(cfg.seed)  # after the model build, which draws from the RNG only when not cached
     torch.manual_seed(cfg.seed + parallel.rank)  # rank 0 draws as one process would
     if reference is not None and parallel.world_size > 1:
         reference = RankModel(reference)  # a rank left with no rows after filtering still runs its forward
-    # ppo's critic, from the unwrapped policy (under ddp the value head stays outside DDP: ppo.py averages its grads)
-    critic = build_critic(plain, cfg.algo.critic) if cfg.algo.name == "ppo" else None
+    # a critic (PPO's), from the unwrapped policy (under ddp it stays outside DDP: algos/ppo.py averages its grads)
+    critic = algorithm.build_critic(plain, cfg.algo.critic) if algorithm.build_critic else None
     params = list(model.parameters()) + (list(critic.parameters()) if critic is not None else [])
     optimizer = torch.optim.AdamW(params, lr=cfg.optim.lr, betas=tuple(cfg.optim.betas),
                                   weight_decay=cfg.optim.weight_decay)
@@ -131,15 +123,16 @@ def train(cfg, log=print) -> dict:
     sampling = SamplingParams(n=cfg.train.completions_per_prompt, max_new_tokens=cfg.rollout.max_new_tokens,
                               temperature=cfg.rollout.temperature, top_p=cfg.rollout.top_p, top_k=cfg.rollout.top_k,
                               stop=tuple(cfg.rollout.stop))
-    engine = parallel.engine(engine_for_policy(build_engine, cfg.rollout.engine, plain, tokenizer,
-                                               {**OmegaConf.to_container(cfg.rollout, resolve=True),
-                                                "seed": cfg.seed + parallel.rank}))
+    copies_weights = engine_class(cfg.rollout.engine).copies_weights  # vLLM: LoRA adapters reach it merged
+    engine = PolicyEngine(build_engine(cfg.rollout.engine, for_engine(plain, copies_weights), tokenizer,
+                                       {**OmegaConf.to_container(cfg.rollout, resolve=True),
+                                        "seed": cfg.seed + parallel.rank}),
+                          weights=lambda policy: for_engine(parallel.plain(policy), copies_weights))
     # with ranks, the step sees its rank's share of the prompts (trainer/distributed.py)
     ctx = RunContext(parallel.local_config(cfg), parallel.shard_env(env), tokenizer, model, reference, engine, sampling,
                      optimizer, scheduler, critic, algo_state)
-    algo_step = STEPS[cfg.algo.name]
     completions = cfg.train.prompts_per_step * cfg.train.completions_per_prompt
-    if cfg.algo.name == "dpo" and cfg.data:  # offline: nothing is sampled in training
+    if algorithm.offline_data and cfg.data:  # offline: nothing is sampled in training
         per_step = (f"per step: {cfg.algo.pairs_per_step} preference pairs from data={cfg.data} (nothing is "
                     f"sampled); {cfg.train.steps} steps; held-out eval on {len(test_rows)} test prompts\n")
     else:
@@ -170,7 +163,7 @@ def train(cfg, log=print) -> dict:
                mininterval=0.2 if sys.stderr.isatty() else 15.0,  # a log file gets a line every 15 s
                disable=not parallel.is_main)
     for step in bar:
-        metrics, samples = algo_step(ctx, step)
+        metrics, samples = algorithm.step(ctx, step)
         metrics = parallel.reduce_metrics(metrics, completions // parallel.world_size)
         if step % cfg.train.eval_every == 0 or step == cfg.train.steps:
             metrics.update(held_out_eval())
@@ -193,8 +186,7 @@ def train(cfg, log=print) -> dict:
             if parallel.is_main:
                 save_checkpoint(run_dir, step, weights, tokenizer, optimizer, scheduler, extra, optimizer_state)
     bar.close()
-    if hasattr(engine, "shutdown"):  # vLLM tears down its process groups: before ours goes, not at exit after it
-        engine.shutdown()
+    engine.shutdown()  # vLLM tears down its process groups: before ours goes, not at exit after it
     parallel.close()
     if not parallel.is_main:
         return {}

@@ -12,7 +12,7 @@ from rlvr.errors import ConfigError
 
 from rlvr.trainer.algorithms import ALGORITHMS
 from rlvr.trainer.distributed import STRATEGIES as PARALLEL_STRATEGIES
-from rlvr.trainer.algos.dpo import read_scored_completions
+from rlvr.trainer.algos.dpo_data import read_scored_completions
 from rlvr.trainer.algos.dpo_loss import LOSS_TYPES
 from rlvr.trainer.loggers import LOGGERS
 from rlvr.trainer.algos.pairs import STRATEGIES
@@ -105,7 +105,7 @@ def _validate_strategy(cfg) -> None:
         raise ConfigError(f"trainer.strategy={strategy} supports algo={'|'.join(supported)}, not "
                           f"algo={cfg.algo.name} (trainer/algorithms.py says which strategies each runs under): "
                           f"use trainer.strategy={' or '.join(('none', *runs_under))}")
-    if strategy != "none" and cfg.algo.name == "ppo" and cfg.algo.critic != "head":
+    if strategy != "none" and ALGORITHMS[cfg.algo.name].build_critic and cfg.algo.critic != "head":
         raise ConfigError(f"algo.critic={cfg.algo.critic} with trainer.strategy={strategy}: under torchrun PPO runs "
                           "with algo.critic=head (the separate critic model is one-process only)")
     if cfg.model.prompt_format not in ("chat", "plain"):
@@ -129,11 +129,13 @@ def validate_world_size(cfg, world_size: int) -> None:
 
 
 def _validate_dpo(cfg) -> None:
-    """DPO's keys (trainer/algos/dpo.py); `data` belongs to algo=dpo alone."""
+    """DPO's keys (trainer/algos/dpo.py); `data` belongs to the algorithms that read offline data (algo=dpo)."""
     algo = cfg.algo
-    if algo.name != "dpo":
+    if not ALGORITHMS[algo.name].offline_data:
         if cfg.data:
-            raise ConfigError(f"data={cfg.data} (offline preference data) is read only by algo=dpo, not algo={algo.name}")
+            readers = "|".join(name for name, row in ALGORITHMS.items() if row.offline_data)
+            raise ConfigError(f"data={cfg.data} (offline preference data) is read only by algo={readers}, "
+                              f"not algo={algo.name}")
         return
     checks = [
         (algo.beta > 0, f"algo.beta={algo.beta}: DPO's beta (its temperature) must be > 0"),

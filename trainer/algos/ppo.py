@@ -41,7 +41,8 @@ from rlvr.trainer.algos.advantages import gae, masked_mean_var, whiten
 from rlvr.trainer.algos.update import MicroLoss, accumulate_and_step, batch_counts
 from rlvr.trainer.distributed import global_sum
 from rlvr.trainer.models.logprobs import logprobs_from_logits, token_logprobs
-from rlvr.trainer.algos.losses import adaptive_beta, grpo_loss, ppo_penalty_loss, value_loss
+from rlvr.trainer.algos.losses import grpo_loss
+from rlvr.trainer.algos.ppo_losses import adaptive_beta, ppo_penalty_loss, value_loss
 from rlvr.trainer.rollout.sampling import sample_and_score, step_metrics_and_samples, timed
 
 

@@ -22,39 +22,22 @@ import re
 import sys
 import zlib
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
-from importlib.resources import files
+from dataclasses import replace
 from pathlib import Path
 
 import torch
 from omegaconf import OmegaConf
 from tqdm import tqdm
 
-from rlvr.trainer.evaluation.eval_report import write_reports
-from rlvr.trainer.rollout.prompts import render_prompts
-from rlvr.trainer.rollout.types import SamplingParams
-from rlvr.trainer.truncation import TRUNCATED_REWARDS, no_credit_when_truncated, truncation_warning
 from rlvr.errors import ConfigError
+from rlvr.trainer.evaluation.eval_report import write_reports
+from rlvr.trainer.evaluation.evaluate import generate_and_score
+from rlvr.trainer.evaluation.specs import EnvSpec, ModelSpec, build_spec_env, env_specs_of, model_specs, select_rows
+from rlvr.trainer.rollout.types import SamplingParams
+from rlvr.trainer.truncation import TRUNCATED_REWARDS, truncation_warning
 
 COMPLETIONS = "completions.jsonl"
 SETTINGS = "eval_settings.json"
-_STEP_DIR = re.compile(r"^step_(\d+)$")
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    path: str  # what from_pretrained loads
-    label: str  # the name in reports
-    step: int | None = None  # training step, when the path is a run's checkpoint
-    run: str | None = None  # the run directory it belongs to (plots group by it)
-
-
-@dataclass(frozen=True)
-class EnvSpec:
-    label: str
-    name: str
-    split: str = "test"
-    params: dict = field(default_factory=dict)
 
 
 def run_eval(cfg, log=print, engine_factory: Callable | None = None) -> dict:
@@ -63,8 +46,8 @@ def run_eval(cfg, log=print, engine_factory: Callable | None = None) -> dict:
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     models, env_specs = model_specs(cfg), env_specs_of(cfg)
-    envs = {spec.label: _build_env(spec) for spec in env_specs}
-    rows = {spec.label: _select_rows(envs[spec.label], spec, cfg.n_prompts, cfg.seed) for spec in env_specs}
+    envs = {spec.label: build_spec_env(spec) for spec in env_specs}
+    rows = {spec.label: select_rows(envs[spec.label], spec, cfg.n_prompts, cfg.seed) for spec in env_specs}
     out = Path(cfg.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     lengths = env_lengths(cfg, envs)
@@ -120,9 +103,7 @@ def evaluate_rows(engine, env, rows: list[dict], params: SamplingParams, seed: i
         if all(row["id"] in skip for row in chunk):
             continue
         torch.manual_seed(zlib.crc32(f"{seed}/{spec.label}/{index}".encode()))
-        rollout = engine.generate(render_prompts(engine.tokenizer, env, chunk), params)
-        repeated = [row for row in chunk for _ in range(params.n)]  # prompt-major, as the rollout
-        results = no_credit_when_truncated(env.score(rollout.texts, repeated), rollout.truncated, truncated_reward)
+        rollout, repeated, results = generate_and_score(engine, env, chunk, params, truncated_reward)
         records = []
         for i, (row, text, result) in enumerate(zip(repeated, rollout.texts, results)):
             if row["id"] in skip:
@@ -197,86 +178,11 @@ def settings_of(cfg, lengths: dict | None = None) -> dict:
             "batch_prompts": cfg.batch_prompts, "engine": cfg.rollout.engine}
 
 
-def model_specs(cfg) -> list[ModelSpec]:
-    """`model.name_or_path` then `models`, a run directory expanded into its base model and checkpoints."""
-    given = ([cfg.model.name_or_path] if cfg.model.name_or_path else []) + [str(m) for m in cfg.models]
-    if not given:
-        raise ConfigError("no model to evaluate: give model.name_or_path=DIR or 'models=[DIR_A,DIR_B]'")
-    specs = []
-    for entry in given:
-        path = Path(entry)
-        if (path / "checkpoints").is_dir():
-            specs.extend(_run_models(path))
-        elif _STEP_DIR.match(path.name) and path.parent.name == "checkpoints":
-            run = path.parent.parent
-            specs.append(ModelSpec(entry, f"{run.name}/{path.name}", int(path.name[5:]), str(run)))
-        else:
-            specs.append(ModelSpec(entry, entry))
-    return _unique_labels(specs, ModelSpec)
-
-
-def _run_models(run: Path) -> list[ModelSpec]:
-    steps = sorted((int(p.name[5:]), p) for p in (run / "checkpoints").iterdir()
-                   if _STEP_DIR.match(p.name) and (p / "config.json").exists())
-    if not steps:
-        raise ConfigError(f"models: run directory {run} has no checkpoints/step_N with a saved model")
-    specs = []
-    state = steps[0][1] / "trainer_state.pt"
-    if state.exists():
-        base = torch.load(state, weights_only=False, mmap=True, map_location="cpu").get("base_model")
-        if base:
-            specs.append(ModelSpec(str(base), f"{run.name}/base", 0, str(run)))
-    return specs + [ModelSpec(str(p), f"{run.name}/step_{s}", s, str(run)) for s, p in steps]
-
-
-def env_specs_of(cfg) -> list[EnvSpec]:
-    """`envs` (names or mappings, each over its shipped conf/env YAML) when not empty, else `env`."""
-    entries = list(OmegaConf.to_container(cfg.envs, resolve=True)) or [OmegaConf.to_container(cfg.env, resolve=True)]
-    specs = []
-    for i, entry in enumerate(entries):
-        if isinstance(entry, str):
-            entry = {"name": entry}
-        if not isinstance(entry, dict) or not entry.get("name"):
-            raise ConfigError(f"envs[{i}] must be an env name or a mapping with 'name', got {entry!r}")
-        params = {**_shipped_env(entry["name"]), **entry}
-        name, split = params.pop("name"), params.pop("split", "test")
-        specs.append(EnvSpec(name, name, split, params))
-    return _unique_labels(specs, EnvSpec)
-
-
-def _shipped_env(name: str) -> dict:
-    path = files("rlvr.conf").joinpath("env", f"{name}.yaml")
-    return OmegaConf.to_container(OmegaConf.create(path.read_text())) if path.is_file() else {}
-
-
-def _unique_labels(specs, kind):
-    labels = [s.label for s in specs]
-    return [kind(**{**asdict(s), "label": f"{s.label}#{i}"}) if labels.count(s.label) > 1 else s
-            for i, s in enumerate(specs)]
-
-
-def _build_env(spec: EnvSpec):
-    from rlvr.trainer.run import build_env
-
-    return build_env(OmegaConf.create({"name": spec.name, **spec.params}))
-
-
-def _select_rows(env, spec: EnvSpec, n_prompts: int | None, seed: int) -> list[dict]:
-    finite = getattr(env, "num_rows", None)
-    if n_prompts is None and finite is None:
-        raise ConfigError(f"n_prompts=null (every row) needs an env of fixed size; {spec.name} is procedural")
-    n = finite if n_prompts is None else min(n_prompts, finite) if finite is not None else n_prompts
-    try:
-        rows = env.rows(spec.split, n, seed=seed)
-    except ValueError as error:
-        raise ConfigError(f"{spec.label}: n_prompts={n_prompts}, split={spec.split}: {error}") from None
-    ids = [r["id"] for r in rows]
-    if len(set(ids)) != len(ids):
-        raise ConfigError(f"{spec.label}: split {spec.split!r} repeats prompt ids; evaluate on a split of distinct rows")
-    return rows
-
-
 def _validate(cfg) -> None:
+    for key in ("temperature", "top_p", "top_k"):  # conf/eval.yaml: rollout.KEY follows the top-level KEY
+        if cfg.rollout[key] != cfg[key]:
+            raise ConfigError(f"rollout.{key}={cfg.rollout[key]} is not read by rlvr eval: set {key}={cfg.rollout[key]} "
+                              f"(the top-level key; rollout.{key} follows it)")
     if cfg.n_samples < 1:
         raise ConfigError(f"n_samples must be >= 1, got {cfg.n_samples}")
     if cfg.temperature < 0:
@@ -331,7 +237,7 @@ def _load_done(path: Path, n_samples: int) -> set[tuple[str, str, str]]:
 def _hf_factory(cfg):
     def factory(model: ModelSpec):
         from rlvr.trainer.models.model import load_policy, load_tokenizer
-        from rlvr.trainer.rollout.types import build_engine
+        from rlvr.trainer.rollout.factory import build_engine
 
         try:
             tokenizer, policy = load_tokenizer(model.path), load_policy(model.path)

@@ -1,12 +1,28 @@
-"""Greedy evaluation on held-out rows: accuracy (status `correct`) and mean reward."""
+"""Generate and score held-out rows: one helper for the trainer's held-out eval and `rlvr eval`.
+
+`generate_and_score` is the whole of "sample, verify, apply the truncation rule" for a chunk of
+rows; `evaluate_greedy` (the trainer's held-out eval, run.py, and the warm start's stopping rule,
+models/warm_start.py) and `rlvr eval` (eval_run.py) both call it, so their numbers agree exactly
+for the same rows and length (tests/test_eval_cmd.py)."""
 
 from __future__ import annotations
 
 from collections import Counter
 
 from rlvr.trainer.rollout.prompts import render_prompts
-from rlvr.trainer.rollout.types import SamplingParams
+from rlvr.trainer.rollout.types import Rollout, SamplingParams
 from rlvr.trainer.truncation import no_credit_when_truncated
+
+
+def generate_and_score(engine, env, rows: list[dict], params: SamplingParams,
+                       truncated_reward: str = "keep") -> tuple[Rollout, list[dict], list]:
+    """`params.n` completions per row, scored by the env's verifiers, a truncated one's reward per
+    `truncated_reward` (trainer/truncation.py). Returns (rollout, the rows repeated prompt-major as
+    the rollout's rows are, one VerifyResult per completion)."""
+    rollout = engine.generate(render_prompts(engine.tokenizer, env, rows), params)
+    repeated = [row for row in rows for _ in range(params.n)]  # [B*G]
+    results = no_credit_when_truncated(env.score(rollout.texts, repeated), rollout.truncated, truncated_reward)
+    return rollout, repeated, results
 
 
 def evaluate_greedy(engine, env, rows: list[dict], max_new_tokens: int, batch_size: int = 256,
@@ -16,9 +32,8 @@ def evaluate_greedy(engine, env, rows: list[dict], max_new_tokens: int, batch_si
     params = SamplingParams(n=1, max_new_tokens=max_new_tokens, greedy=True)
     results, truncated = [], []
     for start in range(0, len(rows), batch_size):
-        chunk = rows[start : start + batch_size]
-        rollout = engine.generate(render_prompts(engine.tokenizer, env, chunk), params)
-        results.extend(no_credit_when_truncated(env.score(rollout.texts, chunk), rollout.truncated, truncated_reward))
+        rollout, _, scored = generate_and_score(engine, env, rows[start : start + batch_size], params, truncated_reward)
+        results.extend(scored)
         truncated.extend(rollout.truncated)
     statuses = Counter(r.status.value for r in results)
     n = len(results)

@@ -8,8 +8,9 @@
     `rlvr eval` and vLLM load them as any other model, plus the adapter in peft's format under
     `adapter/`, which a resumed run loads onto the base model (`model.name_or_path` or the tiny
     model): merging on a copy keeps the training model's base weights exact.
-  * A vLLM engine receives merged weights at each sync (`MergedWeightsEngine`); Hugging Face
-    generate samples from the adapter model directly.
+  * An engine that copies weights (vLLM) starts from, and is synced with, the merged model
+    (`for_engine`, applied by trainer/rollout/weights.py); Hugging Face generate samples from the
+    adapter model directly.
   * Defaults: r = 0 (LoRA off; `model.lora.r=16` is a usual start), alpha = 32 (alpha / r = 2 at
     r = 16, as in common QLoRA / TRL recipes; the LoRA paper sets alpha to the first r it tries
     and does not tune it), dropout 0 (the paper uses
@@ -75,25 +76,7 @@ class AdaptersOff(torch.nn.Module):
             return policy(*args, **kwargs)
 
 
-def engine_for_policy(build_engine, kind: str, model, tokenizer, options):
-    """`build_engine(kind, model, tokenizer, options)`, except for an adapter model with an engine that
-    loads weights (vLLM, also through `auto`): that one starts from, and is synced with, the merged
-    model. Hugging Face generate samples from the adapter model itself."""
-    from rlvr.trainer.rollout.types import vllm_available
-
-    if not is_lora(model) or kind == "hf" or (kind == "auto" and not vllm_available()):
-        return build_engine(kind, model, tokenizer, options)
-    return MergedWeightsEngine(build_engine(kind, merged_copy(model), tokenizer, options))
-
-
-class MergedWeightsEngine:
-    """An engine that loads weights (vLLM) handed the merged model at each sync."""
-
-    def __init__(self, engine):
-        self.inner = engine
-
-    def sync_weights(self, model) -> None:
-        self.inner.sync_weights(merged_copy(model) if is_lora(model) else model)
-
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
+def for_engine(model, copies_weights: bool):
+    """The module an engine is handed: for an adapter model and an engine that copies weights (vLLM),
+    the merged model, built on a copy; else `model` itself (HF generate samples from the adapter model)."""
+    return merged_copy(model) if copies_weights and is_lora(model) else model

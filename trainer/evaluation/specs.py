@@ -1,0 +1,111 @@
+"""What `rlvr eval` evaluates: the models (checkpoints, Hub names, run directories) and the environments
+(names or mappings over their shipped conf/env YAML), each with a unique label for the reports, and
+the rows each environment is evaluated on."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from importlib.resources import files
+from pathlib import Path
+
+import torch
+from omegaconf import OmegaConf
+
+from rlvr.errors import ConfigError
+from rlvr.trainer.env_config import build_env
+
+_STEP_DIR = re.compile(r"^step_(\d+)$")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    path: str  # what from_pretrained loads
+    label: str  # the name in reports
+    step: int | None = None  # training step, when the path is a run's checkpoint
+    run: str | None = None  # the run directory it belongs to (plots group by it)
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    label: str
+    name: str
+    split: str = "test"
+    params: dict = field(default_factory=dict)
+
+
+def model_specs(cfg) -> list[ModelSpec]:
+    """`model.name_or_path` then `models`, a run directory expanded into its base model and checkpoints."""
+    given = ([cfg.model.name_or_path] if cfg.model.name_or_path else []) + [str(m) for m in cfg.models]
+    if not given:
+        raise ConfigError("no model to evaluate: give model.name_or_path=DIR or 'models=[DIR_A,DIR_B]'")
+    specs = []
+    for entry in given:
+        path = Path(entry)
+        if (path / "checkpoints").is_dir():
+            specs.extend(_run_models(path))
+        elif _STEP_DIR.match(path.name) and path.parent.name == "checkpoints":
+            run = path.parent.parent
+            specs.append(ModelSpec(entry, f"{run.name}/{path.name}", int(path.name[5:]), str(run)))
+        else:
+            specs.append(ModelSpec(entry, entry))
+    return _unique_labels(specs, ModelSpec)
+
+
+def _run_models(run: Path) -> list[ModelSpec]:
+    steps = sorted((int(p.name[5:]), p) for p in (run / "checkpoints").iterdir()
+                   if _STEP_DIR.match(p.name) and (p / "config.json").exists())
+    if not steps:
+        raise ConfigError(f"models: run directory {run} has no checkpoints/step_N with a saved model")
+    specs = []
+    state = steps[0][1] / "trainer_state.pt"
+    if state.exists():
+        base = torch.load(state, weights_only=False, mmap=True, map_location="cpu").get("base_model")
+        if base:
+            specs.append(ModelSpec(str(base), f"{run.name}/base", 0, str(run)))
+    return specs + [ModelSpec(str(p), f"{run.name}/step_{s}", s, str(run)) for s, p in steps]
+
+
+def env_specs_of(cfg) -> list[EnvSpec]:
+    """`envs` (names or mappings, each over its shipped conf/env YAML) when not empty, else `env`."""
+    entries = list(OmegaConf.to_container(cfg.envs, resolve=True)) or [OmegaConf.to_container(cfg.env, resolve=True)]
+    specs = []
+    for i, entry in enumerate(entries):
+        if isinstance(entry, str):
+            entry = {"name": entry}
+        if not isinstance(entry, dict) or not entry.get("name"):
+            raise ConfigError(f"envs[{i}] must be an env name or a mapping with 'name', got {entry!r}")
+        params = {**_shipped_env(entry["name"]), **entry}
+        name, split = params.pop("name"), params.pop("split", "test")
+        specs.append(EnvSpec(name, name, split, params))
+    return _unique_labels(specs, EnvSpec)
+
+
+def _shipped_env(name: str) -> dict:
+    path = files("rlvr.conf").joinpath("env", f"{name}.yaml")
+    return OmegaConf.to_container(OmegaConf.create(path.read_text())) if path.is_file() else {}
+
+
+def _unique_labels(specs, kind):
+    labels = [s.label for s in specs]
+    return [kind(**{**asdict(s), "label": f"{s.label}#{i}"}) if labels.count(s.label) > 1 else s
+            for i, s in enumerate(specs)]
+
+
+def build_spec_env(spec: EnvSpec):
+    return build_env(OmegaConf.create({"name": spec.name, **spec.params}))
+
+
+def select_rows(env, spec: EnvSpec, n_prompts: int | None, seed: int) -> list[dict]:
+    finite = getattr(env, "num_rows", None)
+    if n_prompts is None and finite is None:
+        raise ConfigError(f"n_prompts=null (every row) needs an env of fixed size; {spec.name} is procedural")
+    n = finite if n_prompts is None else min(n_prompts, finite) if finite is not None else n_prompts
+    try:
+        rows = env.rows(spec.split, n, seed=seed)
+    except ValueError as error:
+        raise ConfigError(f"{spec.label}: n_prompts={n_prompts}, split={spec.split}: {error}") from None
+    ids = [r["id"] for r in rows]
+    if len(set(ids)) != len(ids):
+        raise ConfigError(f"{spec.label}: split {spec.split!r} repeats prompt ids; evaluate on a split of distinct rows")
+    return rows
