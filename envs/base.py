@@ -41,6 +41,11 @@ class Env(abc.ABC):
     def rows(self, split: str, n: int, seed: int = 0) -> list[dict]:
         """`n` rows of `split`, the same for the same arguments. Train may repeat; test rows are distinct."""
 
+    def test_size(self) -> int | None:
+        """How many distinct test rows exist, where the data fixes it (HumanEval's 164, a test file's lines);
+        None for a procedural task, which draws as many as asked. The held-out eval takes at most this many."""
+        return None
+
     @property
     def verifier_names(self) -> list[str]:
         return self.verifier.component_names

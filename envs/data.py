@@ -128,6 +128,9 @@ class DataEnv(Env):
         """Row count once loaded (None before: `rlvr envs` does not fetch Hub data to count it)."""
         return sum(len(v) for v in self._cache.values()) if self._cache else None
 
+    def test_size(self) -> int:
+        return len(self.problems("test"))
+
     def problems(self, split: str) -> list[dict]:
         """Every row of `split`, converted by `_row`, loaded once."""
         if split not in self._cache:

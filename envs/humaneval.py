@@ -66,6 +66,9 @@ class HumanEvalEnv(Env):
         self.prompt_template = prompt_template
         super().__init__(reward=reward, system_prompt=system_prompt)
 
+    def test_size(self) -> int:
+        return len(load_problems())
+
     def rows(self, split: str, n: int, seed: int = 0) -> list[dict]:
         self.check_rows_args(split, n)
         problems = load_problems()

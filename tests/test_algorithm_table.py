@@ -49,7 +49,7 @@ def test_the_loop_builds_what_the_row_asks_for(tiny_lm_sft, compose_train, tmp_p
         return torch.nn.Linear(1, 1)
 
     def step(ctx, number):
-        seen.update(reference=ctx.reference, critic=ctx.value_head)
+        seen.update(reference=ctx.reference, critic=ctx.critic)
         return grpo_step(ctx, number)
 
     monkeypatch.setattr(run, "build_reference", reference)
@@ -61,5 +61,5 @@ def test_the_loop_builds_what_the_row_asks_for(tiny_lm_sft, compose_train, tmp_p
                          "threads=1", f"output_dir={tmp_path / 'run'}"])
     assert cfg.algo.name == "grpo" and cfg.algo.beta == 0
     run.train(cfg, log=lambda *a, **k: None)
-    assert built == ["reference", ("critic", "head")]
+    assert built == ["reference", ("critic", None)]  # grpo's schema has no algo.critic: the row gets None
     assert seen["reference"] is not None and isinstance(seen["critic"], torch.nn.Linear)

@@ -201,7 +201,7 @@ def test_combine_metrics_by_hand():
 def test_each_rank_draws_and_seeds_its_prompts_as_one_process_would(tiny_lm_sft, compose_train, monkeypatch):
     """Rank r of W gets rows r*B..(r+1)*B-1 of the one-process draw, and the same per-prompt sampling seeds
     for them (vLLM samples from those: tests/test_rollout_vllm.py), so no sample depends on the world size."""
-    from rlvr.trainer.rollout.types import sampling
+    from rlvr.trainer.rollout import sampling
     from rlvr.trainer.distributed import RankShardEnv
     from tests.test_trainer_step import STEP_OVERRIDES, AlternatingRewardEnv, _context
 

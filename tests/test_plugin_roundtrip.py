@@ -104,3 +104,15 @@ def test_every_builtin_env_trains_one_step_from_the_command_line(env, tmp_path, 
     assert result.returncode == 0, result.stderr[-3000:]
     results = json.loads((tmp_path / "ev" / "results.json").read_text())["results"]
     assert len(results) == 1 and results[0]["n_prompts"] == 2 and 0.0 <= results[0]["pass@1"] <= 1.0
+
+
+def test_a_test_split_smaller_than_the_default_eval_is_used_whole(tmp_path, tiny_lm, env_data):
+    """The default train.eval_prompts=200 on a fixed test set of 4 problems (HumanEval has 164): the run
+    evaluates on all 4 and says so, instead of refusing the environment's own defaults."""
+    result = rlvr("train", "env=gsm8k", *env_data.data_overrides("gsm8k", tmp_path), f"model.name_or_path={tiny_lm.path}",
+                  "train.steps=1", *[o for o in TINY if not o.startswith("train.eval_prompts")], "output_dir=run",
+                  cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "train.eval_prompts=200: gsm8k has 4 test problems; the held-out eval uses all 4" in result.stdout
+    evals = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert [m["eval/n"] for m in evals if "eval/n" in m] == [4, 4]

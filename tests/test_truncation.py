@@ -1,6 +1,7 @@
 """Completions cut at rollout.max_new_tokens: each environment's own length, no correct-answer reward for a cut
 completion by default (arithmetic and countdown keep their scores exactly), and a loud warning when most are cut."""
 
+import json
 import sys
 
 import pytest
@@ -96,3 +97,25 @@ def test_context_warning_names_the_context_and_the_fix():
     assert "100% of these prompts" in line and "model.arch.max_positions" in line
     assert "no room" in context_warning([300], 16, 256)
     assert "50% of these prompts" in context_warning([10, 250], 16, 256)
+
+
+def test_train_and_eval_say_when_the_model_context_cuts_completions(tiny_lm, tmp_path, monkeypatch, capsys):
+    """The fixture model has 128 positions: 120 new tokens after a ~30-token prompt cannot fit, and both commands
+    say so at start, naming the context and the knob (trainer/rollout/hf.py stops generation there)."""
+    from rlvr.cli import main
+
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    monkeypatch.chdir(tmp_path)
+    main(["train", f"model.name_or_path={tiny_lm.path}", "rollout=hf", "env.digits=1", "rollout.max_new_tokens=120",
+          "train.prompts_per_step=2", "train.completions_per_prompt=2", "train.eval_prompts=2", "train.steps=1",
+          "output_dir=run", "threads=1"])
+    out = capsys.readouterr().out
+    assert "WARNING: the model's context is 128 positions" in out and "rollout.max_new_tokens=120" in out, out
+    main(["eval", "model.name_or_path=run/checkpoints/step_1", "env=arithmetic", "env.digits=1", "n_prompts=2",
+          "temperature=0", "rollout.max_new_tokens=120", "output_dir=scored"])
+    out = capsys.readouterr().out
+    assert "on arithmetic: WARNING: the model's context is 128 positions" in out, out
+    completions = [json.loads(line) for line in (tmp_path / "scored" / "completions.jsonl").read_text().splitlines()]
+    longest = max(r["response_tokens"] for r in completions)
+    assert longest < 120, "stopped at the context (128 positions less the prompt), not at max_new_tokens"
+    assert all(r["truncated"] for r in completions if r["response_tokens"] == longest)  # cut there, not finished

@@ -33,10 +33,11 @@ from rlvr.trainer.loggers import build_loggers
 from rlvr.trainer.models.lora import for_engine
 from rlvr.trainer.models.model import build_policy, build_reference, load_tokenizer, resolve_model_path
 from rlvr.trainer.rollout.factory import build_engine, engine_class
+from rlvr.trainer.rollout.prompts import render_prompts
 from rlvr.trainer.rollout.types import Engine, SamplingParams
 from rlvr.trainer.rollout.weights import PolicyEngine
 from rlvr.trainer.run_dir import RunFiles, prepare_new_run_dir
-from rlvr.trainer.truncation import resolve_rollout_lengths, truncation_warning
+from rlvr.trainer.truncation import context_warning, resolve_rollout_lengths, truncation_warning
 from rlvr.trainer.validate import validate_train_config, validate_world_size
 
 
@@ -72,8 +73,13 @@ def train(cfg, log=print) -> dict:
     if cfg.algo.get("overlong_buffer", 0) >= cfg.rollout.max_new_tokens:  # a key of the policy-gradient family
         raise ConfigError(f"algo.overlong_buffer={cfg.algo.overlong_buffer} must be < rollout.max_new_tokens="
                           f"{cfg.rollout.max_new_tokens} ({env.name}'s default unless set)")
-    try:  # before any model is built, so a too-large eval set is refused at once
-        test_rows = env.rows("test", cfg.train.eval_prompts, seed=cfg.seed)
+    eval_prompts, available = cfg.train.eval_prompts, env.test_size()
+    if available is not None and eval_prompts > available:  # the default 200 on HumanEval's 164: all of them
+        log(f"train.eval_prompts={eval_prompts}: {env.name} has {available} test problems; the held-out eval uses "
+            f"all {available}")
+        eval_prompts = available
+    try:  # before any model is built, so a procedural task's too-large eval set is refused at once
+        test_rows = env.rows("test", eval_prompts, seed=cfg.seed)
     except ValueError as error:
         raise ConfigError(f"train.eval_prompts={cfg.train.eval_prompts}: {error}") from None
 
@@ -101,7 +107,7 @@ def train(cfg, log=print) -> dict:
     if reference is not None and parallel.world_size > 1:
         reference = RankModel(reference)  # a rank left with no rows after filtering still runs its forward
     # a critic (PPO's), from the unwrapped policy (under ddp it stays outside DDP: algos/ppo.py averages its grads)
-    critic = algorithm.build_critic(plain, cfg.algo.critic) if algorithm.build_critic else None
+    critic = algorithm.build_critic(plain, cfg.algo.get("critic")) if algorithm.build_critic else None
     params = list(model.parameters()) + (list(critic.parameters()) if critic is not None else [])
     optimizer = torch.optim.AdamW(params, lr=cfg.optim.lr, betas=tuple(cfg.optim.betas),
                                   weight_decay=cfg.optim.weight_decay)
@@ -143,6 +149,10 @@ def train(cfg, log=print) -> dict:
     log(f"run directory: {run_dir}\n{per_step}"
         f"completions: up to rollout.max_new_tokens={cfg.rollout.max_new_tokens} tokens; a truncated one's reward: "
         f"rollout.truncated_reward={cfg.rollout.truncated_reward}")
+    warning = context_warning(prompt_lengths(tokenizer, env, test_rows), cfg.rollout.max_new_tokens,
+                              getattr(plain.config, "max_position_embeddings", None))
+    if warning and parallel.is_main:
+        log(warning)
 
     def held_out_eval() -> dict:
         if not parallel.is_main:  # rank 0 alone evaluates, on the plain model (no collective)
@@ -195,6 +205,11 @@ def train(cfg, log=print) -> dict:
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     log(format_summary(summary))
     return summary
+
+
+def prompt_lengths(tokenizer, env, rows: list[dict]) -> list[int]:
+    """Token counts of `rows`' rendered prompts (what the engine is given)."""
+    return [len(ids) for ids in tokenizer(render_prompts(tokenizer, env, rows), add_special_tokens=False)["input_ids"]]
 
 
 def _lr_lambda(cfg):

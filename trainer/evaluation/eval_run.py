@@ -34,7 +34,8 @@ from rlvr.trainer.evaluation.eval_report import write_reports
 from rlvr.trainer.evaluation.evaluate import generate_and_score
 from rlvr.trainer.evaluation.specs import EnvSpec, ModelSpec, build_spec_env, env_specs_of, model_specs, select_rows
 from rlvr.trainer.rollout.types import SamplingParams
-from rlvr.trainer.truncation import TRUNCATED_REWARDS, truncation_warning
+from rlvr.trainer.rollout.prompts import render_prompts
+from rlvr.trainer.truncation import TRUNCATED_REWARDS, context_warning, truncation_warning
 
 COMPLETIONS = "completions.jsonl"
 SETTINGS = "eval_settings.json"
@@ -73,6 +74,10 @@ def run_eval(cfg, log=print, engine_factory: Callable | None = None) -> dict:
             for spec in env_specs:
                 if todo[(model.path, spec.label)]:
                     max_new_tokens, truncated_reward = lengths[spec.label]
+                    warning = _context_warning(engine, envs[spec.label], todo[(model.path, spec.label)],
+                                               max_new_tokens, model.path)
+                    if warning:
+                        log(f"{model.label} on {spec.label}: {warning}")
                     for records in evaluate_rows(engine, envs[spec.label], rows[spec.label],
                                                  replace(params, max_new_tokens=max_new_tokens), cfg.seed,
                                                  model, spec, skip={r for (p, e, r) in done
@@ -93,6 +98,19 @@ def run_eval(cfg, log=print, engine_factory: Callable | None = None) -> dict:
             log(warning)
     log(f"rlvr eval: results in {out / 'results.json'}, {out / 'results.md'} and {out / COMPLETIONS}")
     return results
+
+
+def _context_warning(engine, env, rows: list[dict], max_new_tokens: int, model_path: str) -> str | None:
+    """context_warning for these rows' prompts on the model at `model_path` (its config.json's context)."""
+    from transformers import AutoConfig
+
+    try:
+        context = getattr(AutoConfig.from_pretrained(model_path), "max_position_embeddings", None)
+    except (OSError, ValueError):  # a test's stand-in model without a config: nothing to check against
+        return None
+    tokenizer = engine.tokenizer
+    lengths = [len(ids) for ids in tokenizer(render_prompts(tokenizer, env, rows), add_special_tokens=False)["input_ids"]]
+    return context_warning(lengths, max_new_tokens, context)
 
 
 def evaluate_rows(engine, env, rows: list[dict], params: SamplingParams, seed: int, model: ModelSpec,
