@@ -46,6 +46,7 @@ test-fast: $(VENV)/.test
 # Seconds per script, measured 2026-11-30 at load 3-5, are in BENCHMARKS.md ("Running them").
 BENCH_ARGS_bench_algorithms ?= --steps 12
 BENCH_ARGS_bench_dpo_vs_grpo ?= --seeds 0
+BENCH_ARGS_bench_envs ?= --envs arithmetic
 BENCH_ARGS_bench_grpo_trl ?= --rounds 1
 BENCH_ARGS_bench_learning ?= --budget-s 45
 BENCH_ARGS_bench_math ?= --synthetic 500
