@@ -48,9 +48,9 @@ COMMANDS = {
     "math": ["env=math", "DATA", "model.warm_start.eval_rows=100", "train.steps=40"],
     "code_stdio": ["env=code_stdio", "DATA", "model.warm_start.eval_rows=100", "train.steps=20"],
     # the tiny model cannot write HumanEval's functions: a check of the pipeline (a context that holds the
-    # prompts, a short warm start, the sandbox scoring every completion), not a learning run
-    "humaneval": ["env=humaneval", "model.arch.max_positions=1024", "model.warm_start.max_steps=50",
-                  "model.warm_start.eval_every=50", "train.steps=5", "train.prompts_per_step=4"],
+    # prompts, no warm start, 512-token completions scored in the sandbox), not a learning run
+    "humaneval": ["env=humaneval", "model.arch.max_positions=1024", "model.warm_start.max_steps=0", "train.steps=5",
+                  "train.prompts_per_step=4", "train.completions_per_prompt=4", "train.eval_prompts=16"],
 }
 RESULT = "envs"
 
@@ -77,7 +77,7 @@ def run_env(name: str, workdir: Path, cache: Path) -> dict:
     cpu, began = cpu_children(), time.perf_counter()
     proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=workdir)
     wall, cpu = time.perf_counter() - began, cpu_children() - cpu
-    record = {"env": name, "command": "rlvr train " + " ".join(COMMANDS[name]), "wall_s": round(wall, 1),
+    record = {"env": name, "command": " ".join(["rlvr train", *COMMANDS[name]]), "wall_s": round(wall, 1),
               "cpu_s": round(cpu, 1), "returncode": proc.returncode}
     if proc.returncode != 0:
         return {**record, "error": (proc.stderr or proc.stdout)[-2000:]}
@@ -122,15 +122,17 @@ def report(records: list[dict]) -> str:
             rows.append([r["env"], f"`{r['command']}`", f"failed: {r['error'].strip().splitlines()[-1][:120]}",
                          "", "", "", ""])
             continue
-        warm = re.sub(r"^warm start: ", "", r["warm_start"])
-        warm = re.sub(r" \(target.*|;.*", "", warm)
+        found = re.search(r"step (\d+)(?:/\d+)?.*?validation accuracy ([\d.]+%)", r["warm_start"])
+        warm = (f"{found[1]} steps, {found[2]}" if found else
+                "none (max_steps=0)" if "max_steps=0" in r["warm_start"] else r["warm_start"])
         ev = r["rlvr_eval"]
         rows.append([r["env"], f"`{r['command']}`", f"{r['wall_s'] / 60:.1f} / {r['cpu_s'] / 60:.1f}", warm,
                      f"{r['accuracy_before']:.1%} -> {r['accuracy_after']:.1%}",
                      f"{r['reward_first_10']:.3f} -> {r['reward_last_10']:.3f}",
                      f"{r['train_truncated']:.0%} / {ev.get('truncated_frac', float('nan')):.0%}"])
-    return common.table(["env", "command", "min wall / CPU", "warm start", "held-out greedy accuracy",
-                         "train reward (first -> last 10 steps)", "truncated: train / rlvr eval"], rows)
+    return common.table(["env", "command", "first run, min: wall / CPU", "warm start: steps, validation accuracy",
+                         "held-out greedy accuracy", "train reward, first -> last 10 steps",
+                         "truncated: train / rlvr eval"], rows)
 
 
 def main() -> None:
