@@ -33,7 +33,7 @@ from rlvr.trainer.loggers import build_loggers
 from rlvr.trainer.models.lora import for_engine
 from rlvr.trainer.models.model import build_policy, build_reference, load_tokenizer, resolve_model_path
 from rlvr.trainer.rollout.factory import build_engine, engine_class
-from rlvr.trainer.rollout.prompts import render_prompts
+from rlvr.trainer.rollout.prompts import prompt_lengths
 from rlvr.trainer.rollout.types import Engine, SamplingParams
 from rlvr.trainer.rollout.weights import PolicyEngine
 from rlvr.trainer.run_dir import RunFiles, prepare_new_run_dir
@@ -205,11 +205,6 @@ def train(cfg, log=print) -> dict:
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     log(format_summary(summary))
     return summary
-
-
-def prompt_lengths(tokenizer, env, rows: list[dict]) -> list[int]:
-    """Token counts of `rows`' rendered prompts (what the engine is given)."""
-    return [len(ids) for ids in tokenizer(render_prompts(tokenizer, env, rows), add_special_tokens=False)["input_ids"]]
 
 
 def _lr_lambda(cfg):

@@ -34,7 +34,7 @@ from rlvr.trainer.evaluation.eval_report import write_reports
 from rlvr.trainer.evaluation.evaluate import generate_and_score
 from rlvr.trainer.evaluation.specs import EnvSpec, ModelSpec, build_spec_env, env_specs_of, model_specs, select_rows
 from rlvr.trainer.rollout.types import SamplingParams
-from rlvr.trainer.rollout.prompts import render_prompts
+from rlvr.trainer.rollout.prompts import prompt_lengths
 from rlvr.trainer.truncation import TRUNCATED_REWARDS, context_warning, truncation_warning
 
 COMPLETIONS = "completions.jsonl"
@@ -108,9 +108,7 @@ def _context_warning(engine, env, rows: list[dict], max_new_tokens: int, model_p
         context = getattr(AutoConfig.from_pretrained(model_path), "max_position_embeddings", None)
     except (OSError, ValueError):  # a test's stand-in model without a config: nothing to check against
         return None
-    tokenizer = engine.tokenizer
-    lengths = [len(ids) for ids in tokenizer(render_prompts(tokenizer, env, rows), add_special_tokens=False)["input_ids"]]
-    return context_warning(lengths, max_new_tokens, context)
+    return context_warning(prompt_lengths(engine.tokenizer, env, rows), max_new_tokens, context)
 
 
 def evaluate_rows(engine, env, rows: list[dict], params: SamplingParams, seed: int, model: ModelSpec,

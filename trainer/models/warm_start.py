@@ -25,7 +25,7 @@ import torch
 
 from rlvr.trainer.evaluation.evaluate import evaluate_greedy
 from rlvr.trainer.models.logprobs import pack, token_logprobs
-from rlvr.trainer.rollout.prompts import render_prompts
+from rlvr.trainer.rollout.prompts import prompt_lengths, render_prompts
 from rlvr.trainer.rollout.hf import HFEngine
 
 VALIDATION_SEED = 1_000_003  # a train-split draw distinct from the training stream
@@ -84,7 +84,7 @@ def validation_length(model, tokenizer, env, val_rows) -> int:
     """The environment's completion length (`default_max_new_tokens`: what its RL run samples), cut to what the
     model's context leaves after the longest validation prompt: a check shorter than the answers it grades would
     hold the warm start at 0% (gsm8k's worked answers are longer than arithmetic's 16 tokens)."""
-    longest = max(len(tokenizer(p, add_special_tokens=False)["input_ids"]) for p in render_prompts(tokenizer, env, val_rows))
+    longest = max(prompt_lengths(tokenizer, env, val_rows))
     return max(1, min(int(env.default_max_new_tokens), model.config.max_position_embeddings - longest))
 
 

@@ -8,6 +8,11 @@ def render_prompts(tokenizer, env, rows: list[dict]) -> list[str]:
     return render_messages(tokenizer, [env.messages(row) for row in rows])
 
 
+def prompt_lengths(tokenizer, env, rows: list[dict]) -> list[int]:
+    """Token counts of `rows`' rendered prompts, as the engines are given them (what fits a model's context)."""
+    return [len(ids) for ids in tokenizer(render_prompts(tokenizer, env, rows), add_special_tokens=False)["input_ids"]]
+
+
 def render_messages(tokenizer, conversations: list[list[dict]]) -> list[str]:
     """The chat template with the assistant turn opened, so generation starts the answer."""
     if tokenizer.chat_template is None:
