@@ -7,6 +7,7 @@ import math
 
 import pytest
 import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from rlvr.trainer.algos.advantages import outcome_advantages
 from rlvr.trainer.models.logprobs import pack
@@ -17,7 +18,8 @@ from rlvr.trainer.rollout.types import SamplingParams
 from rlvr.trainer.rollout.hf import HFEngine
 from rlvr.trainer.algorithms import ALGORITHMS
 from rlvr.trainer.run import RunContext
-from rlvr.trainer.algos.trpo import natural_gradient_update
+from rlvr.trainer.algos.trpo import kl_fisher_product, natural_gradient_update
+from rlvr.trainer.models.logprobs import log_distributions
 from rlvr.errors import ConfigError
 from tests.test_trainer_step import STEP_OVERRIDES, AlternatingRewardEnv
 
@@ -96,6 +98,36 @@ def test_trpo_step_keeps_kl_within_delta_and_improves_the_surrogate(tiny_lm_sft)
     assert metrics["improve"] > 0, metrics
     # the quadratic model predicted a KL of delta for the full step: the real one is of that order
     assert metrics["kl"] >= 0.1 * delta * metrics["step_frac"] ** 2, metrics
+
+
+@pytest.mark.parametrize("temperature", [1.0, 0.7])
+def test_fisher_product_is_the_kl_hessian_vector_product(tiny_lm_sft, temperature):
+    """kl_fisher_product's J^T H J v equals the Hessian of the mean KL(pi_old || pi_theta) times v, taken the
+    plain way (a backward with create_graph, then a second backward), over two chunks of rows."""
+    tok = tiny_lm_sft.tokenizer
+    model = tiny_lm_sft.model()
+    params = [p for p in model.parameters() if p.requires_grad]
+    prompt = tok("3+4=", add_special_tokens=False)["input_ids"]
+    batch = pack([prompt] * 3, [[5, 6, 7, 8], [9, 10], [11, 12, 13]], tok.pad_token_id)
+    num_tokens = batch.completion_mask.sum()
+    with torch.no_grad():
+        old = log_distributions(model, batch, temperature)  # [3, L-1, V]
+    chunks = [(batch.select(slice(0, 2)), old[:2]), (batch.select(slice(2, 3)), old[2:])]
+    v = torch.randn(sum(p.numel() for p in params), generator=torch.Generator().manual_seed(0))  # [P]
+
+    with sdpa_kernel(SDPBackend.MATH):  # fused attention kernels have no double backward
+        new = log_distributions(model, batch, temperature)  # [3, L-1, V] at theta = theta_old, with a graph
+        kl = ((old.exp() * (old - new)).sum(-1) * batch.completion_mask).sum() / num_tokens  # []
+        grads = torch.autograd.grad(kl, params, create_graph=True)
+    grad_v = torch.cat([g.flatten() for g in grads]) @ v  # []
+    expected = torch.cat([h.flatten() for h in torch.autograd.grad(grad_v, params)])  # [P] H v
+
+    got = kl_fisher_product(model, params, chunks, num_tokens, temperature, damping=0.0)(v)  # [P]
+    assert expected.norm() > 0
+    # float32 sums in another order: equal as vectors to 1e-5 of their norm (a wrong H or J is off by O(1))
+    assert (got - expected).norm() / expected.norm() < 1e-5
+    damped = kl_fisher_product(model, params, chunks, num_tokens, temperature, damping=0.1)(v)
+    assert (damped - (expected + 0.1 * v)).norm() / expected.norm() < 1e-5
 
 
 @pytest.mark.parametrize("critic", ["head", "model"])

@@ -134,6 +134,8 @@ def validate_algo(cfg) -> None:
         need(algo.max_kl > 0 and algo.cg_iters >= 1 and 0 < algo.backtrack_ratio < 1,
              f"algo.max_kl={algo.max_kl} must be > 0, algo.cg_iters={algo.cg_iters} >= 1 and "
              f"algo.backtrack_ratio={algo.backtrack_ratio} in (0, 1)")
+        need(1 <= algo.fisher_every <= cfg.train.prompts_per_step * cfg.train.completions_per_prompt,
+             f"algo.fisher_every={algo.fisher_every} must be >= 1 and at most the step's completions")
 
 
 def _validate_policy_gradient(cfg, need) -> None:

@@ -84,6 +84,7 @@ class NaturalGradientConfig(AlgoSchema):
     cg_damping: float = 0.1
     line_search_steps: int = 10  # trpo only; npg takes the full step
     backtrack_ratio: float = 0.5  # trpo only
+    fisher_every: int = 1  # F is estimated on every k-th completion (OpenAI baselines' trpo_mpi: every 5th)
 
 
 @dataclass

@@ -30,6 +30,7 @@ Memory cost, per micro-batch of n rows of L tokens with P parameters and vocabul
 from __future__ import annotations
 
 import torch
+from torch.func import functional_call, jvp
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
@@ -49,7 +50,7 @@ def trpo_step(ctx, step: int) -> tuple[dict, list[dict]]:
         update = natural_gradient_update(
             ctx.model, sampled.batch, advantages, max_kl=algo.max_kl, cg_iters=algo.cg_iters,
             cg_damping=algo.cg_damping, line_search_steps=algo.line_search_steps if algo.name == "trpo" else 0,
-            backtrack_ratio=algo.backtrack_ratio, aggregation=algo.aggregation,
+            backtrack_ratio=algo.backtrack_ratio, fisher_every=algo.fisher_every, aggregation=algo.aggregation,
             micro_batch_size=cfg.train.micro_batch_size, temperature=cfg.rollout.temperature,
             max_tokens=cfg.rollout.max_new_tokens)
     # no scheduler.step(): the step size comes from max_kl, the optimizer's lr is never used
@@ -61,12 +62,13 @@ def trpo_step(ctx, step: int) -> tuple[dict, list[dict]]:
 
 def natural_gradient_update(model, batch: PackedBatch, advantages, *, max_kl: float, cg_iters: int = 10,
                             cg_damping: float = 0.1, line_search_steps: int = 10, backtrack_ratio: float = 0.5,
-                            aggregation: str = "token_mean", micro_batch_size: int = 64, temperature: float = 1.0,
+                            fisher_every: int = 1, aggregation: str = "token_mean", micro_batch_size: int = 64, temperature: float = 1.0,
                             max_tokens: int | None = None) -> dict:
     """Update `model` in place by one natural-gradient step of KL size `max_kl`; line_search_steps=0
-    is NPG (take the step), > 0 is TRPO. Returns metrics: surrogate improvement, KL, accepted step fraction."""
+    is NPG (take the step), > 0 is TRPO. F is estimated on every `fisher_every`-th row only (the gradient
+    and the line search use them all). Returns metrics: surrogate improvement, KL, accepted step fraction."""
     params = [p for p in model.parameters() if p.requires_grad]
-    chunks = [slice(s, s + micro_batch_size) for s in range(0, len(batch), micro_batch_size)]
+    chunks = _slices(len(batch), micro_batch_size)
     num_tokens = batch.completion_mask.sum()
     counts = dict(max_tokens=max_tokens, num_sequences=len(batch), num_tokens=num_tokens)
 
@@ -94,14 +96,11 @@ def natural_gradient_update(model, batch: PackedBatch, advantages, *, max_kl: fl
     for c in chunks:
         g += parameters_to_vector(_grads(surrogate(log_dists(c), c), params))  # the surrogate's gradient
 
-    def fisher_vector_product(v):  # (F + damping I) v, F = Hessian of the mean KL at theta_old
-        out = torch.zeros_like(v)  # [P]
-        for c in chunks:
-            with sdpa_kernel(SDPBackend.MATH):  # fused attention kernels have no double backward
-                grads = _grads(mean_kl(log_dists(c), c), params, create_graph=True)
-            grad_v = parameters_to_vector(grads) @ v  # []
-            out += parameters_to_vector(_grads(grad_v, params))
-        return out + cg_damping * v
+    rows = torch.arange(0, len(batch), fisher_every)  # [N / fisher_every] the rows F is estimated on
+    fisher_batch, fisher_old = batch.select(rows), old_log_dists[rows]
+    fisher_vector_product = kl_fisher_product(
+        model, params, [(fisher_batch.select(c), fisher_old[c]) for c in _slices(len(rows), micro_batch_size)],
+        fisher_batch.completion_mask.sum(), temperature, cg_damping)
 
     x = conjugate_gradient(fisher_vector_product, g, iters=cg_iters)  # [P] ~ F^-1 g
     x_f_x = (x @ fisher_vector_product(x)).clamp(min=1e-12)  # []
@@ -128,6 +127,49 @@ def natural_gradient_update(model, batch: PackedBatch, advantages, *, max_kl: fl
             return {**metrics, "improve": improve, "kl": kl, "step_frac": fraction, "line_search_tries": tries}
     vector_to_parameters(theta_old, params)  # no step satisfied both: keep theta_old
     return {**metrics, "improve": 0.0, "kl": 0.0, "step_frac": 0.0, "line_search_tries": line_search_steps}
+
+
+def kl_fisher_product(model, params, chunks, num_tokens, temperature: float, damping: float):
+    """v -> (F + damping I) v, F the Hessian at theta_old of the mean per-token KL(pi_old || pi_theta) over the
+    completion tokens of `chunks` (a list of (PackedBatch, old log-distributions [n, L-1, V])).
+
+    At theta = theta_old the KL's Hessian equals its generalised Gauss-Newton matrix J^T H J exactly (the
+    term with the logits' second derivatives is weighted by the KL's gradient in the logits, zero there;
+    Martens 2014, "New insights and perspectives on the natural gradient method", section 9): J = d logits /
+    d theta and H = (diag(p) - p p^T) / T^2, the Hessian of KL(p || softmax(z / T)) in the logits z. So
+    F v = J^T (H (J v)): a forward-mode pass for J v (torch.func.jvp) and one backward for J^T u, instead of
+    a forward, a backward with create_graph=True and a second backward through it (same values to float
+    precision, tests/test_algorithm_steps.py; about half the time here).
+    """
+    names = [name for name, p in model.named_parameters() if p.requires_grad]
+    assert len(names) == len(params), "params must be the model's trainable parameters, in order"
+
+    def logits_of(batch):  # theta -> logits [n, L-1, V] on `batch`, as a function torch.func can differentiate
+        def logits(*theta):
+            out = functional_call(model, dict(zip(names, theta)), args=(),
+                                  kwargs=dict(input_ids=batch.input_ids, attention_mask=batch.attention_mask))
+            return out.logits[:, :-1].float()
+        return logits
+
+    def product(v):
+        tangents = tuple(t.view_as(p) for t, p in zip(v.split([p.numel() for p in params]), params))
+        out = torch.zeros_like(v)  # [P]
+        for batch, old in chunks:
+            with sdpa_kernel(SDPBackend.MATH):  # the math kernel has forward-mode derivatives
+                _, j_v = jvp(logits_of(batch), tuple(p.detach() for p in params), tangents)  # [n, L-1, V]
+                p_old = old.exp()  # [n, L-1, V]
+                h_j_v = p_old * (j_v - (p_old * j_v).sum(-1, keepdim=True))  # [n, L-1, V] (diag p - p p^T) J v
+                weights = batch.completion_mask.unsqueeze(-1) / (num_tokens * temperature ** 2)  # [n, L-1, 1]
+                h_j_v = h_j_v * weights  # [n, L-1, V] the mean over tokens, at temperature T
+                logits = logits_of(batch)(*params)  # [n, L-1, V]
+                out += parameters_to_vector(_grads((logits * h_j_v).sum(), params))  # J^T (H J v)
+        return out + damping * v
+
+    return product
+
+
+def _slices(n: int, size: int) -> list[slice]:
+    return [slice(start, start + size) for start in range(0, n, size)]
 
 
 def _grads(scalar, params, create_graph: bool = False):
