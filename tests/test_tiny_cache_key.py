@@ -75,3 +75,39 @@ def test_key_is_stable_and_keyed_on_config_and_seed():
     env = load_env("arithmetic", digits=1)
     assert _path(env) == _path(load_env("arithmetic", digits=1))
     assert _path(env, seed=1) != _path(env)
+
+
+def test_processes_asking_at_once_build_the_model_once(tmp_path):
+    """Two processes that want the same uncached model (parallel test workers, two runs started together):
+    one builds it, the other waits on the lock and loads that build."""
+    import fcntl
+    import json
+    import os
+    import subprocess
+
+    cache = tmp_path / "cache"
+    env_config = {"name": "arithmetic", "digits": 1}
+    child = textwrap.dedent(f"""
+        from rlvr.envs import load_env
+        from rlvr.trainer.models.tiny_model import build_tiny
+        print(build_tiny(load_env("arithmetic", digits=1), {env_config!r}, {ARCH!r}, {WARM!r}, 0,
+                         log=lambda line: print(line, flush=True)), flush=True)
+    """)
+    env = {**os.environ, "RLVR_CACHE": str(cache), "OMP_NUM_THREADS": "1"}
+    key = tiny_model_path(load_env("arithmetic", digits=1), env_config, ARCH, WARM, 0).name
+    path = cache / "tiny" / key  # where the children, whose RLVR_CACHE is `cache`, build it
+    path.parent.mkdir(parents=True)
+    with open(path.with_name(path.name + ".lock"), "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # a build in progress elsewhere: both children must wait for it
+        children = [subprocess.Popen([sys.executable, "-c", child], env=env, stdout=subprocess.PIPE, text=True)
+                    for _ in range(2)]
+        for proc in children:
+            assert "waiting" in proc.stdout.readline()
+    outputs = []
+    for proc in children:
+        out, _ = proc.communicate(timeout=600)
+        assert proc.returncode == 0
+        outputs.append(out)
+    assert sum("tiny model: building" in out for out in outputs) == 1, outputs
+    assert all(out.strip().splitlines()[-1] == str(path) for out in outputs)
+    assert json.loads((path / "build.json").read_text()) == build_fingerprint(load_env("arithmetic", digits=1))

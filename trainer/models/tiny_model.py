@@ -20,6 +20,7 @@ empty caches give byte-identical weights.
 from __future__ import annotations
 
 import ast
+import fcntl
 import hashlib
 import importlib.util
 import json
@@ -153,16 +154,32 @@ def _cache_path(env_config: dict, arch: dict, warm: dict, seed: int, fingerprint
 
 
 def build_tiny(env, env_config: dict, arch: dict, warm: dict, seed: int, log=print) -> Path:
-    """Return the directory of the tiny model for this env, building and caching it if needed."""
-    from rlvr.trainer.models.warm_start import warm_start
-
+    """Return the directory of the tiny model for this env, building and caching it if needed. Processes that
+    ask for the same model at once (parallel tests, two runs started together) build it once: the others
+    wait on a lock file beside it and then load what the first one built."""
     fingerprint = build_fingerprint(env)  # read once: sources edited during a long build do not change its key
     path = _cache_path(env_config, arch, warm, seed, fingerprint)
-    key = path.name
     if (path / "warm_start.json").exists():
         log(f"tiny model: cached at {path}")
         return path
-    log(f"tiny model: building (key {key}); later runs reuse {path}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log(f"tiny model: another process is building {path}; waiting for it")
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when that process's build ends (or it dies)
+        if (path / "warm_start.json").exists():
+            log(f"tiny model: cached at {path}")
+            return path
+        _build(env, arch, warm, seed, fingerprint, path, log)
+    return path
+
+
+def _build(env, arch: dict, warm: dict, seed: int, fingerprint: dict, path: Path, log) -> None:
+    from rlvr.trainer.models.warm_start import warm_start
+
+    log(f"tiny model: building (key {path.name}); later runs reuse {path}")
     tokenizer = train_tokenizer(tokenizer_corpus(env, 2000, seed), arch["vocab_size"])
     model = build_model(tokenizer, arch["hidden_size"], arch["num_layers"], arch["num_heads"], arch["num_kv_heads"],
                         arch["intermediate_size"], arch["max_positions"], seed)
@@ -176,4 +193,3 @@ def build_tiny(env, env_config: dict, arch: dict, warm: dict, seed: int, log=pri
     (tmp / "build.json").write_text(json.dumps(fingerprint, indent=2))  # what the key hashed
     shutil.rmtree(path, ignore_errors=True)
     tmp.rename(path)  # atomic: a killed build never leaves a half-written cache entry
-    return path
