@@ -33,8 +33,11 @@ docker: $(VENV)/.base
 	bash sandboxes/setup_docker.sh
 	$(BIN)/rlvr sandbox build
 
+# Two pytest-xdist workers, one per core; tests/conftest.py says what the workers share and which tests
+# (sandbox, vLLM) one worker runs in turn. PYTEST_WORKERS=0 runs everything in one process.
+PYTEST_WORKERS ?= 2
 test: $(VENV)/.test docker
-	$(BIN)/python -m pytest --durations=15
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --durations=15
 
 test-fast: $(VENV)/.test
 	$(BIN)/python -m pytest -m "not slow"

@@ -3,6 +3,14 @@
 Nothing is downloaded and nothing touches the user's model cache: `RLVR_CACHE` points at a
 temporary directory for the whole session. Torch runs on one thread: these models are so small
 that a second thread only adds contention (50x slower generation on a shared 2-core machine).
+
+`make test` runs two pytest-xdist workers (`-n 2 --dist loadgroup`). What they share: one model
+cache per run (`shared_tmp`; a model two workers ask for at once is built once, under the lock in
+trainer/models/tiny_model.py). What they must not share: the Docker engine and the sandbox's uid,
+which tests count machine-wide, and the cores a starting vLLM engine takes; test files that use
+them carry `pytestmark = pytest.mark.xdist_group("sandbox")` or `("vllm")`, so that one worker runs
+each group's tests one after another. A new test file that starts sandboxes or vLLM engines joins
+its group the same way.
 """
 
 from __future__ import annotations
@@ -31,12 +39,29 @@ class TinyLM:
         return copy.deepcopy(self._model)
 
 
+def _shared_tmp(tmp_path_factory, name: str) -> Path:
+    """A directory named `name` that every xdist worker of this run sees (the workers' temporary roots are
+    siblings), or this session's own without xdist; empty when the run starts."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent
+    path = root / name
+    path.mkdir(exist_ok=True)
+    return path
+
+
+@pytest.fixture(scope="session")
+def shared_tmp(tmp_path_factory):
+    """`shared_tmp(name)`: a directory every xdist worker of this test run shares, empty when the run starts."""
+    return lambda name: _shared_tmp(tmp_path_factory, name)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _private_cache_one_thread(tmp_path_factory):
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("RLVR_CACHE", str(tmp_path_factory.mktemp("rlvr_cache")))
+        mp.setenv("RLVR_CACHE", str(_shared_tmp(tmp_path_factory, "rlvr_cache")))
         yield
     torch.set_num_threads(threads)
 

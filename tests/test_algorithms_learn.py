@@ -56,9 +56,10 @@ def _mean(values):
 
 
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory):
-    """One empty model cache for the file: the first run builds the default warm start, the others reuse it."""
-    return tmp_path_factory.mktemp("rlvr_cache")
+def cache(shared_tmp):
+    """One model cache, empty when the test run starts, for this file's tests on every xdist worker: the first
+    run builds the default warm start, the others wait for it and reuse it."""
+    return shared_tmp("learn_cache")
 
 
 @pytest.mark.slow

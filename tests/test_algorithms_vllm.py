@@ -24,6 +24,8 @@ from rlvr.trainer.run import RunContext
 from tests.test_rollout_vllm import sft_model  # noqa: F401  (the head_dim-32 supervised model fixture)
 from tests.test_trainer_step import STEP_OVERRIDES, AlternatingRewardEnv
 
+pytestmark = pytest.mark.xdist_group("vllm")  # one xdist worker: a starting vLLM engine takes both cores
+
 ALGORITHMS = [["algo=grpo"], ["algo=dr_grpo"], ["algo=dapo"], ["algo=gspo", "algo.mu=2"], ["algo=reinforce"],
               ["algo=ppo", "algo.mu=2"], ["algo=ppo", "algo.objective=penalty", "algo.mu=2"],
               ["algo=ppo", "algo.critic=model", "algo.mu=2"], ["algo=trpo", "algo.cg_iters=3"],

@@ -14,6 +14,8 @@ from rlvr.verifiers.code import CHEATS, CodeVerifier, extract_code
 from rlvr.verifiers.code_harness import stdout_matches, values_equal
 from rlvr.verifiers.result import Status
 
+pytestmark = pytest.mark.xdist_group("sandbox")  # one xdist worker: containers, uid 65534 are machine-wide
+
 ADD_STDIO = {"kind": "stdio", "cases": [{"stdin": "1 2\n", "stdout": "3\n"}, {"stdin": "5 7\n", "stdout": "12\n"}]}
 ADD_CALL = {"kind": "call", "fn": "add", "cases": [{"args": [1, 2], "expected": 3}, {"args": [2, 2], "expected": 4}]}
 ADD_ASSERT = {"kind": "assert", "prefix": "def add(a, b):\n", "entry_point": "add",

@@ -9,6 +9,8 @@ from rlvr.envs import load_env
 from rlvr.errors import ConfigError
 from rlvr.verifiers.result import Status
 
+pytestmark = pytest.mark.xdist_group("sandbox")  # one xdist worker: containers, uid 65534 are machine-wide
+
 
 @pytest.fixture
 def path(tmp_path, env_data):

@@ -11,6 +11,8 @@ from rlvr.trainer.evaluation.eval_report import RESULTS_SCHEMA, schema_errors
 from rlvr.trainer.evaluation.eval_run import run_eval
 from rlvr.trainer.rollout.types import Rollout
 
+pytestmark = pytest.mark.xdist_group("sandbox")  # one xdist worker: containers, uid 65534 are machine-wide
+
 
 N_PROMPTS = 40
 

@@ -21,6 +21,8 @@ import torch
 
 from rlvr.trainer.algos.losses import grpo_loss, truncated_importance_weights
 
+pytestmark = pytest.mark.xdist_group("vllm")  # one xdist worker: a starting vLLM engine takes both cores
+
 MARGIN = 0.08
 LEARNING_OVERRIDES = [  # one-digit addition, the warm start stopped at 30% validation accuracy
     "env.digits=1", "model.warm_start.target_accuracy=[0.3,0.6]", "model.warm_start.lr=3e-3",

@@ -10,6 +10,8 @@ from rlvr.envs import load_env
 from rlvr.envs.humaneval import HumanEvalEnv
 from rlvr.verifiers.result import Status
 
+pytestmark = pytest.mark.xdist_group("sandbox")  # one xdist worker: containers, uid 65534 are machine-wide
+
 
 def test_rows_shape_and_splits():
     env = load_env("humaneval")

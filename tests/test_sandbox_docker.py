@@ -16,6 +16,8 @@ import pytest
 from rlvr.sandboxes.base import ExecStatus, Limits
 from rlvr.sandboxes.probes import PROBES, HostFixtures, run_probe
 
+pytestmark = pytest.mark.xdist_group("sandbox")  # one xdist worker: containers, uid 65534 are machine-wide
+
 DOCKER_PROBES = [p for p in PROBES if "docker" in p.backends]
 
 

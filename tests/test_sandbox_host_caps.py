@@ -19,6 +19,8 @@ from rlvr.sandboxes.base import STDERR_CAP, Limits, reply_cap
 from rlvr.sandboxes.docker_backend import AgentContainer, AgentGone
 from rlvr.sandboxes.local_backend import _exchange
 
+pytestmark = pytest.mark.xdist_group("sandbox")  # one xdist worker: containers, uid 65534 are machine-wide
+
 
 def frame(stream: int, payload: bytes) -> bytes:
     return bytes([stream, 0, 0, 0]) + struct.pack(">I", len(payload)) + payload

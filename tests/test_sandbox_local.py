@@ -11,6 +11,8 @@ import pytest
 from rlvr.sandboxes.base import ExecStatus
 from rlvr.sandboxes.probes import PROBES, HostFixtures, run_probe
 
+pytestmark = pytest.mark.xdist_group("sandbox")  # one xdist worker: containers, uid 65534 are machine-wide
+
 LOCAL_PROBES = [p for p in PROBES if "local" in p.backends]
 
 

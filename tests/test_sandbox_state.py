@@ -19,6 +19,8 @@ from rlvr.verifiers.code import CodeVerifier
 from rlvr.verifiers.code_cheats import CHEAT_TESTS
 from rlvr.verifiers.result import Status
 
+pytestmark = pytest.mark.xdist_group("sandbox")  # one xdist worker: containers, uid 65534 are machine-wide
+
 TABLE = "2:4,3:9,1.5:2.25,0.5:0.25"
 PLACES = "('/tmp', '/dev/shm', '/var/tmp', '/run/lock', '.', os.path.expanduser('~'))"
 HONEST = "def sq(x):\n    return x * x\n"

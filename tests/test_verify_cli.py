@@ -8,6 +8,8 @@ from rlvr.cli import main
 from rlvr.verifiers.batch import VerifyConfig, exit_code, verify_batch, verify_file
 from rlvr.errors import ConfigError
 
+pytestmark = pytest.mark.xdist_group("sandbox")  # one xdist worker: containers, uid 65534 are machine-wide
+
 
 def _write(path, lines):
     path.write_text("\n".join(x if isinstance(x, str) else json.dumps(x) for x in lines) + "\n")

@@ -13,6 +13,8 @@ import pytest
 
 from rlvr.sandboxes.pool import WarmPool
 
+pytestmark = pytest.mark.xdist_group("sandbox")  # one xdist worker: containers, uid 65534 are machine-wide
+
 
 class FakeBox:
     def __init__(self, registry: "Registry", key):
