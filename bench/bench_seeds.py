@@ -5,9 +5,9 @@
 
 Every run is `rlvr train algo=NAME seed=S rollout=hf threads=1` and nothing else: the default tiny model and
 its default warm start on the default `arithmetic` (2-digit addition, 200 held-out test problems), and the
-algorithm's preset (conf/algo/NAME.yaml), for the default 200 steps (trpo and npg: 40, see EXTRA). The
+algorithm's preset (conf/algo/NAME.yaml), for the default 200 steps (trpo and npg: their presets' 50 steps of 32 prompts). The
 seed changes everything a user's seed changes: the tiny model's initialisation and warm start, and the RL run's sampling.
-Held-out greedy accuracy is measured every 20 steps (5 for trpo and npg) on the same 200 test problems, so
+Held-out greedy accuracy is measured every 20 steps (10 for trpo and npg) on the same 200 test problems, so
 the rise is paired per seed; the tables give its mean and sample standard deviation over the seeds, at the
 end of the run, and at `--at-steps` for two steadier statistics (the mean of the held-out evaluations in
 the second half of the first N steps, and the training reward's second half minus its first) with a 95%
@@ -38,8 +38,8 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
 # held-out evaluations every 20 steps cost about 3 s each and give the curve the tests' margins are read from
 COMMON = ["rollout=hf", "threads=1", "train.save_every=100000", "train.eval_every=20"]
-# trpo and npg cost 8-25 s a step here (cg_iters + 1 double backwards): 40 steps, evaluated every 5
-EXTRA = {"trpo": ["train.steps=40", "train.eval_every=5"], "npg": ["train.steps=40", "train.eval_every=5"]}
+# trpo and npg: their presets run 50 steps of 256 completions (conf/algo/trpo.yaml, npg.yaml), evaluated every 10
+EXTRA = {"trpo": ["train.eval_every=10"], "npg": ["train.eval_every=10"]}
 ALGORITHMS = ["reinforce", "npg", "trpo", "ppo", "grpo", "dr_grpo", "dapo", "gspo", "dpo"]
 
 
@@ -129,19 +129,30 @@ def main() -> None:
     parser.add_argument("--at-steps", default="60,80,100,120,200", help="also tabulate the rise after these steps")
     parser.add_argument("--jobs", type=int, default=2, help="runs at once (one CPU thread each)")
     parser.add_argument("--cache", type=Path, default=None, help="RLVR_CACHE to build into and reuse")
+    parser.add_argument("--variant", action="append", default=[], metavar="LABEL=ALGO:KEY=V[,KEY=V]",
+                        help="also run a candidate setting under its own label, e.g. gspo_lr5e-5=gspo:optim.lr=5e-5 "
+                             "(name it in --algorithms to run it); repeatable")
     parser.add_argument("--report", action="store_true", help="print the tables of the saved runs; run nothing")
+    parser.add_argument("--results", type=Path, default=RESULTS / "seeds.json",
+                        help="the JSON file to write (and, with --report or --append, to read)")
     parser.add_argument("--append", action="store_true",
                         help="keep the runs already in bench/results/seeds.json (new runs replace the same ones)")
     args = parser.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
     common, table_of = COMMON, {name: [f"algo={name}", *EXTRA.get(name, [])] for name in ALGORITHMS}
+    for variant in args.variant:  # a preset with some keys changed, when tuning one
+        label, _, setting = variant.partition("=")
+        algo, _, overrides = setting.partition(":")
+        if algo not in ALGORITHMS or not overrides:
+            parser.error(f"--variant {variant!r}: expected LABEL=ALGO:KEY=V[,KEY=V] with ALGO one of {', '.join(ALGORITHMS)}")
+        table_of[label] = table_of[algo] + overrides.split(",")
     names = args.algorithms.split(",") if args.algorithms else list(table_of)
     unknown = [n for n in names if n not in table_of]
     if unknown:
         parser.error(f"unknown algorithms {unknown}; choose from {', '.join(table_of)}")
 
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    out_json = RESULTS / "seeds.json"
+    out_json = args.results
+    out_json.parent.mkdir(parents=True, exist_ok=True)
     at_steps = [int(x) for x in args.at_steps.split(",")]
     if args.report:
         saved = json.loads(out_json.read_text())["results"]
