@@ -4,10 +4,11 @@
     -> x = F^-1 g by conjugate gradient, F x by Hessian-vector products of the KL
     -> step sqrt(2 delta / x.F x) * x -> (TRPO only) backtracking line search -> log
 
-The Fisher matrix F is never formed: F v is the Hessian-vector product of the mean KL(pi_old || pi_theta)
-over the batch's completion tokens at theta = theta_old (two backward passes, the second through the
-first, `torch.autograd.grad(..., create_graph=True)`). The KL is the exact one over the vocabulary,
-so its Hessian is positive semi-definite; `algo.cg_damping` * I is added, as in the paper's code.
+The Fisher matrix F is never formed: F v is the Hessian of the mean KL(pi_old || pi_theta) over the
+batch's completion tokens at theta = theta_old, applied to v as J^T H J v (kl_fisher_product: a forward-mode
+pass and one backward). The KL is the exact one over the vocabulary, so F is positive semi-definite;
+`algo.cg_damping` * I is added, as in the paper's code. `algo.fisher_every` = k estimates F on every k-th
+completion of the batch (OpenAI baselines' trpo_mpi: every 5th); the gradient and the line search use all.
 `algo=npg` takes the full step sqrt(2 delta / x.F x) x (the quadratic model's KL equals delta);
 `algo=trpo` then halves it (`algo.backtrack_ratio`) until the REAL mean KL <= `algo.max_kl` and the
 REAL surrogate improves, for at most `algo.line_search_steps` tries, and keeps theta_old if none holds.
@@ -15,16 +16,17 @@ The optimizer and `optim.lr` are not used (the step size comes from delta).
 
 Memory cost, per micro-batch of n rows of L tokens with P parameters and vocabulary V:
   * the old distribution pi_old(. | s_t) is stored for the whole batch: N x L x V floats
-    (N = 64, L = 512, V = 150k in fp32 is 20 GB: on large models subsample rows for the Fisher);
-  * each Fisher-vector product keeps the forward graph plus the first backward's graph
-    (create_graph=True): about 2-3x the activation memory of an ordinary backward;
+    (N = 64, L = 512, V = 150k in fp32 is 20 GB; the real KL of the line search and NPG's metric read all of it);
+  * each Fisher-vector product holds the forward graph, the forward-mode tangents (one more activation-sized
+    copy) and the logits' tangent n x L x V: about 2x the activation memory of an ordinary backward;
   * conjugate gradient holds about 8 parameter-sized fp32 vectors beside the weights (g, x, r, p, F p, the
     F v accumulator and its per-chunk gradients, then theta_old and the step), i.e. about 36 bytes x P with
     the weights (a 7B model: about 250 GB, against 112 GB for GRPO with AdamW; docs/algorithms.md has the
     table), which is why the LLM-scale algorithms (PPO, GRPO) replaced TRPO's trust region by a clipped ratio.
-  * time: cg_iters + 1 forward/double-backward passes per step, plus one forward per line-search try;
-    the double backward needs the unfused "math" attention (flash / memory-efficient kernels have no
-    second derivative), so those passes also hold the full attention matrices (n x heads x L x L).
+  * time: cg_iters + 1 Fisher-vector products (each a forward-mode pass, a forward and a backward) per step,
+    plus one forward per line-search try; forward-mode needs the unfused "math" attention (flash /
+    memory-efficient kernels have no forward derivative), so those passes hold the full attention
+    matrices (n x heads x L x L).
 """
 
 from __future__ import annotations
