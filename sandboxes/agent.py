@@ -10,7 +10,8 @@ until stdin closes.
 Who can touch whom. The supervisor runs as root (Docker: with only the CHOWN, DAC_OVERRIDE,
 FOWNER, KILL, SETUID and SETGID capabilities) and marks itself non-dumpable, so no program can
 ptrace it, open its /proc/<pid>/fd or mem, or signal it. The program runs as `uids.program`
-(65534); a checker, when the job has one, runs as `uids.checker` (65533), another user, so the
+(Docker: 65534; local: a uid leased for the run); a checker, when the job has one, runs as `uids.checker`
+(65533; local: the lease's other uid), another user, so the
 program cannot reach the checker's memory, files descriptors or signals either. The checker and
 the program talk only over two pipes (checker fd 4 -> program fd 3, program fd 4 -> checker fd 3);
 the checker writes its verdict to its fd 5, which the program never has, and the supervisor

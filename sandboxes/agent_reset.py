@@ -22,7 +22,7 @@ def _reset_state(workdir: str, baseline_shmem: int, keyring_uid: int | None = No
     """Empty the run's writable places; what could not be reset, as short descriptions (never raises).
 
     `keyring_uid`: also clear that user's kernel keyrings (local backend as root, where the
-    program's user is the host's 65534, whose user keyring outlives every run; Docker's seccomp
+    program's user is a host uid leased per run, whose user keyring outlives the run; Docker's seccomp
     profile refuses the keyring calls, and a user namespace has keyrings of its own)."""
     problems = []
     if keyring_uid is not None and not _clear_keyrings(keyring_uid):

@@ -6,8 +6,8 @@ it), a network namespace with only a loopback that is down (abstract Unix socket
 namespace, so those are private too), a private IPC namespace. In its mount namespace the
 supervisor makes every inherited mount read-only and mounts private size-capped tmpfs on /tmp
 (which holds the workdir), /var/tmp, /dev/shm, /run/lock and a fresh /dev/mqueue (agent.py).
-Run as root, the program runs as uid 65534 with RLIMIT_NPROC and a checker as 65533, and the
-supervisor is a root process they cannot signal or trace; run as an ordinary user, a user
+Run as root, the program and the checker run under a pair of uids leased for the run alone (UidLeases below)
+with RLIMIT_NPROC on the program, and the supervisor is a root process they cannot signal or trace; run as an ordinary user, a user
 namespace is added (`--user --map-root-user`) and program, checker and supervisor share one user
 (`separate_users` is False: the checker is then NOT out of the program's reach). Per-run rlimits
 (CPU, address space, file size, open files), the wall clock and the output cap are the
@@ -16,20 +16,22 @@ supervisor's, as in Docker.
 What this does NOT protect against (also in sandboxes/README.md): the host's filesystem is
 visible and readable where permissions allow; no cgroup bounds total memory (only per-process
 address space) or process count for a non-root user; kernel attack surface is the full syscall
-set (no seccomp: e.g. the kernel keyring of uid 65534 is shared host-wide); CPU quota is per
-process (RLIMIT_CPU), not per run.
+set (no seccomp); CPU quota is per process (RLIMIT_CPU), not per run.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import selectors
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+from contextlib import contextmanager
 
 from rlvr.sandboxes.base import (
     HOST_GRACE_S,
@@ -42,7 +44,40 @@ from rlvr.sandboxes.base import (
     reply_cap,
 )
 
-UNPRIVILEGED_UID, CHECKER_UID = 65534, 65533
+class UidLeases:
+    """A pair of uids (program, checker) that no other run on this host uses while this run holds them.
+
+    RLIMIT_NPROC and the kernel's per-user keyrings are counted per uid across the whole host, not per
+    namespace. With one fixed uid (the host's 65534, as before), a concurrent run's processes, or a Docker
+    sandbox's (which also runs programs as 65534), used up an honest program's process limit (its fork failed:
+    a wrong verdict), and a run could read what another left in the shared keyring while it ran. So each run
+    leases slot i of SLOTS: program uid BASE + 2 i, checker uid BASE + 2 i + 1, ids no account or container
+    runtime hands out (systemd-nspawn's ranges stay below 0x70000000). The lease is an flock on a file per
+    slot, across processes (two rlvr commands on one host), released by the kernel when its holder dies.
+    """
+
+    BASE, SLOTS = 2_100_000_000, 128
+
+    def __init__(self, directory: str | None = None):
+        self.directory = directory or ("/run/lock" if os.access("/run/lock", os.W_OK) else tempfile.gettempdir())
+
+    @contextmanager
+    def lease(self):
+        """Yield (program uid, checker uid), held until the block ends; waits while every slot is taken."""
+        while True:
+            for slot in range(self.SLOTS):
+                handle = open(os.path.join(self.directory, f"rlvr-sandbox-uid-{slot}.lock"), "a")
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    handle.close()
+                    continue
+                try:
+                    yield self.BASE + 2 * slot, self.BASE + 2 * slot + 1
+                finally:
+                    handle.close()  # closing releases the flock
+                return
+            time.sleep(0.05)
 
 
 class LocalSandbox:
@@ -57,13 +92,15 @@ class LocalSandbox:
         self.separate_users = self.root  # program, checker and supervisor under three users
         self.fs_problem = ""  # what the last run's supervisor could not make private ("" = all of it)
         self._slots = threading.BoundedSemaphore(workers or os.cpu_count() or 2)
+        self._uids = UidLeases()
 
-    def command(self, limits: Limits) -> list[str]:
+    def command(self, limits: Limits, uids: tuple[int, int] | None = None) -> list[str]:
+        """The unshare command line of one run; `uids` (program, checker) as root, from a lease."""
         config = {
             "workdir": "/tmp/sandbox", "mount_tmpfs": True, "tmpfs_bytes": int(limits.tmpfs_bytes),
             "one_job": True, "python": self.python,
-            "uids": {"program": UNPRIVILEGED_UID, "checker": CHECKER_UID} if self.root else None,
-            "clear_keyrings": self.root,  # uid 65534's user keyring is the host's: emptied after every run
+            "uids": {"program": uids[0], "checker": uids[1]} if uids else None,
+            "clear_keyrings": uids is not None,  # the leased uid's keyring outlives the run: emptied after it
         }
         namespaces = ["--pid", "--net", "--mount", "--ipc", "--uts", "--fork", "--kill-child", "--mount-proc"]
         if not self.root:
@@ -77,10 +114,10 @@ class LocalSandbox:
                "limits": {**limits.to_json(), "nproc": limits.pids if self.root else 0}}
         if checker is not None:
             job["checker"] = {"program": checker.program, "input": checker.input}
-        with self._slots:
+        with self._slots, (self._uids.lease() if self.root else _no_lease()) as uids:
             start = time.monotonic()
             env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
-            proc = subprocess.Popen(self.command(limits), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            proc = subprocess.Popen(self.command(limits, uids), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, env=env, start_new_session=True)
             try:
                 out, err = _exchange(proc, json.dumps(job).encode() + b"\n", limits.wall_s + HOST_GRACE_S,
@@ -105,6 +142,11 @@ class LocalSandbox:
 
     def close(self) -> None:
         """Nothing persists between local runs."""
+
+
+@contextmanager
+def _no_lease():
+    yield None
 
 
 def _exchange(proc: subprocess.Popen, job: bytes, timeout: float, cap: int) -> tuple[bytes, bytes]:

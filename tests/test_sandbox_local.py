@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 from rlvr.sandboxes.base import ExecStatus
+from rlvr.sandboxes.local_backend import UidLeases
 from rlvr.sandboxes.probes import PROBES, HostFixtures, run_probe
 
-pytestmark = pytest.mark.xdist_group("sandbox")  # one xdist worker: containers, uid 65534 are machine-wide
+pytestmark = pytest.mark.xdist_group("sandbox")  # one xdist worker: containers and the Docker engine are machine-wide
 
 LOCAL_PROBES = [p for p in PROBES if "local" in p.backends]
 
@@ -55,7 +58,51 @@ def test_program_checker_and_supervisor_are_three_users_as_root(sandbox):
                "os.write(5, f'{os.getuid()} {sup}'.encode())\n")
     execution = sandbox.run("import os, time\nprint(os.getuid(), flush=True)\ntime.sleep(100)\n", "",
                             Limits(wall_s=20, cpu_s=20), checker=Checker(checker))
-    assert execution.status is ExecStatus.EXITED and execution.verdict == "65533 0", execution
+    checker_uid, supervisor_uid = map(int, execution.verdict.split())
+    program_uid = checker_uid - 1  # a leased pair (local_backend.UidLeases)
+    assert execution.status is ExecStatus.EXITED and supervisor_uid == 0, execution
+    assert execution.stdout in ("", f"{program_uid}\n") and program_uid >= UidLeases.BASE, execution
+
+
+def test_host_processes_of_uid_65534_leave_the_program_its_process_limit(sandbox):
+    """RLIMIT_NPROC counts a uid's processes host-wide. A Docker sandbox's programs run as 65534, the uid this
+    backend used: with 60 of them alive, an honest program forking 20 children failed ('Resource temporarily
+    unavailable', a runtime_error: CI, 2026-12-02). Each run now has a uid of its own."""
+    if not sandbox.root:
+        pytest.skip("the process limit applies as root only; doctor says so")
+    others = [subprocess.Popen(["sleep", "120"], user=65534, group=65534) for _ in range(60)]
+    try:
+        program = ("import os\npids = [os.fork() or os._exit(0) for _ in range(20)]\n"
+                   "print(sum(os.waitpid(p, 0)[1] == 0 for p in pids))\n")
+        execution = sandbox.run(program)
+    finally:
+        for process in others:
+            process.kill()
+            process.wait()
+    assert (execution.status, execution.stdout) == (ExecStatus.EXITED, "20\n"), execution
+
+
+def test_concurrent_leases_hold_different_uids_and_free_them(tmp_path):
+    """Two runs at once (threads of one sandbox, or two processes) never share a uid; a lease ends with its run."""
+    leases = UidLeases(str(tmp_path))
+    with leases.lease() as first, leases.lease() as second:
+        assert len({*first, *second}) == 4 and first[1] == first[0] + 1
+        holder = subprocess.Popen([sys.executable, "-c", HOLD_A_LEASE, str(tmp_path)], stdout=subprocess.PIPE,
+                                  stdin=subprocess.PIPE, text=True)
+        third = tuple(map(int, holder.stdout.readline().split()))  # another process, while both are held
+        assert len({*first, *second, *third}) == 6
+        holder.stdin.close()
+        holder.wait(timeout=60)
+    with leases.lease() as again:
+        assert again == first  # every lease above has ended: slot 0 is free again
+
+
+HOLD_A_LEASE = """import sys
+from rlvr.sandboxes.local_backend import UidLeases
+with UidLeases(sys.argv[1]).lease() as uids:
+    print(*uids, flush=True)
+    sys.stdin.read()
+"""
 
 
 PRIVATE_IN_THE_RUN = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")  # tmpfs of the run's own (local_backend.py)
