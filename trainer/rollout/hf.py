@@ -29,10 +29,14 @@ class HFEngine:
     def shutdown(self) -> None:
         """Nothing to stop: generation runs in this process on the policy's own module."""
 
-    @torch.no_grad()
     def generate(self, prompts: list[str], params: SamplingParams) -> Rollout:
+        encoded = self.tokenizer(prompts, add_special_tokens=False)["input_ids"]  # one batched call into the Rust tokenizer
+        return self.generate_ids(encoded, params)
+
+    @torch.no_grad()
+    def generate_ids(self, encoded: list[list[int]], params: SamplingParams) -> Rollout:
+        """`generate` on prompts already tokenised (the multi-turn agent loop's trajectories, rollout/agent_loop.py)."""
         tok = self.tokenizer
-        encoded = tok(prompts, add_special_tokens=False)["input_ids"]  # one batched call into the Rust tokenizer
         n = params.n
         width = max(len(ids) for ids in encoded)
         input_ids = torch.full((len(encoded), width), tok.pad_token_id, dtype=torch.long)  # [B, P]
