@@ -172,3 +172,19 @@ def test_score_trajectories_reads_the_last_assistant_message():
                   {"role": "tool", "content": "seen 1"}, {"role": "assistant", "content": "<answer>2</answer>"}]
     [result] = env.score_trajectories([trajectory], [{"answer": "2"}])
     assert result.reward == 1.0
+
+
+def test_gae_bridges_the_environments_tokens():
+    """PPO's GAE over a trajectory whose mask has holes equals GAE over the sampled tokens alone: the
+    environment's tokens are not time steps of the policy."""
+    from rlvr.trainer.algos.advantages import gae
+
+    torch.manual_seed(0)
+    mask = torch.tensor([[0, 1, 1, 0, 0, 1, 1, 1, 0], [0, 0, 1, 1, 1, 1, 0, 0, 0]], dtype=torch.float32)
+    rewards, values = torch.randn(2, 9) * mask, torch.randn(2, 9)
+    advantages, returns = gae(rewards, values, mask, gamma=0.9, lam=0.8)
+    for row in range(2):
+        kept = mask[row].bool()
+        a, r = gae(rewards[row, kept][None], values[row, kept][None], torch.ones(1, int(kept.sum())), gamma=0.9, lam=0.8)
+        assert torch.allclose(advantages[row, kept], a[0]) and torch.allclose(returns[row, kept], r[0])
+        assert torch.all(advantages[row, ~kept] == 0)

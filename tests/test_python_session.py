@@ -1,0 +1,107 @@
+"""The python tool's sandbox session (sandboxes/session.py) and the tool environment's use of it
+(envs/tool_multiply.py): state persists across calls of one trajectory and never across trajectories;
+timeouts, crashes and memory blow-ups leave no container and no state behind; no network, no host."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rlvr.sandboxes.base import ExecStatus, Limits, MiB
+from rlvr.sandboxes.session import PythonSession
+
+pytestmark = pytest.mark.xdist_group("sandbox")  # one xdist worker: containers, uid 65534 are machine-wide
+
+LIMITS = Limits(wall_s=2.0, cpu_s=2.0, memory_bytes=128 * MiB, output_bytes=4096)
+
+
+@pytest.fixture(scope="module")
+def client():
+    from tests.test_sandbox_docker import require_docker
+
+    return require_docker()
+
+
+@pytest.fixture(scope="module")
+def sandbox(client):
+    from rlvr.sandboxes.docker_backend import DockerSandbox
+
+    box = DockerSandbox(pool_size=2)
+    yield box
+    box.close()
+
+
+def owned(client, sandbox) -> list:
+    from rlvr.sandboxes.pool import INSTANCE_LABEL, list_sandboxes
+
+    return list_sandboxes(client, f"{INSTANCE_LABEL}={sandbox.instance}")
+
+
+def test_state_persists_within_a_session_and_never_across(sandbox):
+    with PythonSession(sandbox, LIMITS) as one, PythonSession(sandbox, LIMITS) as two:
+        assert one.run("x = 6 * 7\nprint('set')").stdout == "set\n"
+        assert one.run("x + 1").stdout == "43\n"  # a final expression prints its repr, as in a REPL
+        assert two.run("x").status is ExecStatus.EXITED and "NameError: name 'x' is not defined" in two.run("x").stderr
+        failed = one.run("y = 1\n1 / 0")
+        assert failed.exit_code == 1 and "ZeroDivisionError" in failed.stderr and "main.py" not in failed.stderr
+        assert "NameError" in one.run("y").stderr  # a failed cell is not kept
+        assert one.run("print(x)").stdout == "42\n"  # earlier cells replay silently
+    with pytest.raises(RuntimeError, match="after close"):
+        one.run("x")
+
+
+def test_faulty_trajectories_leave_no_state_and_no_container(client):
+    from rlvr.sandboxes.docker_backend import DockerSandbox
+
+    faults = ["while True: pass", "import os; os.kill(os.getpid(), 9)", "b = bytearray(1 << 30)",
+              "print('z' * 100000)", "raise SystemExit(3)", "open('/tmp/left', 'w').write('x'); secret = 1"]
+    box = DockerSandbox(pool_size=2)
+    try:
+        statuses = set()
+        for i in range(30):
+            with PythonSession(box, LIMITS) as session:
+                # nothing from an earlier trajectory is visible: no variable, no file
+                probe = session.run("import os\nprint(sorted(k for k in globals() if not k.startswith('_')), "
+                                    "os.path.exists('/tmp/left'))")
+                assert probe.stdout == "['os'] False\n", probe
+                statuses.add(session.run(faults[i % len(faults)]).status)
+        assert {ExecStatus.TIMEOUT, ExecStatus.MEMORY_LIMIT, ExecStatus.OUTPUT_LIMIT, ExecStatus.EXITED} <= statuses
+    finally:
+        box.close()
+    assert owned(client, box) == []
+
+
+def test_a_tool_call_reaches_neither_network_nor_host(sandbox):
+    with PythonSession(sandbox, LIMITS) as session:
+        net = session.run("import socket\ns = socket.socket(); s.settimeout(1)\ns.connect(('1.1.1.1', 53))")
+        assert net.exit_code != 0 and ("OSError" in net.stderr or "unreachable" in net.stderr.lower()), net
+        host = session.run("import os\nprint(os.path.exists('/work'), os.getuid())")
+        assert host.stdout == "False 65534\n"
+
+
+def test_tool_env_runs_python_calls_in_one_session_per_trajectory():
+    from rlvr.envs import load_env
+
+    env = load_env("tool_multiply", digits=3)
+    row = env.rows("train", 1, seed=0)[0]
+    first, second = env.start(row), env.start(row)
+    try:
+        call = {"name": "python", "arguments": {"code": f"r = {row['a']} * {row['b']}\nr"}}
+        reply = env.step(row, first, f"<tool_call>{json.dumps(call)}</tool_call>")
+        assert reply.messages == [{"role": "tool", "name": "python", "content": row["answer"]}]
+        assert (reply.tool_calls, reply.tool_errors, reply.done) == (1, 0, False)
+        again = {"name": "python", "arguments": {"code": "print(r + 1)"}}
+        assert env.step(row, first, f"<tool_call>{json.dumps(again)}</tool_call>").messages[0]["content"] == str(int(row["answer"]) + 1)
+        other = env.step(row, second, f"<tool_call>{json.dumps(again)}</tool_call>")
+        assert "NameError" in other.messages[0]["content"] and other.tool_errors == 1
+        bad = env.step(row, first, '<tool_call>{"name": "python"}</tool_call><tool_call>{"name": "sh", "arguments": {}}</tool_call>')
+        assert [m["content"][:20] for m in bad.messages] == ["malformed tool call:", "unknown tool 'sh'; a"]
+        assert (bad.tool_calls, bad.tool_errors) == (2, 2)
+        long = env.step(row, first, '<tool_call>{"name": "python", "arguments": {"code": "print(\'q\' * 500)"}}</tool_call>')
+        assert long.output_truncated == 1 and long.messages[0]["content"].endswith("[output truncated: 300 more characters]")
+        assert env.step(row, first, f"<answer>{row['answer']}</answer>").done
+    finally:
+        env.close(first)
+        env.close(second)
+        env.close_sandbox()
