@@ -62,6 +62,7 @@ class RecordingEngine:
 
     def __init__(self, engine):
         self.engine, self.tokenizer, self.calls = engine, engine.tokenizer, []
+        self.context_length = engine.context_length
 
     def generate_ids(self, prompt_ids, params):
         out = self.engine.generate_ids(prompt_ids, params)
@@ -78,8 +79,14 @@ def think_dropping(tiny_lm_sft):
 
 def test_training_ids_are_the_sampled_ids_and_the_mask_is_exactly_the_environments(tiny_lm_sft, think_dropping):
     torch.manual_seed(0)
-    tok, env = think_dropping, EchoEnv(max_turns=3)
-    engine = RecordingEngine(HFEngine(tiny_lm_sft.model(), tok))
+    engine = RecordingEngine(HFEngine(tiny_lm_sft.model(), think_dropping))
+    assert_token_in_token_out(engine, EchoEnv(max_turns=3))
+
+
+def assert_token_in_token_out(engine, env):
+    """Two rows x two samples through `engine` (a RecordingEngine): every training id is a sampled id or the
+    environment's, the mask says which, and re-rendering the conversation would have given other ids."""
+    tok = engine.tokenizer
     rows = env.rows("train", 2)
     rollout = run_trajectories(engine, env, rows, SamplingParams(n=2, max_new_tokens=16, temperature=1.0))
 
@@ -116,6 +123,7 @@ def test_training_ids_are_the_sampled_ids_and_the_mask_is_exactly_the_environmen
     metrics = trajectory_metrics(rollout.trajectories)
     assert metrics["turns/mean"] == sum(t["turns"] for t in rollout.trajectories) / 4
     assert metrics["end/max_turns"] + metrics["end/truncated"] + metrics["end/done"] + metrics["end/token_budget"] == 1
+    return rollout
 
 
 def test_losses_see_only_sampled_tokens(tiny_lm_sft, think_dropping):
@@ -188,3 +196,22 @@ def test_gae_bridges_the_environments_tokens():
         a, r = gae(rewards[row, kept][None], values[row, kept][None], torch.ones(1, int(kept.sum())), gamma=0.9, lam=0.8)
         assert torch.allclose(advantages[row, kept], a[0]) and torch.allclose(returns[row, kept], r[0])
         assert torch.all(advantages[row, ~kept] == 0)
+
+
+def test_a_prompt_past_the_budget_ends_before_any_turn(tiny_lm_sft, think_dropping):
+    env = EchoEnv(max_total_tokens=3)
+    rollout = run_trajectories(HFEngine(tiny_lm_sft.model(), think_dropping), env, env.rows("train", 1),
+                               SamplingParams(n=2, max_new_tokens=16))
+    assert rollout.completion_ids == [[], []] and rollout.texts == ["", ""] and rollout.truncated == [True, True]
+    assert [t["end"] for t in rollout.trajectories] == ["token_budget"] * 2
+
+
+def test_the_models_context_bounds_a_trajectory(tiny_lm_sft, think_dropping):
+    """tiny models know 128 positions: a trajectory that would outgrow them ends with token_budget inside them."""
+    torch.manual_seed(0)
+    engine = HFEngine(tiny_lm_sft.model(), think_dropping)
+    assert engine.context_length == 128
+    env = EchoEnv(max_turns=20)
+    rollout = run_trajectories(engine, env, env.rows("train", 2), SamplingParams(n=2, max_new_tokens=16))
+    assert all(len(p) + len(c) <= 128 for p, c in zip(rollout.prompt_ids, rollout.completion_ids))
+    assert any(t["end"] == "token_budget" for t in rollout.trajectories)

@@ -15,8 +15,8 @@ tokenised alone. SkyRL's `get_response_ids_and_loss_mask_from_messages` and verl
 prefix) do the same; the code here is written from their description, not copied.
 
 Choices: a trajectory ends at the environment's `done`, at `env.max_turns` assistant messages, at
-`env.max_total_tokens` (a turn cut to the room left; an observation that would not fit is not
-appended) or at a turn cut by `max_new_tokens` without EOS; `truncated` is set for the last two,
+`env.max_total_tokens` or the model's context, whichever is smaller (the engine's `context_length`;
+a turn gets only the room left, an observation that would not fit is not appended) or at a turn cut by `max_new_tokens` without EOS; `truncated` is set for the last two,
 so `rollout.truncated_reward` treats them as one-turn truncations. Environment steps of one turn run
 in a thread pool (a sandboxed tool call waits on Docker, not on this process).
 
@@ -73,7 +73,8 @@ def run_trajectories(engine, env: MultiTurnEnv, rows: list[dict], params: Sampli
     kwargs = {"tools": tools} if tools else {}
     prompts = [tok.apply_chat_template(m, tokenize=False, add_generation_prompt=True, **kwargs) for m in conversations]
     prompt_ids = tok(prompts, add_special_tokens=False)["input_ids"] if prompts else []
-    budget = env.max_total_tokens
+    limits = [n for n in (env.max_total_tokens, getattr(engine, "context_length", None)) if n is not None]
+    budget = min(limits) if limits else None  # the environment's token budget, or the model's context if smaller
     trajs = [{"messages": list(m), "segments": [], "end": None, "turns": 0, "tool_calls": 0, "tool_errors": 0,
               "output_truncated": 0, "tool_seconds": 0.0} for m in conversations]
     ids = [[] for _ in repeated]  # completion ids so far
@@ -93,12 +94,17 @@ def run_trajectories(engine, env: MultiTurnEnv, rows: list[dict], params: Sampli
                 active = [i for i in active if rooms[i] > 0]
                 if not active:
                     break
-                out = engine.generate_ids([prompt_ids[i] + ids[i] for i in active],
-                                          replace(turn_params, max_new_tokens=max(rooms[i] for i in active)))
+                outputs = {}  # one call per distinct room, so no request asks for more than its room (vLLM refuses that)
+                for room in sorted({rooms[i] for i in active}):
+                    asked = [i for i in active if rooms[i] == room]
+                    out = engine.generate_ids([prompt_ids[i] + ids[i] for i in asked],
+                                              replace(turn_params, max_new_tokens=room))
+                    outputs.update({i: (out.completion_ids[k], out.logprobs[k], out.truncated[k])
+                                    for k, i in enumerate(asked)})
                 stepping = []
-                for k, i in enumerate(active):
-                    sampled, lp = out.completion_ids[k][: rooms[i]], out.logprobs[k][: rooms[i]]
-                    cut_by_budget = len(out.completion_ids[k]) > rooms[i]
+                for i in active:
+                    sampled, lp, was_truncated = outputs[i]
+                    cut_by_budget = was_truncated and budget is not None and rooms[i] < params.max_new_tokens
                     ids[i] += sampled
                     logprobs[i] += lp.tolist()
                     mask[i] += [1] * len(sampled)
@@ -108,7 +114,7 @@ def run_trajectories(engine, env: MultiTurnEnv, rows: list[dict], params: Sampli
                     trajs[i]["turns"] += 1
                     if cut_by_budget:
                         trajs[i]["end"], truncated[i] = "token_budget", True
-                    elif out.truncated[k]:
+                    elif was_truncated:
                         trajs[i]["end"], truncated[i] = "truncated", True
                     else:
                         stepping.append((i, text))
@@ -141,7 +147,8 @@ def run_trajectories(engine, env: MultiTurnEnv, rows: list[dict], params: Sampli
     finally:
         for state in states:
             env.close(state)
-    texts = [next(m["content"] for m in reversed(t["messages"]) if m["role"] == "assistant") for t in trajs]
+    # a prompt already past the budget ends before any turn: no assistant message, an empty text
+    texts = [next((m["content"] for m in reversed(t["messages"]) if m["role"] == "assistant"), "") for t in trajs]
     return Rollout(prompt_ids, ids, texts, [torch.tensor(lp, dtype=torch.float32) for lp in logprobs], truncated,
                    loss_mask=mask, trajectories=trajs)
 

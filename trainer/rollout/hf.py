@@ -26,6 +26,11 @@ class HFEngine:
     def sync_weights(self, model) -> None:
         self.model = model
 
+    @property
+    def context_length(self) -> int | None:
+        """The model's trained positions (the multi-turn agent loop ends a trajectory before it outgrows them)."""
+        return getattr(self.model.config, "max_position_embeddings", None)
+
     def shutdown(self) -> None:
         """Nothing to stop: generation runs in this process on the policy's own module."""
 

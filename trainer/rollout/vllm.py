@@ -48,6 +48,8 @@ class VLLMEngine:
                  tensor_parallel_size: int = 1, enable_sleep_mode: bool = False, seed: int = 0,
                  max_num_seqs: int = 256):
         self.tokenizer = tokenizer
+        # the model's trained positions, vLLM's max_model_len (the multi-turn agent loop keeps trajectories inside it)
+        self.context_length = getattr(model.config, "max_position_embeddings", None)
         self.last_sync_s = 0.0
         self._enable_sleep_mode = enable_sleep_mode
         self._asleep = False
