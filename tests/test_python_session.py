@@ -51,16 +51,17 @@ def test_state_persists_within_a_session_and_never_across(sandbox):
         one.run("x")
 
 
-def test_faulty_trajectories_leave_no_state_and_no_container(client):
+def test_100_faulty_trajectories_leave_no_state_and_no_container(client):
     from rlvr.sandboxes.docker_backend import DockerSandbox
 
+    fast = LIMITS.with_(wall_s=1.0, cpu_s=1.0)  # the spinning cell costs its limit, 17 times
     faults = ["while True: pass", "import os; os.kill(os.getpid(), 9)", "b = bytearray(1 << 30)",
               "print('z' * 100000)", "raise SystemExit(3)", "open('/tmp/left', 'w').write('x'); secret = 1"]
     box = DockerSandbox(pool_size=2)
     try:
         statuses = set()
-        for i in range(30):
-            with PythonSession(box, LIMITS) as session:
+        for i in range(100):
+            with PythonSession(box, fast) as session:
                 # nothing from an earlier trajectory is visible: no variable, no file
                 probe = session.run("import os\nprint(sorted(k for k in globals() if not k.startswith('_')), "
                                     "os.path.exists('/tmp/left'))")
