@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from rlvr.envs import load_env
+from rlvr.envs.guess_number import GuessNumberEnv
 from rlvr.trainer.algorithms import ALGORITHMS
 from tests.test_algorithm_steps import _context
 from tests.test_trainer_step import STEP_OVERRIDES
@@ -42,15 +43,23 @@ def test_tool_multiply_rows_and_parameters():
         load_env("tool_multiply", sandbox_backend="vm")
 
 
+class ArithmeticPromptGuess(GuessNumberEnv):
+    """guess_number whose prompt is a one-digit sum, which tiny_lm_sft answers as `<think></think><answer>N</answer>`
+    then EOS (on guess_number's own prompt it rambles to the length limit), so trajectories reach later turns."""
+
+    def _row(self, secret):
+        return {**super()._row(secret), "messages": [{"role": "user", "content": f"{secret % 5}+{secret // 2}="}]}
+
+
 @pytest.mark.parametrize("algo", ["grpo", "reinforce", "ppo", "trpo"])
 def test_one_step_on_a_multi_turn_env(tiny_lm_sft, compose_train, algo):
     cfg = compose_train(STEP_OVERRIDES + [f"algo={algo}"])
     ctx = _context(cfg, tiny_lm_sft)
-    ctx.env = load_env("guess_number", high=9, max_turns=3)
+    ctx.env = ArithmeticPromptGuess(high=9, max_turns=3)
     torch.manual_seed(0)
     metrics, samples = ALGORITHMS[algo].step(ctx, step=1)
     assert all(isinstance(v, (int, float)) and math.isfinite(v) for v in metrics.values()), metrics
-    assert 1 <= metrics["turns/mean"] <= 3 and metrics["tool_calls/mean"] == 0
+    assert 1 < metrics["turns/mean"] <= 3 and metrics["tool_calls/mean"] == 0
     assert sum(metrics[f"end/{r}"] for r in ("done", "max_turns", "token_budget", "truncated")) == pytest.approx(1)
     trajectory = samples[0]["completions"][0]["trajectory"]
     assert [s["mask"] for s in trajectory["segments"]] == [1, 0] * (len(trajectory["segments"]) // 2) + [1] * (len(trajectory["segments"]) % 2)
@@ -68,3 +77,17 @@ def test_what_is_not_built_for_multi_turn_is_refused_by_name(compose_train, over
     with pytest.raises(ConfigError, match=says):
         validate_multi_turn(cfg, load_env("guess_number"))
     validate_multi_turn(cfg, load_env("arithmetic"))  # one-turn environments: unchanged
+
+
+def test_response_length_counts_sampled_tokens_only(tiny_lm_sft, compose_train):
+    from rlvr.trainer.rollout.sampling import sample_and_score, step_metrics_and_samples
+
+    cfg = compose_train(STEP_OVERRIDES)
+    ctx = _context(cfg, tiny_lm_sft)
+    ctx.env = ArithmeticPromptGuess(high=9, max_turns=3)
+    torch.manual_seed(0)
+    sampled = sample_and_score(ctx, 1, {})
+    metrics, _ = step_metrics_and_samples(ctx, 1, sampled, {"generate": 1.0}, {})
+    mask = sampled.rollout.loss_mask
+    assert metrics["response_len/mean"] == pytest.approx(sum(map(sum, mask)) / len(mask))
+    assert sum(map(sum, mask)) < sum(map(len, mask))  # some trajectory had an environment reply

@@ -90,7 +90,9 @@ def step_metrics_and_samples(ctx, step: int, sampled: Sampled, timings: dict, up
     cfg, rollout, results = ctx.cfg, sampled.rollout, sampled.results
     group_size = cfg.train.completions_per_prompt
     metrics = {"step": step, **reward_metrics(sampled.rewards, results), **update_metrics}
-    lengths = torch.tensor([len(c) for c in rollout.completion_ids], dtype=torch.float32)  # [B*G]
+    sampled_ids = rollout.completion_ids if rollout.loss_mask is None else [  # multi-turn: the sampled tokens only
+        [t for t, m in zip(c, mask) if m] for c, mask in zip(rollout.completion_ids, rollout.loss_mask)]
+    lengths = torch.tensor([len(c) for c in sampled_ids], dtype=torch.float32)  # [B*G]
     metrics.update({
         "response_len/mean": lengths.mean().item(),
         "truncated_frac": sum(rollout.truncated) / len(rollout.truncated),
