@@ -18,7 +18,11 @@ hit `rollout.max_new_tokens` without EOS).
 
 Scoring choice: the verifiers score the last assistant message (the final answer, as every built-in
 verifier reads `<answer>`), and the record they get is the row plus `trajectory`, the whole
-conversation, so a verifier that wants the turns can read them. Per-turn rewards are not built.
+conversation, so a verifier that wants the turns can read them.
+
+Not done yet: per-turn rewards; a code environment with test feedback (a failed attempt gets the failing
+test's output and another turn); `rlvr envs new NAME --multi-turn` (envs/scaffold.py writes one-turn
+plugins only); DPO on trajectories (trainer/validate.py refuses it by name).
 """
 
 from __future__ import annotations

@@ -106,3 +106,53 @@ def test_tool_env_runs_python_calls_in_one_session_per_trajectory():
         env.close(first)
         env.close(second)
         env.close_sandbox()
+
+
+class ScriptedEngine:
+    """An engine that 'samples' a fixed message per turn (its ids, then EOS), cycling through `script` by turn."""
+
+    context_length = None
+
+    def __init__(self, tokenizer, script):
+        self.tokenizer, self.script = tokenizer, script
+
+    def generate_ids(self, prompt_ids, params):
+        import torch
+
+        from rlvr.trainer.rollout.types import Rollout
+
+        tok, out = self.tokenizer, []
+        for ids in prompt_ids:
+            turn = tok.decode(ids).count("<|im_start|>assistant") - 1
+            out.append(tok(self.script(turn), add_special_tokens=False)["input_ids"] + [tok.eos_token_id])
+        return Rollout([list(p) for p in prompt_ids], out, [tok.decode(c, skip_special_tokens=True) for c in out],
+                       [torch.full((len(c),), -0.5) for c in out], [False] * len(out))
+
+
+def test_tool_trajectories_through_the_agent_loop(tiny_lm):
+    """tool_multiply end to end on the sandbox: a call, its output as the tool's (masked) observation, the answer
+    copied from it scores 1; a malformed call is answered and counted as a tool error."""
+    from rlvr.envs import load_env
+    from rlvr.trainer.rollout.agent_loop import run_trajectories, trajectory_metrics
+    from rlvr.trainer.rollout.types import SamplingParams
+
+    env = load_env("tool_multiply", digits=2, max_turns=3)
+    row = env.rows("test", 1)[0]
+    call = json.dumps({"name": "python", "arguments": {"code": f"r = {row['a']} * {row['b']}\nprint(r)"}})
+    good = ScriptedEngine(tiny_lm.tokenizer, lambda turn: [f"<tool_call>{call}</tool_call>",
+                                                           f"<answer>{row['answer']}</answer>"][min(turn, 1)])
+    bad = ScriptedEngine(tiny_lm.tokenizer, lambda turn: "<tool_call>{print(1)}</tool_call>")
+    try:
+        [done] = run_trajectories(good, env, [row], SamplingParams(n=1, max_new_tokens=200)).trajectories
+        assert (done["end"], done["turns"], done["tool_calls"], done["tool_errors"]) == ("done", 2, 1, 0)
+        role, observation, mask = done["segments"][1]
+        assert role == "environment" and mask == 0
+        assert tiny_lm.tokenizer.decode(observation) == f"\n<|im_start|>tool\n{row['answer']}<|im_end|>\n<|im_start|>assistant\n"
+        assert env.score_trajectories([done["messages"]], [row])[0].reward == 1.0
+        rollout = run_trajectories(bad, env, [row], SamplingParams(n=2, max_new_tokens=200))
+        assert [t["end"] for t in rollout.trajectories] == ["max_turns"] * 2
+        metrics = trajectory_metrics(rollout.trajectories)
+        assert metrics["tool_calls/mean"] == 3 and metrics["tool/error_frac"] == 1.0 and metrics["turns/mean"] == 3
+        assert "malformed tool call: not valid JSON" in rollout.trajectories[0]["messages"][2]["content"]
+    finally:
+        env.close_sandbox()
