@@ -77,8 +77,8 @@ PYTHON_TOOL_SCHEMA = {
                        "required": ["code"]},
     },
 }
-# Per-call limits of the python tool: small, since a tool call sits inside a rollout (each is a config value of
-# the environments that use it).
+# Per-call limits of the python tool by default: small, since a tool call sits inside a rollout (tool_multiply
+# sets wall/CPU time and memory from its `tool_timeout_s` and `tool_memory_mb`).
 TOOL_LIMITS = Limits(wall_s=5.0, cpu_s=5.0, memory_bytes=256 * MiB, output_bytes=64 * 1024)
 
 

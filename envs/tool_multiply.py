@@ -19,8 +19,10 @@ from typing import Any, ClassVar
 from rlvr.envs.multi_turn import MultiTurnEnv, Reply
 from rlvr.envs.registry import register_env
 from rlvr.envs.split import check_fraction, draw_test, draw_train
-from rlvr.envs.tool_calls import PYTHON_TOOL_SCHEMA, ToolCallError, open_python_session, parse_tool_calls, run_python_call
+from rlvr.envs.tool_calls import (PYTHON_TOOL_SCHEMA, TOOL_LIMITS, ToolCallError, open_python_session, parse_tool_calls,
+                                  run_python_call)
 from rlvr.errors import ConfigError
+from rlvr.sandboxes.base import MiB
 from rlvr.sandboxes.factory import BACKENDS, get_sandbox
 
 PROMPT = ("Compute {a}*{b}. You can run Python: <tool_call>{{\"name\": \"python\", \"arguments\": "
@@ -37,11 +39,17 @@ class ToolMultiplyEnv(MultiTurnEnv):
 
     def __init__(self, *, digits: int = 4, test_fraction: float = 0.2, max_turns: int = 3,
                  max_total_tokens: int | None = None, max_tool_output_chars: int = 200, sandbox_backend: str = "docker",
+                 tool_timeout_s: float = 5.0, tool_memory_mb: int = 256,
                  reward: list[dict] | None = None, system_prompt: str | None = None):
         if isinstance(digits, bool) or not isinstance(digits, int) or digits < 1:
             raise ConfigError(f"tool_multiply: 'digits' must be an int >= 1, got {digits!r}")
         if sandbox_backend not in BACKENDS:
             raise ConfigError(f"tool_multiply: 'sandbox_backend' must be one of {', '.join(BACKENDS)}, got {sandbox_backend!r}")
+        for field, value in (("tool_timeout_s", tool_timeout_s), ("tool_memory_mb", tool_memory_mb)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise ConfigError(f"tool_multiply: {field!r} must be a positive number, got {value!r}")
+        self.tool_limits = TOOL_LIMITS.with_(wall_s=float(tool_timeout_s), cpu_s=float(tool_timeout_s),
+                                             memory_bytes=int(tool_memory_mb * MiB))
         self.digits, self.sandbox_backend = digits, sandbox_backend
         self.test_fraction = check_fraction(test_fraction, "tool_multiply")
         self._sandbox = None
@@ -96,7 +104,7 @@ class ToolMultiplyEnv(MultiTurnEnv):
                 text, failed = f"unknown tool {call.name!r}; available: python", True
             else:
                 if state["session"] is None:
-                    state["session"] = open_python_session(self.sandbox)
+                    state["session"] = open_python_session(self.sandbox, self.tool_limits)
                 text, failed, took = run_python_call(state["session"], call)
                 seconds += took
             text, was_cut = self.truncate_output(text)

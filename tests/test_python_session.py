@@ -84,8 +84,10 @@ def test_a_tool_call_reaches_neither_network_nor_host(sandbox):
 def test_tool_env_runs_python_calls_in_one_session_per_trajectory():
     from rlvr.envs import load_env
 
-    env = load_env("tool_multiply", digits=3)
+    env = load_env("tool_multiply", digits=3, tool_timeout_s=1.0)
     row = env.rows("train", 1, seed=0)[0]
+    with pytest.raises(Exception, match="'tool_memory_mb'"):
+        load_env("tool_multiply", tool_memory_mb=0)
     first, second = env.start(row), env.start(row)
     try:
         call = {"name": "python", "arguments": {"code": f"r = {row['a']} * {row['b']}\nr"}}
@@ -101,6 +103,8 @@ def test_tool_env_runs_python_calls_in_one_session_per_trajectory():
         assert (bad.tool_calls, bad.tool_errors) == (2, 2)
         long = env.step(row, first, '<tool_call>{"name": "python", "arguments": {"code": "print(\'q\' * 500)"}}</tool_call>')
         assert long.output_truncated == 1 and long.messages[0]["content"].endswith("[output truncated: 300 more characters]")
+        spin = env.step(row, first, '<tool_call>{"name": "python", "arguments": {"code": "while True: pass"}}</tool_call>')
+        assert spin.messages[0]["content"].endswith("[timeout]") and spin.tool_errors == 1 and spin.tool_seconds < 8
         assert env.step(row, first, f"<answer>{row['answer']}</answer>").done
     finally:
         env.close(first)
