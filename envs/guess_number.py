@@ -11,7 +11,6 @@ high"): test secrets are never trained on. Rows repeat secrets freely in train.
 
 from __future__ import annotations
 
-
 from typing import Any, ClassVar
 
 from rlvr.envs.multi_turn import MultiTurnEnv, Reply
@@ -71,6 +70,3 @@ class GuessNumberEnv(MultiTurnEnv):
         if value == row["secret"]:
             return Reply([], done=True)
         return Reply([{"role": "user", "content": "higher" if value < row["secret"] else "lower"}])
-
-
-

@@ -69,7 +69,7 @@ def concat_sampled(parts: list[Sampled], pad_token_id: int) -> Sampled:
         return parts[0]
     rollout = Rollout(*(sum((getattr(p.rollout, name) for p in parts), [])
                         for name in ("prompt_ids", "completion_ids", "texts", "logprobs", "truncated")))
-    if parts[0].rollout.loss_mask is not None:  # multi-turn: every round is
+    if parts[0].rollout.loss_mask is not None:  # multi-turn: every round's rollout carries its mask and trajectories
         rollout.loss_mask = sum((p.rollout.loss_mask for p in parts), [])
         rollout.trajectories = sum((p.rollout.trajectories for p in parts), [])
     batch = pack(rollout.prompt_ids, rollout.completion_ids, pad_token_id, rollout.loss_mask)
@@ -106,6 +106,7 @@ def step_metrics_and_samples(ctx, step: int, sampled: Sampled, timings: dict, up
         **{f"time/{name}": seconds for name, seconds in timings.items()},
     })
     rows = sampled.rows
+
     def completion(k: int) -> dict:
         logged = {"text": rollout.texts[k], **results[k].to_dict()}
         if rollout.trajectories is not None:  # multi-turn: each turn's text with its loss mask
