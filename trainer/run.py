@@ -38,7 +38,7 @@ from rlvr.trainer.rollout.types import Engine, SamplingParams
 from rlvr.trainer.rollout.weights import PolicyEngine
 from rlvr.trainer.run_dir import RunFiles, prepare_new_run_dir
 from rlvr.trainer.truncation import context_warning, resolve_rollout_lengths, truncation_warning
-from rlvr.trainer.validate import validate_train_config, validate_world_size
+from rlvr.trainer.validate import validate_multi_turn, validate_train_config, validate_world_size
 
 
 @dataclass
@@ -69,6 +69,7 @@ def train(cfg, log=print) -> dict:
     if not cfg.resume and not cfg.overwrite:
         prepare_new_run_dir(run_dir, overwrite=False)  # an earlier run's directory is refused before any work
     env = build_env(cfg.env)
+    validate_multi_turn(cfg, env)
     resolve_rollout_lengths(cfg.rollout, env)  # null: the environment's length and truncation rule
     if cfg.algo.get("overlong_buffer", 0) >= cfg.rollout.max_new_tokens:  # a key of the policy-gradient family
         raise ConfigError(f"algo.overlong_buffer={cfg.algo.overlong_buffer} must be < rollout.max_new_tokens="

@@ -9,6 +9,7 @@ from rlvr.trainer.algo_keys import unread_algo_keys, validate_algo
 from rlvr.trainer.config import unknown_keys
 from rlvr.trainer.truncation import TRUNCATED_REWARDS
 from rlvr.errors import ConfigError
+from rlvr.envs.multi_turn import is_multi_turn
 
 from rlvr.trainer.algorithms import ALGORITHMS
 from rlvr.trainer.distributed import STRATEGIES as PARALLEL_STRATEGIES
@@ -159,3 +160,17 @@ def _validate_dpo(cfg) -> None:
             raise ConfigError(message)
     if cfg.data:
         read_scored_completions(cfg.data)  # a bad line stops the run here, before any model is built
+
+
+def validate_multi_turn(cfg, env) -> None:
+    """A multi-turn environment (envs/multi_turn.py) trains with the policy-gradient algorithms, whose losses
+    read the loss mask. Not built yet, so refused by name: DPO (its pairs pack whole completions, environment
+    tokens included) and DAPO's overlong penalty (it counts every completion token, not the sampled ones)."""
+    if not is_multi_turn(env):
+        return
+    if ALGORITHMS[cfg.algo.name].family == "preference":
+        raise ConfigError(f"algo={cfg.algo.name}: env={env.name} is multi-turn and DPO on trajectories is not built "
+                          f"yet; use grpo, reinforce, ppo or trpo")
+    if cfg.algo.get("overlong_buffer", 0):
+        raise ConfigError(f"algo.overlong_buffer={cfg.algo.overlong_buffer}: env={env.name} is multi-turn and the "
+                          f"overlong penalty does not yet tell sampled tokens from the environment's; set it to 0")

@@ -86,8 +86,11 @@ def gae(rewards: Tensor, values: Tensor, mask: Tensor, gamma: float, lam: float)
         A_t     = delta_t + gamma * lam * A_{t+1}
         R_t     = A_t + V_t                            (the value target, "returns")
 
-    `rewards`, `values`, `mask` are [N, T]; each row's mask must be one contiguous run of 1s (a
-    completion), as `logprobs.pack` lays it out. Positions outside the mask get A = R = 0.
+    `rewards`, `values`, `mask` are [N, T]; the masked positions of a row are its time steps. A mask with
+    holes (a multi-turn trajectory: the environment's tokens are 0, rollout/agent_loop.py) is bridged: the
+    step before a hole bootstraps from the step after it, as if the hole were not there, since the
+    environment's tokens are not the policy's actions. A contiguous mask (one completion) gives the same
+    numbers as before holes were allowed. Positions outside the mask get A = R = 0.
     Returns (advantages, returns), both [N, T] and detached.
     """
     rewards, values, mask = rewards.detach(), values.detach(), mask.to(values.dtype)
@@ -98,8 +101,9 @@ def gae(rewards: Tensor, values: Tensor, mask: Tensor, gamma: float, lam: float)
         m = mask[:, t]  # [N]
         delta = rewards[:, t] + gamma * next_value - values[:, t]  # [N]
         advantages[:, t] = (delta + gamma * lam * next_advantage) * m  # [N]
-        next_value = values[:, t] * m  # [N]; 0 past the end of a completion
-        next_advantage = advantages[:, t]  # [N]
+        # [N]: 0 past the end of a completion; carried unchanged through a hole in the mask
+        next_value = torch.where(m > 0, values[:, t], next_value)
+        next_advantage = torch.where(m > 0, advantages[:, t], next_advantage)  # [N]
     returns = (advantages + values) * mask  # [N, T]
     return advantages, returns
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+from rlvr.envs.multi_turn import is_multi_turn
+from rlvr.trainer.rollout.agent_loop import run_trajectories
 from rlvr.trainer.rollout.prompts import render_prompts
 from rlvr.trainer.rollout.types import Rollout, SamplingParams
 from rlvr.trainer.truncation import no_credit_when_truncated
@@ -18,10 +20,16 @@ def generate_and_score(engine, env, rows: list[dict], params: SamplingParams,
                        truncated_reward: str = "keep") -> tuple[Rollout, list[dict], list]:
     """`params.n` completions per row, scored by the env's verifiers, a truncated one's reward per
     `truncated_reward` (trainer/truncation.py). Returns (rollout, the rows repeated prompt-major as
-    the rollout's rows are, one VerifyResult per completion)."""
-    rollout = engine.generate(render_prompts(engine.tokenizer, env, rows), params)
+    the rollout's rows are, one VerifyResult per completion). A multi-turn environment's rows are whole
+    trajectories (rollout/agent_loop.py), scored as such."""
     repeated = [row for row in rows for _ in range(params.n)]  # [B*G]
-    results = no_credit_when_truncated(env.score(rollout.texts, repeated), rollout.truncated, truncated_reward)
+    if is_multi_turn(env):
+        rollout = run_trajectories(engine, env, rows, params)
+        scored = env.score_trajectories([t["messages"] for t in rollout.trajectories], repeated)
+    else:
+        rollout = engine.generate(render_prompts(engine.tokenizer, env, rows), params)
+        scored = env.score(rollout.texts, repeated)
+    results = no_credit_when_truncated(scored, rollout.truncated, truncated_reward)
     return rollout, repeated, results
 
 

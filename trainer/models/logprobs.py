@@ -35,7 +35,11 @@ class PackedBatch:
         return PackedBatch(no_rows, no_rows.clone(), torch.zeros((0, 1)))
 
 
-def pack(prompt_ids: list[list[int]], completion_ids: list[list[int]], pad_id: int) -> PackedBatch:
+def pack(prompt_ids: list[list[int]], completion_ids: list[list[int]], pad_id: int,
+         loss_masks: list[list[int]] | None = None) -> PackedBatch:
+    """Right-padded prompt + completion rows. `loss_masks` (multi-turn trajectories, one 0/1 per completion
+    token): `completion_mask` is 1 only on the completion tokens whose mask is 1, the sampled ones; without
+    it every completion token counts."""
     lengths = [len(p) + len(c) for p, c in zip(prompt_ids, completion_ids)]
     width = max(lengths)
     input_ids = torch.full((len(lengths), width), pad_id, dtype=torch.long)  # [N, L]
@@ -45,6 +49,11 @@ def pack(prompt_ids: list[list[int]], completion_ids: list[list[int]], pad_id: i
         input_ids[i, : lengths[i]] = torch.tensor(p + c)
         attention_mask[i, : lengths[i]] = 1
         completion_mask[i, len(p) - 1 : lengths[i] - 1] = 1.0
+    if loss_masks is not None:
+        for i, (p, m) in enumerate(zip(prompt_ids, loss_masks)):
+            if len(m) != len(completion_ids[i]):
+                raise ValueError(f"loss_masks[{i}] has {len(m)} entries for {len(completion_ids[i])} completion tokens")
+            completion_mask[i, len(p) - 1 : len(p) - 1 + len(m)] = torch.tensor(m, dtype=completion_mask.dtype)
     return PackedBatch(input_ids, attention_mask, completion_mask)
 
 

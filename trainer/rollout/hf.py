@@ -26,13 +26,22 @@ class HFEngine:
     def sync_weights(self, model) -> None:
         self.model = model
 
+    @property
+    def context_length(self) -> int | None:
+        """The model's trained positions (the multi-turn agent loop ends a trajectory before it outgrows them)."""
+        return getattr(self.model.config, "max_position_embeddings", None)
+
     def shutdown(self) -> None:
         """Nothing to stop: generation runs in this process on the policy's own module."""
 
-    @torch.no_grad()
     def generate(self, prompts: list[str], params: SamplingParams) -> Rollout:
+        encoded = self.tokenizer(prompts, add_special_tokens=False)["input_ids"]  # one batched call into the Rust tokenizer
+        return self.generate_ids(encoded, params)
+
+    @torch.no_grad()
+    def generate_ids(self, encoded: list[list[int]], params: SamplingParams) -> Rollout:
+        """`generate` on prompts already tokenised (the multi-turn agent loop's trajectories, rollout/agent_loop.py)."""
         tok = self.tokenizer
-        encoded = tok(prompts, add_special_tokens=False)["input_ids"]  # one batched call into the Rust tokenizer
         n = params.n
         width = max(len(ids) for ids in encoded)
         input_ids = torch.full((len(encoded), width), tok.pad_token_id, dtype=torch.long)  # [B, P]

@@ -13,8 +13,10 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from rlvr.envs.multi_turn import is_multi_turn
 from rlvr.trainer.distributed import rank
 from rlvr.trainer.models.logprobs import PackedBatch, pack
+from rlvr.trainer.rollout.agent_loop import run_trajectories, trajectory_metrics, trajectory_sample
 from rlvr.trainer.rollout.prompts import render_prompts
 from rlvr.trainer.rollout.types import Rollout
 from rlvr.trainer.seeding import derive_seed
@@ -44,13 +46,19 @@ def sample_and_score(ctx, step: int, timings: dict, round_: int = 0) -> Sampled:
     first = rank() * prompts_per_step
     params = (replace(ctx.sampling, seeds=tuple(derive_seed("sample", *draw, first + i) for i in range(len(rows))))
               if cfg.rollout.seed_per_prompt else ctx.sampling)
-    with timed(timings, "generate"):
-        rollout = ctx.engine.generate(render_prompts(ctx.tokenizer, ctx.env, rows), params)
+    multi_turn = is_multi_turn(ctx.env)
+    with timed(timings, "generate"):  # multi-turn: the whole agent loop, environment steps included
+        if multi_turn:
+            rollout = run_trajectories(ctx.engine, ctx.env, rows, params)
+        else:
+            rollout = ctx.engine.generate(render_prompts(ctx.tokenizer, ctx.env, rows), params)
     with timed(timings, "score"):
-        results = ctx.env.score(rollout.texts, [row for row in rows for _ in range(group_size)])
+        repeated = [row for row in rows for _ in range(group_size)]
+        results = (ctx.env.score_trajectories([t["messages"] for t in rollout.trajectories], repeated) if multi_turn
+                   else ctx.env.score(rollout.texts, repeated))
         results = no_credit_when_truncated(results, rollout.truncated, cfg.rollout.truncated_reward)
     rewards = torch.tensor([r.reward for r in results], dtype=torch.float32).view(prompts_per_step, group_size)  # [B, G]
-    batch = pack(rollout.prompt_ids, rollout.completion_ids, ctx.tokenizer.pad_token_id)
+    batch = pack(rollout.prompt_ids, rollout.completion_ids, ctx.tokenizer.pad_token_id, rollout.loss_mask)
     engine_logprobs = packed_engine_logprobs(rollout, batch.completion_mask.shape[1])  # [B*G, L-1]
     return Sampled(rows, rollout, results, rewards, batch, engine_logprobs)
 
@@ -61,7 +69,10 @@ def concat_sampled(parts: list[Sampled], pad_token_id: int) -> Sampled:
         return parts[0]
     rollout = Rollout(*(sum((getattr(p.rollout, name) for p in parts), [])
                         for name in ("prompt_ids", "completion_ids", "texts", "logprobs", "truncated")))
-    batch = pack(rollout.prompt_ids, rollout.completion_ids, pad_token_id)
+    if parts[0].rollout.loss_mask is not None:  # multi-turn: every round's rollout carries its mask and trajectories
+        rollout.loss_mask = sum((p.rollout.loss_mask for p in parts), [])
+        rollout.trajectories = sum((p.rollout.trajectories for p in parts), [])
+    batch = pack(rollout.prompt_ids, rollout.completion_ids, pad_token_id, rollout.loss_mask)
     return Sampled(
         rows=sum((p.rows for p in parts), []), rollout=rollout, results=sum((p.results for p in parts), []),
         rewards=torch.cat([p.rewards for p in parts]), batch=batch,
@@ -79,11 +90,15 @@ def step_metrics_and_samples(ctx, step: int, sampled: Sampled, timings: dict, up
     cfg, rollout, results = ctx.cfg, sampled.rollout, sampled.results
     group_size = cfg.train.completions_per_prompt
     metrics = {"step": step, **reward_metrics(sampled.rewards, results), **update_metrics}
-    lengths = torch.tensor([len(c) for c in rollout.completion_ids], dtype=torch.float32)  # [B*G]
+    sampled_ids = rollout.completion_ids if rollout.loss_mask is None else [  # multi-turn: the sampled tokens only
+        [t for t, m in zip(c, mask) if m] for c, mask in zip(rollout.completion_ids, rollout.loss_mask)]
+    lengths = torch.tensor([len(c) for c in sampled_ids], dtype=torch.float32)  # [B*G]
     metrics.update({
         "response_len/mean": lengths.mean().item(),
         "truncated_frac": sum(rollout.truncated) / len(rollout.truncated),
     })
+    if rollout.trajectories is not None:
+        metrics.update(trajectory_metrics(rollout.trajectories))
     metrics.update(batch_metrics or {})
     metrics.update({
         "lr": ctx.scheduler.get_last_lr()[0],
@@ -91,10 +106,16 @@ def step_metrics_and_samples(ctx, step: int, sampled: Sampled, timings: dict, up
         **{f"time/{name}": seconds for name, seconds in timings.items()},
     })
     rows = sampled.rows
+
+    def completion(k: int) -> dict:
+        logged = {"text": rollout.texts[k], **results[k].to_dict()}
+        if rollout.trajectories is not None:  # multi-turn: each turn's text with its loss mask
+            logged["trajectory"] = trajectory_sample(ctx.tokenizer, rollout.trajectories[k])
+        return logged
+
     samples = [
         {"step": step, "prompt": ctx.env.messages(rows[i]), "answer": rows[i].get("answer"),
-         "completions": [{"text": rollout.texts[i * group_size + j], **results[i * group_size + j].to_dict()}
-                         for j in range(group_size)]}
+         "completions": [completion(i * group_size + j) for j in range(group_size)]}
         for i in range(min(cfg.train.logged_prompts_per_step, len(rows)))
     ]
     return metrics, samples

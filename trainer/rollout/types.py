@@ -23,6 +23,10 @@ Why these types should carry the next engines without a change to the algorithms
   logprobs per completion token. The observation tokens are not the policy's to learn, so such a row
   needs one more per-token list beside `logprobs`, a 0/1 loss mask, which the packing step turns
   into the completion mask the losses already weight by: the losses and steps stay as they are.
+  As built (rollout/agent_loop.py), the loop is a function beside the engines rather than an engine
+  wrapping one, because the environment's state is per row and `generate` takes only prompt text; it
+  calls the engines' `generate_ids` (token ids in, so nothing sampled is re-tokenised) and returns a
+  `Rollout` with `loss_mask` and `trajectories` set.
 * An engine behind HTTP implements the same four members. `SamplingParams` is a frozen dataclass
   of plain values and a `Rollout` is lists of ints, strings, floats and bools, so both cross the
   wire as JSON; `sync_weights(model)` ships the state dict (or a checkpoint path the server loads)
@@ -47,6 +51,10 @@ class Rollout:
     texts: list[str]  # [B*G] decoded completions, special tokens removed
     logprobs: list[torch.Tensor]  # [B*G][completion_len_i] the engine's logprobs of the sampled tokens
     truncated: list[bool]  # [B*G] hit max_new_tokens without EOS or a stop string
+    # Multi-turn trajectories only (rollout/agent_loop.py); None for one-turn rollouts, which train on every
+    # completion token. loss_mask[i][k] is 1 where completion token k was sampled, 0 where the environment wrote it.
+    loss_mask: list[list[int]] | None = None
+    trajectories: list[dict] | None = None  # [B*G] turns, messages, end reason and tool counts (agent_loop.py)
 
     @property
     def num_tokens(self) -> int:

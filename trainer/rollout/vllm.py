@@ -48,6 +48,8 @@ class VLLMEngine:
                  tensor_parallel_size: int = 1, enable_sleep_mode: bool = False, seed: int = 0,
                  max_num_seqs: int = 256):
         self.tokenizer = tokenizer
+        # the model's trained positions, vLLM's max_model_len (the multi-turn agent loop keeps trajectories inside it)
+        self.context_length = getattr(model.config, "max_position_embeddings", None)
         self.last_sync_s = 0.0
         self._enable_sleep_mode = enable_sleep_mode
         self._asleep = False
@@ -96,10 +98,14 @@ class VLLMEngine:
             self._asleep = False
 
     def generate(self, prompts: list[str], params: SamplingParams) -> Rollout:
+        return self.generate_ids([self.tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts], params)
+
+    def generate_ids(self, encoded: list[list[int]], params: SamplingParams) -> Rollout:
+        """`generate` on prompts already tokenised (the multi-turn agent loop's trajectories, rollout/agent_loop.py):
+        each is passed as `prompt_token_ids`, so vLLM never re-tokenises them and its prefix cache reuses earlier turns."""
         tok = self.tokenizer
-        encoded = [tok(p, add_special_tokens=False)["input_ids"] for p in prompts]
-        if params.seeds is not None and len(params.seeds) != len(prompts):
-            raise ValueError(f"{len(params.seeds)} seeds for {len(prompts)} prompts")
+        if params.seeds is not None and len(params.seeds) != len(encoded):
+            raise ValueError(f"{len(params.seeds)} seeds for {len(encoded)} prompts")
         sampling = ([self._sampling(params, seed) for seed in params.seeds] if params.seeds is not None
                     else self._sampling(params))  # per prompt: its own seed
         self._wake_up()

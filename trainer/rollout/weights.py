@@ -36,6 +36,14 @@ class PolicyEngine:
     def generate(self, prompts: list[str], params: SamplingParams) -> Rollout:
         return self.engine.generate(prompts, params)
 
+    @property
+    def context_length(self) -> int | None:
+        return getattr(self.engine, "context_length", None)
+
+    def generate_ids(self, prompt_ids: list[list[int]], params: SamplingParams) -> Rollout:
+        """Token ids in (the multi-turn agent loop); only engines that offer it (hf, vllm) are asked."""
+        return self.engine.generate_ids(prompt_ids, params)
+
     def sync_weights(self, model: torch.nn.Module) -> None:
         self.engine.sync_weights(self.weights(model))
 
