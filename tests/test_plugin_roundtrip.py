@@ -86,7 +86,7 @@ def test_broken_plugin_is_reported_by_name_and_the_rest_still_list(monkeypatch, 
 
 
 # the code environments run their completions in the sandbox: their cases join the xdist group of the other
-# sandbox tests (tests/conftest.py), which count uid 65534's processes and keyring machine-wide
+# sandbox tests (tests/conftest.py): containers and the Docker engine are machine-wide
 SANDBOXED = pytest.mark.xdist_group("sandbox")
 BUILTINS = ["arithmetic", "countdown", "gsm8k", "math", pytest.param("code_stdio", marks=SANDBOXED),
             pytest.param("humaneval", marks=SANDBOXED), "reasoning_gym", "guess_number",
