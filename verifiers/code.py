@@ -21,6 +21,9 @@ exception in the code, nonzero exit, or the program ended before the tests repor
 timeout, memory_limit, output_limit, unparsable (no code), error (bad record or a sandbox
 failure; the message says which). If the sandbox cannot start at all (no engine, no image),
 SandboxUnavailable is raised instead of scoring every completion 0.
+
+`details["hacks"]` (only when any): the hack signatures of an `assert`/`call` run, with the harness's
+`details["observed"]` notes; kinds and who observes each in code_signatures.py.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from typing import Any
 from rlvr.sandboxes.base import Checker, ExecStatus, Execution, Limits, MiB
 from rlvr.sandboxes.factory import BACKENDS, get_sandbox
 from rlvr.verifiers.code_cheats import CHEATS
+from rlvr.verifiers.code_signatures import code_hacks
 from rlvr.verifiers.code_harness import (
     CANDIDATE,
     CHECKER,
@@ -183,6 +187,10 @@ class CodeVerifier:
                 per_test.append({"passed": tag == "PASS", **({"error": payload} if payload else {}),
                                  **({"outcome": tag.lower()} if tag != "PASS" else {})})
         details = {"code": _clip(code, 2000), "tests": per_test, **_execution_details(execution)}
+        hacks = code_hacks(execution, report)
+        if hacks:
+            details["hacks"] = hacks
+            details["observed"] = report.observed
         if report.syntax_error is not None:
             details["error"] = report.syntax_error
         elif report.crash is not None:
