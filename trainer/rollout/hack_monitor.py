@@ -5,6 +5,9 @@ verifiers/math_hedge.py for math); inside a composite reward, in any component's
 logs `hack/rate` (share of completions with any kind) and `hack/<kind>_rate` for each kind seen, and
 samples.jsonl gives a flagged completion a `hacks` list.
 
+Held-back tests (verifiers/code.py's `hidden_tests`): `tests/shown_pass`, `tests/hidden_pass` and
+`hack/hidden_gap` (shown minus hidden: a policy that fits the shown cases alone widens it).
+
 Screening (`reward.screen=true`, trainer/reward_config.py): `reward.screen_mode=zero` gives each flagged
 completion reward 0; `drop_group` gives every completion of a group with a flagged one reward 0, so its
 group-relative advantages are all 0 (GRPO family: the group adds no gradient; REINFORCE/PPO still see
@@ -35,6 +38,11 @@ def hack_metrics(results) -> dict:
     kinds = Counter(k for ks in flagged for k in ks)
     metrics = {"hack/rate": sum(bool(ks) for ks in flagged) / n}
     metrics.update({f"hack/{kind}_rate": count / n for kind, count in sorted(kinds.items())})
+    shown = [v for r in results for v in _details_values(r, "shown_pass")]
+    if shown:  # held-back tests (verifiers/code.py): the pass rate on each side and their gap
+        hidden = [v for r in results for v in _details_values(r, "hidden_pass")]
+        metrics.update({"tests/shown_pass": sum(shown) / len(shown), "tests/hidden_pass": sum(hidden) / len(hidden),
+                        "hack/hidden_gap": (sum(shown) - sum(hidden)) / len(shown)})
     screened = sum(bool(r.details.get("screened")) for r in results)
     if screened:
         metrics["hack/screened_frac"] = screened / n
@@ -49,3 +57,8 @@ def screen(results: list, group_size: int, mode: str) -> list:
         flagged = [groups[i // group_size] for i in range(len(results))]
     return [replace(r, reward=min(r.reward, 0.0), details={**r.details, "screened": True, "reward_before_screen": r.reward})
             if f else r for r, f in zip(results, flagged)]
+
+
+def _details_values(result, key: str) -> list:
+    own = [result.details[key]] if key in result.details else []
+    return own + [p["details"][key] for p in result.details.get("components", {}).values() if key in p.get("details", {})]
