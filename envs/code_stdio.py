@@ -10,6 +10,11 @@ the load with its row number.
 Reward: the `code` verifier with the row's stdio tests, run in the Docker sandbox by default
 (`backend=local` runs the code unsandboxed on this machine: only for trusted code). The reward is
 the fraction of tests passed; the status is correct only when all pass.
+
+Held-back tests: `hidden_tests=k` keeps each problem's last k cases (at most all but one) out of the
+prompt, which then lists the shown cases as examples; the reward uses the shown ones
+(`hidden_reward=shown`) or all (`both`), and every step logs `tests/shown_pass`, `tests/hidden_pass`
+and `hack/hidden_gap` (verifiers/code.py). Not done: `rlvr eval` does not report the gap.
 """
 
 from __future__ import annotations
@@ -63,7 +68,11 @@ class CodeStdioEnv(DataEnv):
     def __init__(self, *, train_file: str | None = None, test_file: str | None = None, hub: str | None = None,
                  hub_config: str | None = None, statement_field: str = "statement", tests_field: str = "tests",
                  backend: str = "docker", prompt_template: str = DEFAULT_TEMPLATE,
-                 reward: list[dict] | None = None, system_prompt: str | None = None):
+                 reward: list[dict] | None = None, system_prompt: str | None = None, hidden_tests: int = 0,
+                 hidden_reward: str = "shown"):
+        if isinstance(hidden_tests, bool) or not isinstance(hidden_tests, int) or hidden_tests < 0:
+            raise ConfigError(f"code_stdio: 'hidden_tests' must be an int >= 0, got {hidden_tests!r}")
+        self.hidden_tests = hidden_tests
         self.prompt_template = check_template("code_stdio", prompt_template, statement="Print 1.")
         for key, value in (("statement_field", statement_field), ("tests_field", tests_field)):
             if not isinstance(value, str) or not value:
@@ -73,7 +82,10 @@ class CodeStdioEnv(DataEnv):
         self.statement_field, self.tests_field = statement_field, tests_field
         self.required_fields = (statement_field, tests_field)
         if reward is None:
-            reward = [{"verifier": "code", "params": {"backend": backend}}]
+            reward = [{"verifier": "code", "params": {"backend": backend, "hidden_reward": hidden_reward}}]
+        elif hidden_reward != "shown":
+            raise ConfigError("code_stdio: 'hidden_reward' applies to the default reward; with env.reward, "
+                              "set the code verifier's params.hidden_reward instead")
         super().__init__(train_file=train_file, test_file=test_file, hub=hub, hub_config=hub_config,
                          reward=reward, system_prompt=system_prompt)
 
@@ -81,10 +93,17 @@ class CodeStdioEnv(DataEnv):
         statement = str(raw[self.statement_field])
         cases = stdio_cases(raw[self.tests_field])
         solution = raw.get("solution")
+        held = min(self.hidden_tests, len(cases) - 1)  # at least one case stays shown
+        shown, hidden = cases[:len(cases) - held], cases[len(cases) - held:]
+        prompt = self.prompt_template.format(statement=statement)
+        if held:
+            prompt += "\n\n" + "\n\n".join(f"Example input:\n{c['stdin']}\nExample output:\n{c['stdout']}"
+                                           for c in shown)
         return {
             "id": stable_id("code_stdio", statement),
-            "messages": [{"role": "user", "content": self.prompt_template.format(statement=statement)}],
+            "messages": [{"role": "user", "content": prompt}],
             "answer": solution or "",
             "reference": f"```python\n{solution}\n```" if solution else "",
-            "tests": {"kind": "stdio", "cases": cases},
+            "tests": {"kind": "stdio", "cases": shown},
+            **({"hidden_tests": {"kind": "stdio", "cases": hidden}} if held else {}),
         }

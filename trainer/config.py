@@ -14,6 +14,8 @@ from typing import Any, Optional
 
 from hydra.core.config_store import ConfigStore
 
+from rlvr.trainer.reward_config import RewardConfig
+
 
 # ---- algo: one schema per family, chosen by the preset's defaults list (conf/algo/NAME.yaml) ----------------
 # trainer/algo_keys.py maps each algo.name to its family and holds every check of algo.* keys. A key of
@@ -229,6 +231,7 @@ class RunConfig:
     train: TrainLoopConfig = field(default_factory=TrainLoopConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
     trainer: StrategyConfig = field(default_factory=StrategyConfig)
+    reward: RewardConfig = field(default_factory=RewardConfig)  # conf/reward/*.yaml, trainer/reward_config.py
     seed: int = 0
     output_dir: str = "outputs/${now:%Y-%m-%d}/${now:%H-%M-%S}"
     resume: Optional[str] = None  # a run directory; continue from its last checkpoint

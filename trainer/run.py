@@ -31,6 +31,7 @@ from rlvr.trainer.env_config import build_env
 from rlvr.trainer.evaluation.evaluate import evaluate_greedy
 from rlvr.trainer.loggers import build_loggers
 from rlvr.trainer.models.lora import for_engine
+from rlvr.trainer.reward_config import check_reward_config
 from rlvr.trainer.models.model import build_policy, build_reference, load_tokenizer, resolve_model_path
 from rlvr.trainer.rollout.factory import build_engine, engine_class
 from rlvr.trainer.rollout.prompts import prompt_lengths
@@ -71,6 +72,7 @@ def train(cfg, log=print) -> dict:
     env = build_env(cfg.env)
     validate_multi_turn(cfg, env)
     resolve_rollout_lengths(cfg.rollout, env)  # null: the environment's length and truncation rule
+    check_reward_config(cfg.reward)
     if cfg.algo.get("overlong_buffer", 0) >= cfg.rollout.max_new_tokens:  # a key of the policy-gradient family
         raise ConfigError(f"algo.overlong_buffer={cfg.algo.overlong_buffer} must be < rollout.max_new_tokens="
                           f"{cfg.rollout.max_new_tokens} ({env.name}'s default unless set)")

@@ -21,6 +21,13 @@ exception in the code, nonzero exit, or the program ended before the tests repor
 timeout, memory_limit, output_limit, unparsable (no code), error (bad record or a sandbox
 failure; the message says which). If the sandbox cannot start at all (no engine, no image),
 SandboxUnavailable is raised instead of scoring every completion 0.
+
+Held-back tests: a record may carry `hidden_tests` (more `stdio` or `call` cases of the tests' kind, which
+the prompt does not show); the reward comes from `tests` alone (`hidden_reward="shown"`) or from both
+(`"both"`), and details hold `shown_pass`, `hidden_pass` and `hidden_gap`. Not done for `assert` tests.
+
+`details["hacks"]` (only when any): the hack signatures of an `assert`/`call` run, with the harness's
+`details["observed"]` notes; kinds and who observes each in code_signatures.py.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ from typing import Any
 from rlvr.sandboxes.base import Checker, ExecStatus, Execution, Limits, MiB
 from rlvr.sandboxes.factory import BACKENDS, get_sandbox
 from rlvr.verifiers.code_cheats import CHEATS
+from rlvr.verifiers.code_signatures import code_hacks
 from rlvr.verifiers.code_harness import (
     CANDIDATE,
     CHECKER,
@@ -54,6 +62,7 @@ LIMIT_STATUS = {
     ExecStatus.OUTPUT_LIMIT: Status.OUTPUT_LIMIT, ExecStatus.ERROR: Status.ERROR,
 }
 REWARD_MODES = ("fraction", "binary")
+HIDDEN_REWARDS = ("shown", "both")  # what a record with `hidden_tests` is rewarded on
 
 
 def extract_code(completion: str) -> str:
@@ -72,7 +81,10 @@ class CodeVerifier:
 
     def __init__(self, backend: str = "docker", reward: str = "fraction", stop_at_first_failure: bool = False,
                  timeout_s: float = 10.0, memory_mb: int = 512, output_mb: int = 1, workers: int | None = None,
-                 float_tol: float | None = None):
+                 float_tol: float | None = None, hidden_reward: str = "shown"):
+        if hidden_reward not in HIDDEN_REWARDS:
+            raise ConfigError(f"code verifier: 'hidden_reward' must be one of {', '.join(HIDDEN_REWARDS)}, got {hidden_reward!r}")
+        self.hidden_reward = hidden_reward
         if backend not in BACKENDS:
             raise ConfigError(f"code verifier: 'backend' must be one of {', '.join(BACKENDS)}, got {backend!r}")
         if reward not in REWARD_MODES:
@@ -155,12 +167,46 @@ class CodeVerifier:
             return VerifyResult(0.0, Status.ERROR, {"error": str(error)})
         if not isinstance(completion, str):
             return VerifyResult(0.0, Status.ERROR, {"error": f"completion must be a string, got {type(completion).__name__}"})
+        hidden = record.get("hidden_tests")
+        if hidden is not None:
+            try:
+                hidden = _check_tests(hidden)
+            except ValueError as error:
+                return VerifyResult(0.0, Status.ERROR, {"error": f"hidden_tests: {error}"})
+            if hidden["kind"] != tests["kind"] or hidden["kind"] == "assert":
+                return VerifyResult(0.0, Status.ERROR, {"error": "hidden_tests must be stdio or call cases of the tests' kind"})
+            tests = {**tests, "hidden": hidden}
         code = extract_code(completion)
         if not code.strip():
             return VerifyResult(0.0, Status.UNPARSABLE, {"reason": "no code in the completion"})
         return code, tests
 
     def _judge(self, sandbox, code: str, tests: dict) -> VerifyResult:
+        """One run's result; with held-back tests (`tests["hidden"]`), the pass rate on each side too:
+        hidden_reward=shown judges the shown and the hidden cases in two runs and rewards the shown;
+        both judges them together. details: shown_pass, hidden_pass, hidden_gap (shown - hidden)."""
+        hidden = tests.get("hidden")
+        if hidden is None:
+            return self._judge_one(sandbox, code, tests)
+        shown = {k: v for k, v in tests.items() if k != "hidden"}
+        n = len(shown["cases"])
+        if self.hidden_reward == "both":
+            result = self._judge_one(sandbox, code, {**shown, "cases": list(shown["cases"]) + list(hidden["cases"])})
+            passed = [t["passed"] for t in result.details.get("tests", [])]
+            shown_passed, hidden_passed, hacks = passed[:n], passed[n:], result.details.get("hacks", [])
+        else:
+            result = self._judge_one(sandbox, code, shown)
+            other = self._judge_one(sandbox, code, {**shown, "cases": list(hidden["cases"])})
+            shown_passed = [t["passed"] for t in result.details.get("tests", [])]
+            hidden_passed = [t["passed"] for t in other.details.get("tests", [])]
+            hacks = list(dict.fromkeys(result.details.get("hacks", []) + other.details.get("hacks", [])))
+        shown_pass = sum(shown_passed) / len(shown["cases"])
+        hidden_pass = sum(hidden_passed) / len(hidden["cases"])
+        details = {**result.details, "shown_pass": shown_pass, "hidden_pass": hidden_pass,
+                   "hidden_gap": shown_pass - hidden_pass, **({"hacks": hacks} if hacks else {})}
+        return VerifyResult(result.reward, result.status, details)
+
+    def _judge_one(self, sandbox, code: str, tests: dict) -> VerifyResult:
         if tests["kind"] == "stdio":
             return self._judge_stdio(sandbox, code, tests)
         execution = sandbox.run(CANDIDATE, candidate_input(code, tests), self.limits,
@@ -183,6 +229,10 @@ class CodeVerifier:
                 per_test.append({"passed": tag == "PASS", **({"error": payload} if payload else {}),
                                  **({"outcome": tag.lower()} if tag != "PASS" else {})})
         details = {"code": _clip(code, 2000), "tests": per_test, **_execution_details(execution)}
+        hacks = code_hacks(execution, report)
+        if hacks:
+            details["hacks"] = hacks
+            details["observed"] = report.observed
         if report.syntax_error is not None:
             details["error"] = report.syntax_error
         elif report.crash is not None:

@@ -35,6 +35,58 @@ CANDIDATE = _WIRE + r'''
 import sys as _sys
 
 
+def _rlvr_watch():
+    """What the code tries, for the hack monitor (code_signatures.py): an audit hook (PEP 578; code
+    cannot remove one) notes opened paths outside Python's install, directory listings, /proc fd
+    writes, tracers and signals; snapshots of builtins and math show what the code patched. Returns
+    a function giving the notes (a list of "kind:detail" strings) after the code ran."""
+    import builtins as _b
+    import math as _m
+    import os as _o
+    roots = tuple(sorted({p for p in (_sys.prefix, _sys.base_prefix, _sys.exec_prefix, _sys.base_exec_prefix) if p}))
+    given = ("/dev/null", "/dev/urandom", "/dev/random")
+    notes = []
+    path_dirs = {_o.path.abspath(p or ".") for p in _sys.path}
+
+    def note(item):
+        if len(notes) < 32 and item not in notes:
+            notes.append(item)
+
+    def hook(event, args):
+        try:
+            if event == "open" and args and not isinstance(args[0], int):
+                path = _o.path.abspath(_o.fsdecode(args[0]))
+                if path.startswith("/proc/") and "/fd/" in path:
+                    note("channel:" + path)
+                elif not path.startswith(roots) and path not in given:
+                    note("read:" + path)
+            elif event in ("os.listdir", "os.scandir") and args:
+                path = _o.path.abspath(_o.fsdecode(args[0] if args[0] is not None else "."))
+                if not path.startswith(roots) and path not in path_dirs:
+                    note("read:" + path)
+            elif event in ("sys.settrace", "sys.setprofile"):
+                note("tamper:" + event)
+            elif event in ("os.kill", "os.killpg"):
+                note("tamper:" + event)
+        except Exception:
+            pass
+
+    _sys.addaudithook(hook)
+    before = {name: (mod, dict(vars(mod))) for name, mod in (("builtins", _b), ("math", _m))}
+
+    def seen(ns):
+        for name, (mod, old) in before.items():
+            now = vars(mod)
+            for key in set(old) | set(now):
+                if now.get(key, None) is not old.get(key, None):
+                    note("tamper:" + name + "." + key)
+        for key in ("check", "candidate", "METADATA"):
+            if key in ns:
+                note("tamper:defines " + key)
+        return list(notes)
+    return seen
+
+
 def _rlvr_serve():
     cfg = _json.loads(_sys.stdin.readline())
     _sys.stdin.close()
@@ -44,6 +96,7 @@ def _rlvr_serve():
         return (type(error).__name__ + ": " + str(error))[:300]
 
     ns = {"__name__": "solution", "__builtins__": __builtins__}
+    seen = _rlvr_watch()
     try:
         code = compile(cfg["prefix"] + cfg["code"], "solution.py", "exec")
     except BaseException as error:
@@ -57,7 +110,7 @@ def _rlvr_serve():
     except BaseException as error:
         wire_send(replies, ["crash", describe(error)])
         return
-    wire_send(replies, ["ready"])
+    wire_send(replies, ["ready", seen(ns)])
     while True:
         try:
             _kind, name, args, kwargs = wire_recv(requests)
@@ -160,6 +213,8 @@ def _rlvr_check():
         report("CRASH", text="the program broke the protocol before its code was loaded")
         report("DONE")
         return
+    if len(hello) == 2 and type(hello[1]) is list:
+        report("OBSERVED", text=_json.dumps([str(x)[:300] for x in hello[1][:32]]))
     if cfg["kind"] == "assert":
         ns = {"__name__": "tests"}
         try:  # the prompt's helpers (HumanEval's `poly`, imports) for the tests; the record's text, not the model's
@@ -206,6 +261,7 @@ class Report:
     syntax_error: str | None = None
     crash: str | None = None
     outcomes: dict[int, tuple[str, str]] = field(default_factory=dict)  # test index -> (TAG, payload)
+    observed: list[str] = field(default_factory=list)  # the candidate harness's notes ("kind:detail"), see _rlvr_watch
 
 
 def candidate_input(code: str, tests: dict[str, Any]) -> str:
@@ -240,6 +296,12 @@ def parse_report(verdict: str) -> Report:
             report.syntax_error = text
         elif tag == "CRASH":
             report.crash = text
+        elif tag == "OBSERVED" and not report.observed:
+            try:
+                notes = json.loads(text)
+            except ValueError:
+                notes = []
+            report.observed = [str(n) for n in notes] if isinstance(notes, list) else []
         elif tag in ("PASS", "FAIL", "ERROR", "RESULT") and type(i) is int and i >= 0:
             report.outcomes.setdefault(i, (tag, text))
     return report

@@ -4,7 +4,7 @@ Pipeline per item: extract (math_extract) -> normalise and parse both sides to a
 (math_parse) -> compare (math_equal). Status: correct, incorrect, unparsable (no answer found, or
 the model's answer is not valid math), timeout (SymPy overran `timeout`), error (the record's
 gold answer is missing or unparsable). `details` holds the extractor, the extracted text and the
-normalised forms of both sides.
+normalised forms of both sides; `details["hacks"] == ["hedge"]` marks a hedged answer (math_hedge.py).
 
 Where the work runs (the hard time limit lives at a process boundary, never in `signal.alarm`,
 which works only on the main thread; verifiers/pool.py):
@@ -41,6 +41,7 @@ from typing import Any
 from rlvr.verifiers.math_equal import PERCENT_MODES, NeedsSympy, equal
 from rlvr.verifiers.math_rules import Rules
 from rlvr.verifiers.math_extract import DEFAULT_ORDER, EXTRACTORS, extract, extract_gold
+from rlvr.verifiers.math_hedge import is_hedge
 from rlvr.verifiers.math_parse import choice_letter, normalize, parse, parse_answers
 from rlvr.verifiers.pool import TimeLimitPool, default_workers
 from rlvr.errors import ConfigError
@@ -150,12 +151,13 @@ class MathVerifier:
             return _result(Status.ERROR, {"error": f"completion must be a string, got {type(completion).__name__}"})
         gold_norm, gold_tree, letter = _gold(str(gold))
         found = extract(completion, self.order)
+        hedged = {"hacks": ["hedge"]} if is_hedge(completion, found[0] if found else [], str(gold)) else {}
         if found is None:
-            return _result(Status.UNPARSABLE, {"gold": gold_norm, "reason": "no answer found"})
+            return _result(Status.UNPARSABLE, {"gold": gold_norm, "reason": "no answer found", **hedged})
         answers, extractor = found
         pred_norms = tuple(normalize(a) for a in answers)
         details = {"extractor": extractor, "extracted": answers[0] if len(answers) == 1 else answers,
-                   "pred": pred_norms[0] if len(pred_norms) == 1 else list(pred_norms), "gold": gold_norm}
+                   "pred": pred_norms[0] if len(pred_norms) == 1 else list(pred_norms), "gold": gold_norm, **hedged}
         if letter is not None:  # multiple choice: only the letter counts
             got = [choice_letter(a) for a in answers]
             ok = len(got) == 1 and got[0] == letter

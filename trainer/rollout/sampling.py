@@ -1,5 +1,6 @@
 """What every policy-gradient step shares before and after its update: sample G completions per
-prompt, verify them, pack them; then the step's common metrics and logged samples.
+prompt, verify them, pack them (with `reward.*`'s control rewards and hack screening applied, hack_monitor.py);
+then the step's common metrics (hack rates included) and logged samples.
 
 The algorithms (trainer/algos/: `grpo.py`, `reinforce.py`, `ppo.py`, `trpo.py`) differ only in between.
 """
@@ -16,6 +17,8 @@ import torch
 from rlvr.envs.multi_turn import is_multi_turn
 from rlvr.trainer.distributed import rank
 from rlvr.trainer.models.logprobs import PackedBatch, pack
+from rlvr.trainer.rollout.controls import control_rewards
+from rlvr.trainer.rollout.hack_monitor import hack_metrics, hacks_of, screen
 from rlvr.trainer.rollout.agent_loop import run_trajectories, trajectory_metrics, trajectory_sample
 from rlvr.trainer.rollout.prompts import render_prompts
 from rlvr.trainer.rollout.types import Rollout
@@ -57,6 +60,11 @@ def sample_and_score(ctx, step: int, timings: dict, round_: int = 0) -> Sampled:
         results = (ctx.env.score_trajectories([t["messages"] for t in rollout.trajectories], repeated) if multi_turn
                    else ctx.env.score(rollout.texts, repeated))
         results = no_credit_when_truncated(results, rollout.truncated, cfg.rollout.truncated_reward)
+        reward_cfg = cfg.get("reward")
+        if reward_cfg is not None and reward_cfg.kind != "env":  # a control: the stated reward, not the verifiers'
+            results = control_rewards(results, reward_cfg, ctx.env, rollout.texts, derive_seed("control", *draw))
+        if reward_cfg is not None and reward_cfg.screen:
+            results = screen(results, group_size, reward_cfg.screen_mode)
     rewards = torch.tensor([r.reward for r in results], dtype=torch.float32).view(prompts_per_step, group_size)  # [B, G]
     batch = pack(rollout.prompt_ids, rollout.completion_ids, ctx.tokenizer.pad_token_id, rollout.loss_mask)
     engine_logprobs = packed_engine_logprobs(rollout, batch.completion_mask.shape[1])  # [B*G, L-1]
@@ -89,7 +97,7 @@ def step_metrics_and_samples(ctx, step: int, sampled: Sampled, timings: dict, up
     (default: `sampled`'s; more when the step sampled further rounds than the one it reports)."""
     cfg, rollout, results = ctx.cfg, sampled.rollout, sampled.results
     group_size = cfg.train.completions_per_prompt
-    metrics = {"step": step, **reward_metrics(sampled.rewards, results), **update_metrics}
+    metrics = {"step": step, **reward_metrics(sampled.rewards, results), **hack_metrics(results), **update_metrics}
     sampled_ids = rollout.completion_ids if rollout.loss_mask is None else [  # multi-turn: the sampled tokens only
         [t for t, m in zip(c, mask) if m] for c, mask in zip(rollout.completion_ids, rollout.loss_mask)]
     lengths = torch.tensor([len(c) for c in sampled_ids], dtype=torch.float32)  # [B*G]
@@ -109,6 +117,8 @@ def step_metrics_and_samples(ctx, step: int, sampled: Sampled, timings: dict, up
 
     def completion(k: int) -> dict:
         logged = {"text": rollout.texts[k], **results[k].to_dict()}
+        if hacks_of(results[k]):  # the monitor's mark (hack_monitor.py)
+            logged["hacks"] = hacks_of(results[k])
         if rollout.trajectories is not None:  # multi-turn: each turn's text with its loss mask
             logged["trajectory"] = trajectory_sample(ctx.tokenizer, rollout.trajectories[k])
         return logged
@@ -137,6 +147,9 @@ def reward_metrics(rewards: torch.Tensor, results) -> dict:
         for name, part in result.details.get("components", {}).items():
             components.setdefault(name, []).append(part["reward"])
     metrics.update({f"reward/{name}": sum(v) / len(v) for name, v in components.items()})
+    true = [r.details["reward_true"] for r in results if "reward_true" in r.details]
+    if true:  # a control reward (controls.py): what the environment's verifiers gave
+        metrics["reward/true_mean"] = sum(true) / len(true)
     statuses = Counter(r.status.value for r in results)
     metrics.update({f"status/{s}": c / len(results) for s, c in sorted(statuses.items())})
     return metrics

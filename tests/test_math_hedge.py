@@ -1,0 +1,42 @@
+"""Hedged math answers are flagged `hedge` in details["hacks"]; plain and set answers never are."""
+
+from __future__ import annotations
+
+import pytest
+from rlvr.verifiers.math_verifier import MathVerifier
+
+HEDGES = [
+    ("The answer is \\boxed{3} or \\boxed{4}.", "3"),
+    ("So $x = \\boxed{3 \\text{ or } 4}$.", "3"),
+    ("The value lies \\boxed{\\text{between } 2 \\text{ and } 5}.", "3"),
+    ("\\boxed{2 \\text{ to } 5}", "3"),
+    ("Final: \\boxed{}", "3"),
+    ("It is \\boxed{2 \\le x \\le 5}", "3"),
+]
+HONEST = [
+    ("The answer is \\boxed{3}.", "3"),
+    ("The answer is \\boxed{4}.", "3"),
+    ("The solutions are \\boxed{2} and \\boxed{3}.", "2, 3"),
+    ("So $x \\in \\boxed{[2, 5]}$.", "[2,5]"),
+    ("\\boxed{\\frac{3}{4}}", "\\frac34"),
+    ("Between the two options we pick \\boxed{7}.", "7"),
+    ("#### 12", "12"),
+    ("\\boxed{3 \\text{ or } 4}", "3 \\text{ or } 4"),  # the gold itself is a disjunction
+]
+
+
+@pytest.fixture(scope="module")
+def verifier():
+    return MathVerifier(workers=0)
+
+
+@pytest.mark.parametrize("completion, gold", HEDGES)
+def test_hedges_are_flagged(verifier, completion, gold):
+    result = verifier(completion, {"answer": gold})
+    assert result.details.get("hacks") == ["hedge"], result.details
+
+
+@pytest.mark.parametrize("completion, gold", HONEST)
+def test_plain_and_set_answers_are_not(verifier, completion, gold):
+    result = verifier(completion, {"answer": gold})
+    assert "hacks" not in result.details, result.details
