@@ -53,7 +53,12 @@ def validate_train_config(cfg) -> None:
     train = cfg.train
     for name in ("steps", "prompts_per_step", "micro_batch_size", "save_every", "eval_every", "eval_prompts"):
         need(train[name] >= 1, f"train.{name}={train[name]} must be >= 1")
+    need(train.logprob_chunk_tokens >= 0,
+         f"train.logprob_chunk_tokens={train.logprob_chunk_tokens} must be >= 0 (0: off)")
     family = ALGORITHMS[cfg.algo.name].family
+    need(train.logprob_chunk_tokens == 0 or family != "natural_gradient",
+         f"train.logprob_chunk_tokens={train.logprob_chunk_tokens}: algo={cfg.algo.name} computes whole "
+         f"distributions for its KL (trainer/algos/trpo.py), which nothing chunks; set it to 0")
     group_baseline = family == "group" or (family in ("policy_gradient", "natural_gradient")
                                            and cfg.algo.baseline == "rloo")
     need(train.completions_per_prompt >= 2 or not group_baseline,

@@ -146,7 +146,8 @@ def dpo_update(ctx, batch: PairBatch) -> dict:
     def micro_loss(rows: slice) -> MicroLoss:
         micro = batch.select(pair_index[rows])
         n = len(micro)
-        logprobs = token_logprobs(ctx.model, micro.sequences)[0]  # [2n, L-1]
+        logprobs = token_logprobs(ctx.model, micro.sequences,
+                                  chunk_tokens=ctx.cfg.train.logprob_chunk_tokens)[0]  # [2n, L-1]
         mask = micro.sequences.completion_mask  # [2n, L-1]
         logps = (logprobs * mask).sum(-1)  # [2n]
         lengths = mask.sum(-1)  # [2n]

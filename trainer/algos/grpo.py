@@ -67,15 +67,18 @@ def grpo_step(ctx, step: int) -> tuple[dict, list[dict]]:
     update_metrics: dict = {}
     if any_rows(len(batch)):  # with ranks: all update, or none, so their collective calls match
         with timed(timings, "logprobs"), torch.no_grad():
-            old_logprobs = token_logprobs(ctx.model, batch, cfg.rollout.temperature)[0] if algo.mu > 1 else None
-            ref_logprobs = token_logprobs(ctx.reference, batch, cfg.rollout.temperature)[0] if algo.beta else None
+            chunk = cfg.train.logprob_chunk_tokens
+            old_logprobs = (token_logprobs(ctx.model, batch, cfg.rollout.temperature, chunk_tokens=chunk)[0]
+                            if algo.mu > 1 else None)
+            ref_logprobs = (token_logprobs(ctx.reference, batch, cfg.rollout.temperature, chunk_tokens=chunk)[0]
+                            if algo.beta else None)
         with timed(timings, "update"):
             for _ in range(algo.mu):
                 update_metrics = accumulate_gradients(
                     ctx.model, batch, advantages, old_logprobs, ref_logprobs, algo,
                     micro_batch_size=cfg.train.micro_batch_size, temperature=cfg.rollout.temperature,
                     max_tokens=cfg.rollout.max_new_tokens, engine_logprobs=engine_logprobs,
-                    importance_cap=cfg.rollout.importance_cap,
+                    importance_cap=cfg.rollout.importance_cap, chunk_tokens=cfg.train.logprob_chunk_tokens,
                 )
                 update_metrics["grad_norm"] = optimizer_step(ctx.optimizer, ctx.model, cfg.optim.max_grad_norm)
     ctx.scheduler.step()
@@ -92,7 +95,7 @@ def grpo_step(ctx, step: int) -> tuple[dict, list[dict]]:
 
 def accumulate_gradients(model, batch: PackedBatch, advantages, old_logprobs, ref_logprobs, algo, *,
                          micro_batch_size: int, temperature: float, max_tokens: int,
-                         engine_logprobs=None, importance_cap: float | None = None) -> dict:
+                         engine_logprobs=None, importance_cap: float | None = None, chunk_tokens: int = 0) -> dict:
     """GRPO's loss, backward over micro-batches (`update.accumulate`: the summed gradient equals the
     full batch's); no optimizer step. Returns the batch's metrics.
 
@@ -106,7 +109,8 @@ def accumulate_gradients(model, batch: PackedBatch, advantages, old_logprobs, re
     def micro_loss(rows: slice) -> MicroLoss:
         nonlocal diff_max
         micro = batch.select(rows)  # 0 rows once this rank has run out
-        logprobs, entropy = token_logprobs(model, micro, temperature, with_entropy=True)  # [n, L-1]
+        logprobs, entropy = token_logprobs(model, micro, temperature, with_entropy=True,
+                                           chunk_tokens=chunk_tokens)  # [n, L-1]
         old = logprobs.detach() if old_logprobs is None else old_logprobs[rows]  # [n, L-1]
         ref = None if ref_logprobs is None else ref_logprobs[rows]
         weights, sums = None, {}

@@ -85,13 +85,13 @@ def build_critic(model, kind: str = "head") -> torch.nn.Module:
     raise ValueError(f"unknown critic {kind!r}; expected one of {CRITICS}")
 
 
-def logprobs_and_values(model, critic, batch, temperature: float):
+def logprobs_and_values(model, critic, batch, temperature: float, chunk_tokens: int = 0):
     """(logprobs [N, L-1], values [N, L-1], entropy [N, L-1]); column t's value is the state after
     token t, i.e. before the token whose logprob sits in column t."""
     separate = isinstance(critic, CriticModel)
     out = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, output_hidden_states=not separate)
     logprobs, entropy = logprobs_from_logits(out.logits[:, :-1], batch.input_ids[:, 1:], temperature,
-                                             with_entropy=True)  # [N, L-1], [N, L-1]
+                                             with_entropy=True, chunk_tokens=chunk_tokens)  # [N, L-1], [N, L-1]
     if separate:
         values = critic(batch)  # [N, L-1]
     else:
@@ -136,7 +136,8 @@ def ppo_step(ctx, step: int) -> tuple[dict, list[dict]]:
 
     def micro_loss(rows: slice) -> MicroLoss:
         micro = batch.select(rows)
-        logprobs, values, entropy = logprobs_and_values(ctx.model, ctx.critic, micro, temperature)
+        logprobs, values, entropy = logprobs_and_values(ctx.model, ctx.critic, micro, temperature,
+                                                        cfg.train.logprob_chunk_tokens)
         if algo.objective == "penalty":
             pg_loss, parts = ppo_penalty_loss(logprobs, old_logprobs[rows], advantages[rows], micro.completion_mask,
                                               penalty_beta, aggregation=algo.aggregation, **sizes)

@@ -34,13 +34,15 @@ def reinforce_step(ctx, step: int) -> tuple[dict, list[dict]]:
 
     def micro_loss(rows: slice) -> MicroLoss:
         micro = batch.select(rows)
-        logprobs, entropy = token_logprobs(ctx.model, micro, cfg.rollout.temperature, with_entropy=True)  # [n, L-1]
+        logprobs, entropy = token_logprobs(ctx.model, micro, cfg.rollout.temperature, with_entropy=True,
+                                           chunk_tokens=cfg.train.logprob_chunk_tokens)  # [n, L-1]
         loss, _ = reinforce_loss(logprobs, advantages[rows], micro.completion_mask, aggregation=algo.aggregation,
                                  **sizes)
         sums = {}
         if algo.beta:
             with torch.no_grad():
-                ref = token_logprobs(ctx.reference, micro, cfg.rollout.temperature)[0]  # [n, L-1]
+                ref = token_logprobs(ctx.reference, micro, cfg.rollout.temperature,
+                                     chunk_tokens=cfg.train.logprob_chunk_tokens)[0]  # [n, L-1]
             kl = kl_penalty(logprobs, ref, algo.kl_estimator)  # [n, L-1]
             loss = loss + algo.beta * aggregate(kl, micro.completion_mask, algo.aggregation, **sizes)
             sums["kl"] = ((kl * micro.completion_mask).sum() / counts.tokens).item()
