@@ -26,6 +26,11 @@ def step_gradients(compose_train, lm, overrides: list[str]):
     """(metrics, [per optimizer step: {param index: grad}]) of one step of `overrides`' algorithm."""
     cfg = compose_train(STEP_OVERRIDES + overrides)
     ctx = _context(cfg, lm)
+    if ALGORITHMS[cfg.algo.name].needs_reference(cfg.algo):
+        ctx.reference = lm.model().eval().requires_grad_(False)
+        with torch.no_grad():  # not the policy itself, so the KL (and DPO's margins) are not zero
+            for p in ctx.reference.parameters():
+                p.add_(0.05 * torch.randn(p.shape, generator=torch.Generator().manual_seed(3)))
     params = list(ctx.model.parameters()) + (list(ctx.critic.parameters()) if ctx.critic is not None else [])
     ctx.optimizer = RecordingSGD(params)
     ctx.scheduler = torch.optim.lr_scheduler.LambdaLR(ctx.optimizer, lambda step: 1.0)

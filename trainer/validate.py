@@ -55,7 +55,12 @@ def validate_train_config(cfg) -> None:
         need(train[name] >= 1, f"train.{name}={train[name]} must be >= 1")
     need(train.logprob_chunk_tokens >= 0,
          f"train.logprob_chunk_tokens={train.logprob_chunk_tokens} must be >= 0 (0: off)")
+    need(train.max_tokens_per_micro_batch >= 0,
+         f"train.max_tokens_per_micro_batch={train.max_tokens_per_micro_batch} must be >= 0 (0: off)")
     family = ALGORITHMS[cfg.algo.name].family
+    need(train.max_tokens_per_micro_batch == 0 or family != "natural_gradient",
+         f"train.max_tokens_per_micro_batch={train.max_tokens_per_micro_batch}: algo={cfg.algo.name} takes its own "
+         f"natural-gradient step over micro_batch_size rows (trainer/algos/trpo.py); set it to 0")
     need(train.logprob_chunk_tokens == 0 or family != "natural_gradient",
          f"train.logprob_chunk_tokens={train.logprob_chunk_tokens}: algo={cfg.algo.name} computes whole "
          f"distributions for its KL (trainer/algos/trpo.py), which nothing chunks; set it to 0")

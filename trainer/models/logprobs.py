@@ -23,12 +23,25 @@ class PackedBatch:
     input_ids: torch.Tensor  # [N, L]
     attention_mask: torch.Tensor  # [N, L]
     completion_mask: torch.Tensor  # [N, L-1] float, 1 on completion tokens
+    # columns the model needs (past them every row is padding); None: all L. Tensors keep their width L,
+    # so a loss lines the results up with the whole batch's per-row tensors
+    width: int | None = None
 
     def __len__(self) -> int:
         return self.input_ids.shape[0]
 
-    def select(self, rows: slice | torch.Tensor) -> "PackedBatch":
-        return PackedBatch(self.input_ids[rows], self.attention_mask[rows], self.completion_mask[rows])
+    def select(self, rows: slice | torch.Tensor, trim: bool = False) -> "PackedBatch":
+        """The rows `rows`; `trim`: `width` set to their longest row, so `token_logprobs` runs the model on
+        those columns only (token-budget micro-batches, trainer/algos/token_budget.py)."""
+        attention_mask = self.attention_mask[rows]
+        width = None
+        if trim and len(attention_mask) > 0:
+            width = max(2, int(attention_mask.any(0).nonzero().max()) + 1)
+        return PackedBatch(self.input_ids[rows], attention_mask, self.completion_mask[rows], width)
+
+    def lengths(self) -> torch.Tensor:
+        """[N] tokens per row, padding excluded."""
+        return self.attention_mask.sum(1)
 
     @staticmethod
     def empty() -> "PackedBatch":
@@ -81,15 +94,17 @@ def token_logprobs(model, batch: PackedBatch, temperature: float = 1.0, with_ent
     if len(columns) == 0:  # no completion token at all: nothing to skip, keep the graph
         return _all_positions(model, batch, temperature, with_entropy, chunk_tokens)
     first = int(columns[0])  # the first column any row predicts a completion token in
-    keep = mask.shape[1] - first  # columns first..L-2
+    width = batch.width or batch.input_ids.shape[1]  # W: the model sees columns 0..W-1 (past them: padding)
+    input_ids, attention_mask = batch.input_ids[:, :width], batch.attention_mask[:, :width]  # [N, W]
+    keep = width - 1 - first  # columns first..W-2
     if _takes_logits_to_keep(model):
-        logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
-                       logits_to_keep=keep + 1).logits[:, :-1]  # [N, keep, V]: positions first..L-2
+        logits = model(input_ids=input_ids, attention_mask=attention_mask,
+                       logits_to_keep=keep + 1).logits[:, :-1]  # [N, keep, V]: positions first..W-2
     else:
-        logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits  # [N, L, V]
+        logits = model(input_ids=input_ids, attention_mask=attention_mask).logits  # [N, W, V]
         logits = logits[:, first:-1]  # [N, keep, V]
-    selected = mask[:, first:]  # [N, keep]
-    targets = batch.input_ids[:, first + 1 :][selected]  # [M], M = completion tokens
+    selected = mask[:, first:width - 1]  # [N, keep]
+    targets = input_ids[:, first + 1 :][selected]  # [M], M = completion tokens
     picked, picked_entropy = logprobs_from_logits(logits[selected], targets, temperature, with_entropy,
                                                   chunk_tokens)  # [M]
     logprobs = picked.new_zeros(mask.shape).masked_scatter(mask, picked)  # [N, L-1]
