@@ -34,6 +34,9 @@ PPO = ["algo=ppo", "algo.objective=penalty", "algo.beta=0.04", "algo.mu=2"]
 REINFORCE_MEAN = ["algo=reinforce", "algo.baseline=mean"]
 # online dpo: each rank pairs its own groups (some ranks none): pairs counted over ranks, empty micro-batches
 DPO_ONLINE = ["algo=dpo", "algo.dpo_updates_per_round=2"]
+# token-budget micro-batches (trainer/algos/token_budget.py) after DAPO's filter: each rank plans its own rows,
+# so the ranks run different numbers of micro-batches (the fewer run empty ones)
+DAPO_BUDGET = ["algo=dapo", "train.max_tokens_per_micro_batch=64"]
 
 
 def _overrides(model_path: Path, output_dir: Path, strategy: str, algo: list[str] = DAPO) -> list[str]:
@@ -123,7 +126,8 @@ def test_two_ranks_train_to_the_single_process_weights(tiny_lm_sft, compose_trai
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("algo", [PPO, REINFORCE_MEAN, DPO_ONLINE], ids=["ppo", "reinforce-mean", "dpo-online"])
+@pytest.mark.parametrize("algo", [PPO, REINFORCE_MEAN, DPO_ONLINE, DAPO_BUDGET],
+                         ids=["ppo", "reinforce-mean", "dpo-online", "dapo-token-budget"])
 def test_two_ddp_ranks_train_ppo_dpo_and_batch_baselines_to_the_single_process_weights(tiny_lm_sft, compose_train,
                                                                                        tmp_path, algo):
     single_run = tmp_path / "none"

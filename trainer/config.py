@@ -188,6 +188,12 @@ class TrainLoopConfig:
     prompts_per_step: int = 8
     completions_per_prompt: int = 8
     micro_batch_size: int = 64  # completions per forward/backward; the step accumulates over micro-batches
+    # > 0: the policy's log-softmax and gather over the vocabulary run this many completion tokens at a time,
+    # never holding the float32 [tokens, vocab] matrix (trainer/models/chunked_logprobs.py); 0: all at once
+    logprob_chunk_tokens: int = 0
+    # > 0: micro-batches filled by this many (padded) tokens, rows sorted by length, instead of micro_batch_size
+    # rows; the same loss and gradient, less padding computed (trainer/algos/token_budget.py); 0: off
+    max_tokens_per_micro_batch: int = 0
     save_every: int = 100
     eval_every: int = 50
     eval_prompts: int = 200

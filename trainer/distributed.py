@@ -135,11 +135,14 @@ def loss_scale() -> float:
     return float(world_size())
 
 
-def global_counts(num_sequences: int, num_tokens: torch.Tensor, micro_batch_size: int):
+def global_counts(num_sequences: int, num_tokens: torch.Tensor, micro_batch_size: int,
+                  micro_batches: int | None = None):
     """(sequences, tokens) summed over ranks and the number of micro-batches every rank must run (the max).
 
-    One process: `(num_sequences, num_tokens, ceil(num_sequences / micro_batch_size))` unchanged."""
-    micro_batches = math.ceil(num_sequences / micro_batch_size)
+    One process: `(num_sequences, num_tokens, ceil(num_sequences / micro_batch_size))` unchanged.
+    `micro_batches`: this rank's count when the rows are not cut by `micro_batch_size` (a token budget)."""
+    if micro_batches is None:
+        micro_batches = math.ceil(num_sequences / micro_batch_size)
     if world_size() == 1:
         return num_sequences, num_tokens, micro_batches
     sums = torch.tensor([float(num_sequences), float(num_tokens)], dtype=torch.float64)

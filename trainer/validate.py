@@ -53,7 +53,17 @@ def validate_train_config(cfg) -> None:
     train = cfg.train
     for name in ("steps", "prompts_per_step", "micro_batch_size", "save_every", "eval_every", "eval_prompts"):
         need(train[name] >= 1, f"train.{name}={train[name]} must be >= 1")
+    need(train.logprob_chunk_tokens >= 0,
+         f"train.logprob_chunk_tokens={train.logprob_chunk_tokens} must be >= 0 (0: off)")
+    need(train.max_tokens_per_micro_batch >= 0,
+         f"train.max_tokens_per_micro_batch={train.max_tokens_per_micro_batch} must be >= 0 (0: off)")
     family = ALGORITHMS[cfg.algo.name].family
+    need(train.max_tokens_per_micro_batch == 0 or family != "natural_gradient",
+         f"train.max_tokens_per_micro_batch={train.max_tokens_per_micro_batch}: algo={cfg.algo.name} takes its own "
+         f"natural-gradient step over micro_batch_size rows (trainer/algos/trpo.py); set it to 0")
+    need(train.logprob_chunk_tokens == 0 or family != "natural_gradient",
+         f"train.logprob_chunk_tokens={train.logprob_chunk_tokens}: algo={cfg.algo.name} computes whole "
+         f"distributions for its KL (trainer/algos/trpo.py), which nothing chunks; set it to 0")
     group_baseline = family == "group" or (family in ("policy_gradient", "natural_gradient")
                                            and cfg.algo.baseline == "rloo")
     need(train.completions_per_prompt >= 2 or not group_baseline,

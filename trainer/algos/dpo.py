@@ -59,9 +59,14 @@ class PairBatch:
     def __len__(self) -> int:
         return len(self.sequences) // 2
 
-    def select(self, pairs: torch.Tensor) -> "PairBatch":
+    def select(self, pairs: torch.Tensor, trim: bool = False) -> "PairBatch":
         rows = torch.cat([pairs, pairs + len(self)])  # [2p]
-        return PairBatch(self.sequences.select(rows), self.ref_logps[rows])
+        return PairBatch(self.sequences.select(rows, trim), self.ref_logps[rows])
+
+    def pair_lengths(self) -> torch.Tensor:
+        """[P] each pair's padded cost: twice its longer sequence (a token budget's measure)."""
+        lengths = self.sequences.lengths()  # [2P]
+        return 2 * torch.maximum(lengths[: len(self)], lengths[len(self):])
 
 
 def pack_pairs(pairs: list[Pair], prompt_of, completion_of, pad_id: int) -> PackedBatch:
@@ -140,13 +145,15 @@ def dpo_update(ctx, batch: PairBatch) -> dict:
     algo = ctx.cfg.algo
     # with ranks: pairs counted over all of them, and as many micro-batches as the busiest rank (empty ones
     # run a zero-weight pass, trainer/distributed.py); one process: len(batch) and its own count
-    counts = batch_counts(len(batch), torch.tensor(0.0), max(1, ctx.cfg.train.micro_batch_size // 2))
+    counts = batch_counts(len(batch), torch.tensor(0.0), max(1, ctx.cfg.train.micro_batch_size // 2),
+                          batch.pair_lengths(), ctx.cfg.train.max_tokens_per_micro_batch)
     pair_index = torch.arange(len(batch))  # [P]
 
     def micro_loss(rows: slice) -> MicroLoss:
-        micro = batch.select(pair_index[rows])
+        micro = batch.select(pair_index[rows], trim=counts.trim)
         n = len(micro)
-        logprobs = token_logprobs(ctx.model, micro.sequences)[0]  # [2n, L-1]
+        logprobs = token_logprobs(ctx.model, micro.sequences,
+                                  chunk_tokens=ctx.cfg.train.logprob_chunk_tokens)[0]  # [2n, L-1]
         mask = micro.sequences.completion_mask  # [2n, L-1]
         logps = (logprobs * mask).sum(-1)  # [2n]
         lengths = mask.sum(-1)  # [2n]

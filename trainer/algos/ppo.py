@@ -36,6 +36,7 @@ from __future__ import annotations
 import copy
 
 import torch
+import torch.nn.functional as F
 
 from rlvr.trainer.algos.advantages import gae, masked_mean_var, whiten
 from rlvr.trainer.algos.update import MicroLoss, accumulate_and_step, batch_counts
@@ -85,17 +86,23 @@ def build_critic(model, kind: str = "head") -> torch.nn.Module:
     raise ValueError(f"unknown critic {kind!r}; expected one of {CRITICS}")
 
 
-def logprobs_and_values(model, critic, batch, temperature: float):
+def logprobs_and_values(model, critic, batch, temperature: float, chunk_tokens: int = 0):
     """(logprobs [N, L-1], values [N, L-1], entropy [N, L-1]); column t's value is the state after
     token t, i.e. before the token whose logprob sits in column t."""
     separate = isinstance(critic, CriticModel)
-    out = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, output_hidden_states=not separate)
-    logprobs, entropy = logprobs_from_logits(out.logits[:, :-1], batch.input_ids[:, 1:], temperature,
-                                             with_entropy=True)  # [N, L-1], [N, L-1]
+    width = batch.width or batch.input_ids.shape[1]  # W: past it every row is padding (a trimmed micro-batch)
+    input_ids = batch.input_ids[:, :width]  # [N, W]
+    out = model(input_ids=input_ids, attention_mask=batch.attention_mask[:, :width], output_hidden_states=not separate)
+    logprobs, entropy = logprobs_from_logits(out.logits[:, :-1], input_ids[:, 1:], temperature,
+                                             with_entropy=True, chunk_tokens=chunk_tokens)  # [N, W-1], [N, W-1]
     if separate:
         values = critic(batch)  # [N, L-1]
     else:
-        values = critic(out.hidden_states[-1][:, :-1].float()).squeeze(-1)  # [N, L-1]
+        values = critic(out.hidden_states[-1][:, :-1].float()).squeeze(-1)  # [N, W-1]
+    padding = batch.input_ids.shape[1] - width  # back to [N, L-1]: 0 in the padding columns, which no loss reads
+    if padding:
+        logprobs, entropy = F.pad(logprobs, (0, padding)), F.pad(entropy, (0, padding))
+        values = values if separate else F.pad(values, (0, padding))
     return logprobs, values, entropy
 
 
@@ -131,12 +138,13 @@ def ppo_step(ctx, step: int) -> tuple[dict, list[dict]]:
 
     penalty_beta = ctx.state.setdefault("penalty_beta", algo.penalty_beta)
     # under torchrun: the whole batch's counts (every rank holds the same number of rows, so the same chunks)
-    counts = batch_counts(len(batch), mask.sum(), micro_batch_size)
+    counts = batch_counts(len(batch), mask.sum(), micro_batch_size, batch.lengths(), cfg.train.max_tokens_per_micro_batch)
     sizes = dict(max_tokens=cfg.rollout.max_new_tokens, num_sequences=counts.sequences, num_tokens=counts.tokens)
 
     def micro_loss(rows: slice) -> MicroLoss:
-        micro = batch.select(rows)
-        logprobs, values, entropy = logprobs_and_values(ctx.model, ctx.critic, micro, temperature)
+        micro = batch.select(rows, trim=counts.trim)
+        logprobs, values, entropy = logprobs_and_values(ctx.model, ctx.critic, micro, temperature,
+                                                        cfg.train.logprob_chunk_tokens)
         if algo.objective == "penalty":
             pg_loss, parts = ppo_penalty_loss(logprobs, old_logprobs[rows], advantages[rows], micro.completion_mask,
                                               penalty_beta, aggregation=algo.aggregation, **sizes)

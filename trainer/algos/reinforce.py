@@ -29,18 +29,21 @@ def reinforce_step(ctx, step: int) -> tuple[dict, list[dict]]:
     advantages = outcome_advantages(sampled.rewards, algo.baseline, total=global_sum).flatten()  # [B*G], all ranks
     batch = sampled.batch
     # with ranks: counts over all ranks and the busiest rank's micro-batch count (trainer/distributed.py)
-    counts = batch_counts(len(batch), batch.completion_mask.sum(), cfg.train.micro_batch_size)
+    counts = batch_counts(len(batch), batch.completion_mask.sum(), cfg.train.micro_batch_size, batch.lengths(),
+                          cfg.train.max_tokens_per_micro_batch)
     sizes = dict(max_tokens=cfg.rollout.max_new_tokens, num_sequences=counts.sequences, num_tokens=counts.tokens)
 
     def micro_loss(rows: slice) -> MicroLoss:
-        micro = batch.select(rows)
-        logprobs, entropy = token_logprobs(ctx.model, micro, cfg.rollout.temperature, with_entropy=True)  # [n, L-1]
+        micro = batch.select(rows, trim=counts.trim)
+        logprobs, entropy = token_logprobs(ctx.model, micro, cfg.rollout.temperature, with_entropy=True,
+                                           chunk_tokens=cfg.train.logprob_chunk_tokens)  # [n, L-1]
         loss, _ = reinforce_loss(logprobs, advantages[rows], micro.completion_mask, aggregation=algo.aggregation,
                                  **sizes)
         sums = {}
         if algo.beta:
             with torch.no_grad():
-                ref = token_logprobs(ctx.reference, micro, cfg.rollout.temperature)[0]  # [n, L-1]
+                ref = token_logprobs(ctx.reference, micro, cfg.rollout.temperature,
+                                     chunk_tokens=cfg.train.logprob_chunk_tokens)[0]  # [n, L-1]
             kl = kl_penalty(logprobs, ref, algo.kl_estimator)  # [n, L-1]
             loss = loss + algo.beta * aggregate(kl, micro.completion_mask, algo.aggregation, **sizes)
             sums["kl"] = ((kl * micro.completion_mask).sum() / counts.tokens).item()

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from rlvr.trainer.algos.token_budget import token_budget_micro_batches
 from rlvr.trainer.distributed import global_counts, loss_scale, reduce_gradients
 
 
@@ -40,17 +41,31 @@ class Counts:
     tokens: torch.Tensor  # [] completion tokens over all ranks
     micro_batches: int  # the busiest rank's number of micro-batches (every rank runs this many)
     micro_batch_size: int  # rows per micro-batch
+    plan: tuple | None = None  # token budget (token_budget.py): each micro-batch's row indices on this rank
 
-    def rows(self, index: int) -> slice:
-        """Micro-batch `index`'s rows; past this rank's last row the slice selects none."""
+    @property
+    def trim(self) -> bool:
+        """Whether micro-batches drop the padding columns past their longest row (token-budget batches)."""
+        return self.plan is not None
+
+    def rows(self, index: int) -> slice | torch.Tensor:
+        """Micro-batch `index`'s rows; past this rank's last row the slice (or index) selects none."""
+        if self.plan is not None:
+            return self.plan[index] if index < len(self.plan) else torch.zeros(0, dtype=torch.long)
         return slice(index * self.micro_batch_size, (index + 1) * self.micro_batch_size)
 
 
-def batch_counts(num_rows: int, num_tokens: torch.Tensor, micro_batch_size: int) -> Counts:
+def batch_counts(num_rows: int, num_tokens: torch.Tensor, micro_batch_size: int,
+                 lengths: torch.Tensor | None = None, max_tokens: int = 0) -> Counts:
     """The counts a loss normalises by: this rank's rows and completion tokens summed over ranks
-    (a collective under torchrun; every rank must call it)."""
-    sequences, tokens, micro_batches = global_counts(num_rows, num_tokens, micro_batch_size)
-    return Counts(sequences, tokens, micro_batches, micro_batch_size)
+    (a collective under torchrun; every rank must call it). `max_tokens > 0` with `lengths` [rows]:
+    micro-batches by that token budget (token_budget.py) instead of `micro_batch_size` rows."""
+    if max_tokens <= 0:
+        sequences, tokens, micro_batches = global_counts(num_rows, num_tokens, micro_batch_size)
+        return Counts(sequences, tokens, micro_batches, micro_batch_size)
+    plan = tuple(token_budget_micro_batches(lengths, max_tokens))
+    sequences, tokens, micro_batches = global_counts(num_rows, num_tokens, micro_batch_size, len(plan))
+    return Counts(sequences, tokens, micro_batches, micro_batch_size, plan)
 
 
 @dataclass

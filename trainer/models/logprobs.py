@@ -15,18 +15,33 @@ from dataclasses import dataclass
 
 import torch
 
+from rlvr.trainer.models.chunked_logprobs import chunked_logprobs_from_logits
+
 
 @dataclass
 class PackedBatch:
     input_ids: torch.Tensor  # [N, L]
     attention_mask: torch.Tensor  # [N, L]
     completion_mask: torch.Tensor  # [N, L-1] float, 1 on completion tokens
+    # columns the model needs (past them every row is padding); None: all L. Tensors keep their width L,
+    # so a loss lines the results up with the whole batch's per-row tensors
+    width: int | None = None
 
     def __len__(self) -> int:
         return self.input_ids.shape[0]
 
-    def select(self, rows: slice | torch.Tensor) -> "PackedBatch":
-        return PackedBatch(self.input_ids[rows], self.attention_mask[rows], self.completion_mask[rows])
+    def select(self, rows: slice | torch.Tensor, trim: bool = False) -> "PackedBatch":
+        """The rows `rows`; `trim`: `width` set to their longest row, so `token_logprobs` runs the model on
+        those columns only (token-budget micro-batches, trainer/algos/token_budget.py)."""
+        attention_mask = self.attention_mask[rows]
+        width = None
+        if trim and len(attention_mask) > 0:
+            width = max(2, int(attention_mask.any(0).nonzero().max()) + 1)
+        return PackedBatch(self.input_ids[rows], attention_mask, self.completion_mask[rows], width)
+
+    def lengths(self) -> torch.Tensor:
+        """[N] tokens per row, padding excluded."""
+        return self.attention_mask.sum(1)
 
     @staticmethod
     def empty() -> "PackedBatch":
@@ -57,7 +72,8 @@ def pack(prompt_ids: list[list[int]], completion_ids: list[list[int]], pad_id: i
     return PackedBatch(input_ids, attention_mask, completion_mask)
 
 
-def token_logprobs(model, batch: PackedBatch, temperature: float = 1.0, with_entropy: bool = False):
+def token_logprobs(model, batch: PackedBatch, temperature: float = 1.0, with_entropy: bool = False,
+                   chunk_tokens: int = 0):
     """log p(sampled token) at every completion position, under logits / temperature (as the engine sampled).
 
     Returns `(logprobs [N, L-1], entropy [N, L-1] or None)`, both 0 outside `completion_mask`
@@ -69,32 +85,39 @@ def token_logprobs(model, batch: PackedBatch, temperature: float = 1.0, with_ent
     on (HF's `logits_to_keep=K`), and log-softmax and entropy run only on completion tokens. On the
     0.84M tiny model (vocabulary 512) this cut forward + backward by about 5% (BENCHMARKS.md); the
     share grows with the vocabulary (150k for Qwen2.5) and with the prompt's share of the row.
+
+    `chunk_tokens > 0` (`train.logprob_chunk_tokens`): the log-softmax and gather run that many
+    completion tokens at a time (chunked_logprobs.py), never holding the float32 [M, V] matrix.
     """
     mask = batch.completion_mask.bool()  # [N, L-1]
     columns = mask.any(0).nonzero()  # [C, 1]
     if len(columns) == 0:  # no completion token at all: nothing to skip, keep the graph
-        return _all_positions(model, batch, temperature, with_entropy)
+        return _all_positions(model, batch, temperature, with_entropy, chunk_tokens)
     first = int(columns[0])  # the first column any row predicts a completion token in
-    keep = mask.shape[1] - first  # columns first..L-2
+    width = batch.width or batch.input_ids.shape[1]  # W: the model sees columns 0..W-1 (past them: padding)
+    input_ids, attention_mask = batch.input_ids[:, :width], batch.attention_mask[:, :width]  # [N, W]
+    keep = width - 1 - first  # columns first..W-2
     if _takes_logits_to_keep(model):
-        logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
-                       logits_to_keep=keep + 1).logits[:, :-1]  # [N, keep, V]: positions first..L-2
+        logits = model(input_ids=input_ids, attention_mask=attention_mask,
+                       logits_to_keep=keep + 1).logits[:, :-1]  # [N, keep, V]: positions first..W-2
     else:
-        logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits  # [N, L, V]
+        logits = model(input_ids=input_ids, attention_mask=attention_mask).logits  # [N, W, V]
         logits = logits[:, first:-1]  # [N, keep, V]
-    selected = mask[:, first:]  # [N, keep]
-    targets = batch.input_ids[:, first + 1 :][selected]  # [M], M = completion tokens
-    picked, picked_entropy = logprobs_from_logits(logits[selected], targets, temperature, with_entropy)  # [M]
+    selected = mask[:, first:width - 1]  # [N, keep]
+    targets = input_ids[:, first + 1 :][selected]  # [M], M = completion tokens
+    picked, picked_entropy = logprobs_from_logits(logits[selected], targets, temperature, with_entropy,
+                                                  chunk_tokens)  # [M]
     logprobs = picked.new_zeros(mask.shape).masked_scatter(mask, picked)  # [N, L-1]
     entropy = None if picked_entropy is None else picked.new_zeros(mask.shape).masked_scatter(mask, picked_entropy)
     return logprobs, entropy
 
 
-def _all_positions(model, batch: PackedBatch, temperature: float, with_entropy: bool):
+def _all_positions(model, batch: PackedBatch, temperature: float, with_entropy: bool, chunk_tokens: int = 0):
     """The plain computation at every position: for a batch without completion tokens (an empty
     micro-batch on a distributed rank), whose forward must still reach every parameter."""
     logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits  # [N, L, V]
-    return logprobs_from_logits(logits[:, :-1], batch.input_ids[:, 1:], temperature, with_entropy)  # [N, L-1]
+    return logprobs_from_logits(logits[:, :-1], batch.input_ids[:, 1:], temperature, with_entropy,
+                                chunk_tokens)  # [N, L-1]
 
 
 def log_distributions(model, batch: PackedBatch, temperature: float = 1.0) -> torch.Tensor:
@@ -114,9 +137,13 @@ def pick(log_dist: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     return log_dist.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
 
 
-def logprobs_from_logits(logits: torch.Tensor, targets: torch.Tensor, temperature: float, with_entropy: bool = False):
+def logprobs_from_logits(logits: torch.Tensor, targets: torch.Tensor, temperature: float, with_entropy: bool = False,
+                         chunk_tokens: int = 0):
     """[..., V] logits, [...] targets -> (logprobs [...], entropy [...] or None): the one place the
-    log-softmax and the gather are written (`token_logprobs`, PPO's policy-and-value forward)."""
+    log-softmax and the gather are written (`token_logprobs`, PPO's policy-and-value forward).
+    `chunk_tokens > 0`: the same numbers, `chunk_tokens` positions at a time (chunked_logprobs.py)."""
+    if chunk_tokens > 0:
+        return chunked_logprobs_from_logits(logits, targets, temperature, with_entropy, chunk_tokens)
     log_dist = log_softmax(logits, temperature)  # [..., V]
     entropy = None
     if with_entropy:
