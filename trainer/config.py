@@ -5,6 +5,10 @@ dataclasses. Sizes carry their units: `prompts_per_step` counts prompts,
 `completions_per_prompt` counts samples per prompt, `micro_batch_size` counts completions.
 `env` stays an open mapping: each environment validates its own parameters when built
 (its error names the parameter), and plugin environments bring parameters rlvr cannot know.
+
+Over 300 lines on purpose: it is the whole schema, one dataclass per config section and per algorithm
+family, each field with its unit and meaning; split across files, the keys a reader looks up together
+(what `train.*` or `algo.*` accepts) would be in several places.
 """
 
 from __future__ import annotations
