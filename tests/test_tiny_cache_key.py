@@ -57,6 +57,14 @@ def test_key_changes_with_a_library_version(monkeypatch, library):
     assert _path(env) != before
 
 
+def test_key_changes_with_the_cpu_kernel_level(monkeypatch):
+    env = load_env("arithmetic", digits=1)
+    before = _path(env)
+    level = tiny_model.torch.backends.cpu.get_cpu_capability()
+    monkeypatch.setattr(tiny_model.torch.backends.cpu, "get_cpu_capability", lambda: level + "_OTHER")
+    assert _path(env) != before
+
+
 def test_key_changes_with_the_code_that_builds_and_scores(monkeypatch):
     env = load_env("arithmetic", digits=1)
     before = _path(env)

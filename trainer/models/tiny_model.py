@@ -12,7 +12,7 @@ the source of every rlvr module the build runs, found by following `rlvr` import
 this file, the environment's class and the verifiers that score it (a change to the warm start, the
 evaluation, the prompt rendering, the environment's rows or its scoring rebuilds the model); the
 versions of Python, torch, transformers and tokenizers, whose kernels and initialisers change the
-numbers; and the machine's architecture. A cached model built by other code or libraries is
+numbers; and the machine's architecture and the CPU kernel level torch dispatches to (AVX2, AVX512, ...). A cached model built by other code or libraries is
 therefore never reused. The build itself is deterministic: two builds with the same key in two
 empty caches give byte-identical weights.
 """
@@ -88,7 +88,8 @@ def build_fingerprint(env) -> dict:
         "sources": rlvr_sources([__name__, type(env).__module__, *scorers]),
         "python": ".".join(map(str, sys.version_info[:2])), "torch": torch.__version__,
         "transformers": transformers.__version__, "tokenizers": tokenizers.__version__,
-        "machine": platform.machine(),
+        # the kernels torch dispatches to (AVX2, AVX512, ...) round differently: another level, another model
+        "machine": platform.machine(), "cpu": torch.backends.cpu.get_cpu_capability(),
     }
 
 
