@@ -25,10 +25,7 @@ SCREEN_MODES = ("zero", "drop_group")
 
 def hacks_of(result) -> list[str]:
     """The hack kinds `result` carries, its own and its components', each once, in order of appearance."""
-    kinds = list(result.details.get("hacks", ()))
-    for part in result.details.get("components", {}).values():
-        kinds += part.get("details", {}).get("hacks", ())
-    return list(dict.fromkeys(kinds))
+    return list(dict.fromkeys(kind for kinds in _details_values(result, "hacks") for kind in kinds))
 
 
 def hack_metrics(results) -> dict:

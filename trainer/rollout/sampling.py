@@ -117,8 +117,9 @@ def step_metrics_and_samples(ctx, step: int, sampled: Sampled, timings: dict, up
 
     def completion(k: int) -> dict:
         logged = {"text": rollout.texts[k], **results[k].to_dict()}
-        if hacks_of(results[k]):  # the monitor's mark (hack_monitor.py)
-            logged["hacks"] = hacks_of(results[k])
+        hacks = hacks_of(results[k])
+        if hacks:  # the monitor's mark (hack_monitor.py)
+            logged["hacks"] = hacks
         if rollout.trajectories is not None:  # multi-turn: each turn's text with its loss mask
             logged["trajectory"] = trajectory_sample(ctx.tokenizer, rollout.trajectories[k])
         return logged
