@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 TORCH ?= torch==2.13.0
 
-.PHONY: demo test test-fast bench clean docker
+.PHONY: demo test test-fast bench gpu-check clean docker
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -63,6 +63,12 @@ bench: $(VENV)/.test docker
 	  args="$(BENCH_ARGS_$(basename $(notdir $(script))))"; echo "== $(script) $$args"; start=$$(date +%s); \
 	  $(BIN)/python $(script) $$args; echo "== $(script): $$(( $$(date +%s) - start )) s";) \
 	  echo "== make bench: $$(( $$(date +%s) - all )) s"
+
+# The first thing to run on a GPU machine (README "GPU check"): rlvr's device paths on a random-initialised
+# model of Qwen2-0.5B's shape, offline; GPU_CHECK_ARGS="--shape tiny --device cpu" runs it on CPU.
+GPU_CHECK_ARGS ?= --shape qwen2-0.5b
+gpu-check: $(VENV)/.test
+	$(BIN)/python bench/gpu_check.py $(GPU_CHECK_ARGS)
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info outputs

@@ -2,7 +2,7 @@
 
     python bench/bench_grpo_trl.py [--steps 10] [--warmup 2] [--rounds 2] [--prompts 8] [--group 8]
                                    [--max-new-tokens 16] [--temperature 1.0] [--beta 0.0] [--lr 1e-4]
-                                   [--threads 1] [--systems rlvr-hf,trl,rlvr-vllm]
+                                   [--threads 1] [--systems rlvr-hf,trl,rlvr-vllm] [--base-model DIR]
 
 Same for every system: the warm-started tiny model of `make demo` (built offline and cached under
 $RLVR_CACHE, default ~/.cache/rlvr; nothing downloads), the same prompt strings per step (the rows
@@ -349,6 +349,8 @@ def add_shared_arguments(parser, systems: str, plot: str) -> None:
                         help="torch threads in every system (0: torch's default); on a busy 2-core machine 2 threads spin")
     parser.add_argument("--systems", default=systems)
     parser.add_argument("--docs-plot", action="store_true", help=f"also copy the plot to {plot}")
+    parser.add_argument("--base-model", help="a local Hugging Face model directory (default: the warm-started tiny "
+                                             "model); bench/gpu_check.py --trl passes its random-initialised one")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--model", help=argparse.SUPPRESS)
     parser.add_argument("--result", help=argparse.SUPPRESS)
@@ -376,7 +378,7 @@ def main() -> None:
     if args.threads:  # the tiny model's warm start, when not cached yet, runs here
         torch.set_num_threads(args.threads)
     load_before = common.load_average()
-    model_path = tiny_model_path()
+    model_path = args.base_model or tiny_model_path()
     print(common.machine_line())
     print(f"model: {model_path}\nper step: {args.prompts} prompts x G={args.group}, {args.max_new_tokens} tokens, "
           f"temperature {args.temperature}, beta {args.beta}, lr {args.lr}; {args.warmup} warm-up + {args.steps} "
