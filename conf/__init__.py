@@ -1,4 +1,6 @@
 """Hydra configs for the `rlvr` commands (YAML only)."""
 
-if __name__ != "rlvr.conf":  # the folder is mapped to rlvr.conf; a bare `conf` is another package
-    raise ImportError("import this package as rlvr.conf, not as a bare 'conf' (see pyproject's package-dir)")
+if __name__ != "rlvr.conf":  # a bare `conf` (from the repository root) is the installed package of that name
+    from rlvr.bare_names import hand_over
+
+    hand_over(__name__, __file__)

@@ -2,10 +2,12 @@
 
 An environment never imports the trainer, a tokenizer or vLLM."""
 
-if __name__ != "rlvr.envs":  # the folder is mapped to rlvr.envs; a bare `envs` is another package
-    raise ImportError("import this package as rlvr.envs, not as a bare 'envs' (see pyproject's package-dir)")
+if __name__ != "rlvr.envs":  # a bare `envs` (from the repository root) is the installed package of that name
+    from rlvr.bare_names import hand_over
 
-from rlvr.envs.base import Env  # noqa: E402
-from rlvr.envs.registry import load_env, register_env  # noqa: E402
+    hand_over(__name__, __file__)
+else:
+    from rlvr.envs.base import Env
+    from rlvr.envs.registry import load_env, register_env
 
-__all__ = ["Env", "load_env", "register_env"]
+    __all__ = ["Env", "load_env", "register_env"]

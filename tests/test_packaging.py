@@ -1,5 +1,5 @@
-"""The wheel carries every subpackage, the Hydra YAML and the console script; bare folder names
-refuse to import. The wheel is built from a copy of the source tree, so the checkout is untouched."""
+"""The wheel carries every subpackage, the Hydra YAML and the console script; a bare folder name with no
+package of that name installed refuses to import (tests/test_bare_names.py: with one installed). The wheel is built from a copy of the source tree, so the checkout is untouched."""
 
 import importlib.util
 import shutil

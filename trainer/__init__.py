@@ -1,5 +1,7 @@
 """Training and evaluation: the loop here; rollout/, models/, algos/ and evaluation/ hold one concern each
 (docs/architecture.md)."""
 
-if __name__ != "rlvr.trainer":  # the folder is mapped to rlvr.trainer; a bare `trainer` is another package
-    raise ImportError("import this package as rlvr.trainer, not as a bare 'trainer' (see pyproject's package-dir)")
+if __name__ != "rlvr.trainer":  # a bare `trainer` (from the repository root) is the installed package of that name
+    from rlvr.bare_names import hand_over
+
+    hand_over(__name__, __file__)

@@ -1,10 +1,12 @@
 """Verifiers: score one completion against a record and return a typed `VerifyResult`."""
 
-if __name__ != "rlvr.verifiers":  # the folder is mapped to rlvr.verifiers; a bare `verifiers` is another package
-    raise ImportError("import this package as rlvr.verifiers, not as a bare 'verifiers' (see pyproject's package-dir)")
+if __name__ != "rlvr.verifiers":  # a bare `verifiers` (from the repository root) is the installed package of that name
+    from rlvr.bare_names import hand_over
 
-from rlvr.verifiers.result import Status, VerifyResult  # noqa: E402
-from rlvr.verifiers.registry import build_verifier, register_verifier  # noqa: E402
-from rlvr.verifiers.compose import build_reward  # noqa: E402
+    hand_over(__name__, __file__)
+else:
+    from rlvr.verifiers.result import Status, VerifyResult
+    from rlvr.verifiers.registry import build_verifier, register_verifier
+    from rlvr.verifiers.compose import build_reward
 
-__all__ = ["Status", "VerifyResult", "build_reward", "build_verifier", "register_verifier"]
+    __all__ = ["Status", "VerifyResult", "build_reward", "build_verifier", "register_verifier"]
