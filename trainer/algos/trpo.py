@@ -39,7 +39,8 @@ from torch.nn.utils import parameters_to_vector, vector_to_parameters
 from rlvr.trainer.algos.advantages import outcome_advantages
 from rlvr.trainer.models.logprobs import PackedBatch, log_distributions, pick
 from rlvr.trainer.algos.losses import aggregate, conjugate_gradient
-from rlvr.trainer.rollout.sampling import sample_and_score, step_metrics_and_samples, timed
+from rlvr.trainer.rollout.sampling import sample_and_score, skip_update, step_metrics_and_samples, timed, \
+    without_dropped_groups
 
 
 def trpo_step(ctx, step: int) -> tuple[dict, list[dict]]:
@@ -47,10 +48,13 @@ def trpo_step(ctx, step: int) -> tuple[dict, list[dict]]:
     cfg, algo = ctx.cfg, ctx.cfg.algo
     timings: dict[str, float] = {}
     sampled = sample_and_score(ctx, step, timings)
-    advantages = outcome_advantages(sampled.rewards, algo.baseline).flatten()  # [B*G]
+    trained, keep = without_dropped_groups(ctx, sampled)  # all rows unless reward.screen_mode=drop_group
+    if len(trained.batch) == 0:
+        return skip_update(ctx, step, sampled, timings)
+    advantages = outcome_advantages(trained.rewards, algo.baseline).flatten()  # [N]
     with timed(timings, "update"):
         update = natural_gradient_update(
-            ctx.model, sampled.batch, advantages, max_kl=algo.max_kl, cg_iters=algo.cg_iters,
+            ctx.model, trained.batch, advantages, max_kl=algo.max_kl, cg_iters=algo.cg_iters,
             cg_damping=algo.cg_damping, line_search_steps=algo.line_search_steps if algo.name == "trpo" else 0,
             backtrack_ratio=algo.backtrack_ratio, fisher_every=algo.fisher_every, aggregation=algo.aggregation,
             micro_batch_size=cfg.train.micro_batch_size, temperature=cfg.rollout.temperature,
@@ -59,7 +63,8 @@ def trpo_step(ctx, step: int) -> tuple[dict, list[dict]]:
     with timed(timings, "sync"):
         ctx.engine.sync_weights(ctx.model)
     return step_metrics_and_samples(ctx, step, sampled, timings, update,
-                                    {"zero_adv_frac": (advantages == 0).float().mean().item()})
+                                    {"zero_adv_frac": (advantages == 0).float().mean().item(),
+                                     **({"kept_frac": keep.float().mean().item()} if not keep.all() else {})})
 
 
 def natural_gradient_update(model, batch: PackedBatch, advantages, *, max_kl: float, cg_iters: int = 10,

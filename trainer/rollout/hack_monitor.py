@@ -9,9 +9,10 @@ Held-back tests (verifiers/code.py's `hidden_tests`): `tests/shown_pass`, `tests
 `hack/hidden_gap` (shown minus hidden: a policy that fits the shown cases alone widens it).
 
 Screening (`reward.screen=true`, trainer/reward_config.py): `reward.screen_mode=zero` gives each flagged
-completion reward 0; `drop_group` gives every completion of a group with a flagged one reward 0, so its
-group-relative advantages are all 0 (GRPO family: the group adds no gradient; REINFORCE/PPO still see
-reward 0). Screened results say `screened: true` in their details; `hack/screened_frac` is their share.
+completion reward 0; `drop_group` marks every completion of a group with a flagged one (reward 0 too), and
+every algorithm (GRPO family, REINFORCE, PPO, TRPO/NPG) then removes those groups from its loss
+(sampling.without_dropped_groups): they count in no baseline, whitening or normaliser; `kept_frac` is the
+share of rows trained on. Screened results say `screened: true` in their details; `hack/screened_frac` is their share.
 Negative rewards are left as they are (screening never raises a reward).
 """
 
