@@ -9,6 +9,8 @@ batch's completion tokens at theta = theta_old, applied to v as J^T H J v (kl_fi
 pass and one backward). The KL is the exact one over the vocabulary, so F is positive semi-definite;
 `algo.cg_damping` * I is added, as in the paper's code. `algo.fisher_every` = k estimates F on every k-th
 completion of the batch (OpenAI baselines' trpo_mpi: every 5th); the gradient and the line search use all.
+`reward.screen_mode=drop_group` removes screened groups before the baseline (`without_dropped_groups`); a step
+that drops every group makes no update.
 `algo=npg` takes the full step sqrt(2 delta / x.F x) x (the quadratic model's KL equals delta);
 `algo=trpo` then halves it (`algo.backtrack_ratio`) until the REAL mean KL <= `algo.max_kl` and the
 REAL surrogate improves, for at most `algo.line_search_steps` tries, and keeps theta_old if none holds.
