@@ -107,11 +107,13 @@ def test_a_control_runs_checkpoint_is_named_beside_the_real_one(tmp_path):
     models = model_specs(compose_eval([f"models=[{real},{tmp_path / 'ctrl'}]"]))
     assert [(m.label, m.reward) for m in models] == [("real/step_20", "env"), ("ctrl/step_20", "random")]
     assert model_specs(compose_eval([f"models=[{control}]"]))[0].reward == "random"
-    records = [{"model_path": m.path, "env": "arithmetic", "prompt_id": "p0", "sample": 0, "status": s, "reward": float(s == "correct"),
-                "vote": None, "details": {"hacks": ["hedge"]} if m.reward == "random" else {}, "response_tokens": 3,
+    records = [{"model_path": m.path, "env": "arithmetic", "prompt_id": "p0", "sample": 0, "status": s,
+                "reward": float(s == "correct"), "vote": None,
+                "details": {"hacks": ["hedge"]} if m.reward == "random" else {}, "response_tokens": 3,
                 "truncated": False} for m, s in zip(models, ("correct", "incorrect"))]
     settings = {"n_samples": 1, "temperature": 0.0, "top_p": 1.0, "max_new_tokens": 8, "seed": 0}
-    results = build_results(records, models, [EnvSpec("arithmetic", "arithmetic")], {"arithmetic": [{"id": "p0"}]}, settings)
+    results = build_results(records, models, [EnvSpec("arithmetic", "arithmetic")], {"arithmetic": [{"id": "p0"}]},
+                            settings)
     assert schema_errors(results, RESULTS_SCHEMA) == [] and [m["reward"] for m in results["models"]] == ["env", "random"]
     table = format_markdown(results)
     assert "| real/step_20 | 20 | 100.0% [100.0%, 100.0%] | 1.000 | 0.0% |" in table
