@@ -14,7 +14,7 @@ the fraction of tests passed; the status is correct only when all pass.
 Held-back tests: `hidden_tests=k` keeps each problem's last k cases (at most all but one) out of the
 prompt, which then lists the shown cases as examples; the reward uses the shown ones
 (`hidden_reward=shown`) or all (`both`), and every step logs `tests/shown_pass`, `tests/hidden_pass`
-and `hack/hidden_gap` (verifiers/code.py). Not done: `rlvr eval` does not report the gap.
+and `hack/hidden_gap` (verifiers/code.py); `rlvr eval` reports `shown_pass`, `hidden_pass` and `hidden_gap`.
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ from rlvr.trainer.models.logprobs import PackedBatch, token_logprobs
 from rlvr.trainer.algos.losses import grpo_loss, truncated_importance_weights
 from rlvr.trainer.algos.reward_shaping import overlong_penalty
 from rlvr.trainer.algos.dynamic_sampling import sample_until_full
-from rlvr.trainer.rollout.sampling import sample_and_score, step_metrics_and_samples, timed
+from rlvr.trainer.rollout.sampling import sample_and_score, step_metrics_and_samples, timed, without_dropped_groups
 
 
 def grpo_step(ctx, step: int) -> tuple[dict, list[dict]]:
@@ -54,6 +54,7 @@ def grpo_step(ctx, step: int) -> tuple[dict, list[dict]]:
         chosen = torch.ones(prompts_per_step, dtype=torch.bool)  # [B]
     # R = 1 sampling round unless dynamic sampling needed more
     keep = chosen.repeat_interleave(group_size)  # [R*B*G]
+    keep &= without_dropped_groups(ctx, sampled)[1]  # reward.screen_mode=drop_group: screened groups leave the batch
     lengths = torch.tensor([len(c) for c in sampled.rollout.completion_ids])  # [R*B*G]
     length_penalty = overlong_penalty(lengths, cfg.rollout.max_new_tokens, algo.overlong_buffer,
                                       algo.overlong_penalty).view_as(sampled.rewards)  # [R*B, G]

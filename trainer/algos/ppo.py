@@ -28,7 +28,9 @@ Departures from the paper:
 Under torchrun (`trainer.strategy=ddp`, `algo.critic=head`) each rank takes its share of the prompts;
 the counts, the whitening, the adaptive rule's KL and the value statistics are over all ranks, and
 the value head's gradient is averaged like the policy's, so 2 ranks train as 1 process would
-(tests/test_distributed.py).
+(tests/test_distributed.py). `reward.screen_mode=drop_group` removes screened groups before the
+values, GAE and whitening (`without_dropped_groups`); a step that drops every group makes no update
+(with ranks, a rank left without rows while another has some is not handled).
 """
 
 from __future__ import annotations
@@ -40,11 +42,12 @@ import torch.nn.functional as F
 
 from rlvr.trainer.algos.advantages import gae, masked_mean_var, whiten
 from rlvr.trainer.algos.update import MicroLoss, accumulate_and_step, batch_counts
-from rlvr.trainer.distributed import global_sum
+from rlvr.trainer.distributed import any_rows, global_sum
 from rlvr.trainer.models.logprobs import logprobs_from_logits, token_logprobs
 from rlvr.trainer.algos.losses import grpo_loss
 from rlvr.trainer.algos.ppo_losses import adaptive_beta, ppo_penalty_loss, value_loss
-from rlvr.trainer.rollout.sampling import sample_and_score, step_metrics_and_samples, timed
+from rlvr.trainer.rollout.sampling import sample_and_score, skip_update, step_metrics_and_samples, timed, \
+    without_dropped_groups
 
 
 CRITICS = ("head", "model")
@@ -122,7 +125,10 @@ def ppo_step(ctx, step: int) -> tuple[dict, list[dict]]:
     cfg, algo = ctx.cfg, ctx.cfg.algo
     timings: dict[str, float] = {}
     sampled = sample_and_score(ctx, step, timings)
-    batch, mask = sampled.batch, sampled.batch.completion_mask  # [N, L-1]
+    trained, keep = without_dropped_groups(ctx, sampled)  # all rows unless reward.screen_mode=drop_group
+    if not any_rows(len(trained.batch)):
+        return skip_update(ctx, step, sampled, timings)
+    batch, mask = trained.batch, trained.batch.completion_mask  # [N, L-1]
     micro_batch_size, temperature = cfg.train.micro_batch_size, cfg.rollout.temperature
     chunks = [slice(s, s + micro_batch_size) for s in range(0, len(batch), micro_batch_size)]
 
@@ -132,7 +138,7 @@ def ppo_step(ctx, step: int) -> tuple[dict, list[dict]]:
         old_values = torch.cat([o[1] for o in old]) * mask  # [N, L-1]
         ref_logprobs = (torch.cat([token_logprobs(ctx.reference, batch.select(c), temperature)[0] for c in chunks])
                         if algo.beta else None)  # [N, L-1]
-        rewards = token_rewards(sampled.rewards.flatten(), mask, old_logprobs, ref_logprobs, algo.beta)  # [N, L-1]
+        rewards = token_rewards(trained.rewards.flatten(), mask, old_logprobs, ref_logprobs, algo.beta)  # [N, L-1]
         advantages, returns = gae(rewards, old_values, mask, algo.gamma, algo.lam)  # [N, L-1], [N, L-1]
         advantages = whiten(advantages, mask, total=global_sum)  # [N, L-1] over all ranks' tokens
 
@@ -174,7 +180,8 @@ def ppo_step(ctx, step: int) -> tuple[dict, list[dict]]:
         ctx.engine.sync_weights(ctx.model)
     totals["value/mean"] = (global_sum((old_values * mask).sum()) / counts.tokens).item()
     totals["value/explained_var"] = _explained_variance(old_values, returns, mask)
-    return step_metrics_and_samples(ctx, step, sampled, timings, totals)
+    return step_metrics_and_samples(ctx, step, sampled, timings, totals,
+                                    {"kept_frac": keep.float().mean().item()} if not keep.all() else None)
 
 
 def _explained_variance(values, returns, mask) -> float:

@@ -8,6 +8,7 @@ G-1 completions of the same prompt: REINFORCE Leave-One-Out, Ahmadian et al. 202
 Departures: the update is a single gradient step on on-policy samples (no ratio, no clip), so
 `algo.mu`, the clip range and `rollout.importance_cap` are not used; `algo.beta > 0` adds
 beta * KL(pi_theta || pi_ref) to the loss as GRPO does (Williams had no reference model).
+`reward.screen_mode=drop_group` removes screened groups before the baseline (`without_dropped_groups`).
 """
 
 from __future__ import annotations
@@ -16,18 +17,19 @@ import torch
 
 from rlvr.trainer.algos.advantages import outcome_advantages
 from rlvr.trainer.algos.update import MicroLoss, accumulate_and_step, batch_counts
-from rlvr.trainer.distributed import global_sum
+from rlvr.trainer.distributed import any_rows, global_sum
 from rlvr.trainer.models.logprobs import token_logprobs
 from rlvr.trainer.algos.losses import aggregate, kl_penalty, reinforce_loss
-from rlvr.trainer.rollout.sampling import sample_and_score, step_metrics_and_samples, timed
+from rlvr.trainer.rollout.sampling import sample_and_score, step_metrics_and_samples, timed, without_dropped_groups
 
 
 def reinforce_step(ctx, step: int) -> tuple[dict, list[dict]]:
     cfg, algo = ctx.cfg, ctx.cfg.algo
     timings: dict[str, float] = {}
     sampled = sample_and_score(ctx, step, timings)
-    advantages = outcome_advantages(sampled.rewards, algo.baseline, total=global_sum).flatten()  # [B*G], all ranks
-    batch = sampled.batch
+    trained, keep = without_dropped_groups(ctx, sampled)  # all rows unless reward.screen_mode=drop_group
+    advantages = outcome_advantages(trained.rewards, algo.baseline, total=global_sum).flatten()  # [N], all ranks
+    batch = trained.batch
     # with ranks: counts over all ranks and the busiest rank's micro-batch count (trainer/distributed.py)
     counts = batch_counts(len(batch), batch.completion_mask.sum(), cfg.train.micro_batch_size, batch.lengths(),
                           cfg.train.max_tokens_per_micro_batch)
@@ -49,10 +51,13 @@ def reinforce_step(ctx, step: int) -> tuple[dict, list[dict]]:
             sums["kl"] = ((kl * micro.completion_mask).sum() / counts.tokens).item()
         return MicroLoss(loss, len(micro), micro.completion_mask, entropy, sums=sums)
 
-    with timed(timings, "update"):
-        totals = accumulate_and_step(micro_loss, counts, ctx.optimizer, ctx.model, cfg.optim.max_grad_norm)
+    totals = {}
+    if any_rows(len(batch)):  # every group dropped: no update (with ranks, all agree)
+        with timed(timings, "update"):
+            totals = accumulate_and_step(micro_loss, counts, ctx.optimizer, ctx.model, cfg.optim.max_grad_norm)
     ctx.scheduler.step()
     with timed(timings, "sync"):
         ctx.engine.sync_weights(ctx.model)
     return step_metrics_and_samples(ctx, step, sampled, timings, totals,
-                                    {"zero_adv_frac": (advantages == 0).float().mean().item()})
+                                    {"zero_adv_frac": (advantages == 0).float().mean().item() if len(advantages) else 1.0,
+                                     **({"kept_frac": keep.float().mean().item()} if not keep.all() else {})})

@@ -9,6 +9,8 @@ batch's completion tokens at theta = theta_old, applied to v as J^T H J v (kl_fi
 pass and one backward). The KL is the exact one over the vocabulary, so F is positive semi-definite;
 `algo.cg_damping` * I is added, as in the paper's code. `algo.fisher_every` = k estimates F on every k-th
 completion of the batch (OpenAI baselines' trpo_mpi: every 5th); the gradient and the line search use all.
+`reward.screen_mode=drop_group` removes screened groups before the baseline (`without_dropped_groups`); a step
+that drops every group makes no update.
 `algo=npg` takes the full step sqrt(2 delta / x.F x) x (the quadratic model's KL equals delta);
 `algo=trpo` then halves it (`algo.backtrack_ratio`) until the REAL mean KL <= `algo.max_kl` and the
 REAL surrogate improves, for at most `algo.line_search_steps` tries, and keeps theta_old if none holds.
@@ -39,7 +41,8 @@ from torch.nn.utils import parameters_to_vector, vector_to_parameters
 from rlvr.trainer.algos.advantages import outcome_advantages
 from rlvr.trainer.models.logprobs import PackedBatch, log_distributions, pick
 from rlvr.trainer.algos.losses import aggregate, conjugate_gradient
-from rlvr.trainer.rollout.sampling import sample_and_score, step_metrics_and_samples, timed
+from rlvr.trainer.rollout.sampling import sample_and_score, skip_update, step_metrics_and_samples, timed, \
+    without_dropped_groups
 
 
 def trpo_step(ctx, step: int) -> tuple[dict, list[dict]]:
@@ -47,10 +50,13 @@ def trpo_step(ctx, step: int) -> tuple[dict, list[dict]]:
     cfg, algo = ctx.cfg, ctx.cfg.algo
     timings: dict[str, float] = {}
     sampled = sample_and_score(ctx, step, timings)
-    advantages = outcome_advantages(sampled.rewards, algo.baseline).flatten()  # [B*G]
+    trained, keep = without_dropped_groups(ctx, sampled)  # all rows unless reward.screen_mode=drop_group
+    if len(trained.batch) == 0:
+        return skip_update(ctx, step, sampled, timings)
+    advantages = outcome_advantages(trained.rewards, algo.baseline).flatten()  # [N]
     with timed(timings, "update"):
         update = natural_gradient_update(
-            ctx.model, sampled.batch, advantages, max_kl=algo.max_kl, cg_iters=algo.cg_iters,
+            ctx.model, trained.batch, advantages, max_kl=algo.max_kl, cg_iters=algo.cg_iters,
             cg_damping=algo.cg_damping, line_search_steps=algo.line_search_steps if algo.name == "trpo" else 0,
             backtrack_ratio=algo.backtrack_ratio, fisher_every=algo.fisher_every, aggregation=algo.aggregation,
             micro_batch_size=cfg.train.micro_batch_size, temperature=cfg.rollout.temperature,
@@ -59,7 +65,8 @@ def trpo_step(ctx, step: int) -> tuple[dict, list[dict]]:
     with timed(timings, "sync"):
         ctx.engine.sync_weights(ctx.model)
     return step_metrics_and_samples(ctx, step, sampled, timings, update,
-                                    {"zero_adv_frac": (advantages == 0).float().mean().item()})
+                                    {"zero_adv_frac": (advantages == 0).float().mean().item(),
+                                     **({"kept_frac": keep.float().mean().item()} if not keep.all() else {})})
 
 
 def natural_gradient_update(model, batch: PackedBatch, advantages, *, max_kl: float, cg_iters: int = 10,

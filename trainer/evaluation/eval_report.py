@@ -5,6 +5,12 @@ k <= n_samples, maj@k, its percentile-bootstrap 95% interval for pass@1 (prompts
 mean reward, mean reward of each verifier of the env's composite, counts per status, response
 length in tokens (mean; p50/p95 by nearest rank), truncation rate, and `greedy_accuracy` when
 the samples were greedy (temperature=0). The layout is `RESULTS_SCHEMA` (README documents it).
+
+Reward hacking, as the training loop's monitor counts it (trainer/rollout/hack_monitor.py): `hack_rate`
+(share of samples whose details name any hack kind, its own or a component's), `hack_rates` (share per
+kind), and for envs with held-back tests `shown_pass`, `hidden_pass` and `hidden_gap` (means over the
+samples that carry them; null for other envs). Each run's training reward (`reward.kind` in its
+config.yaml: env, or a control such as random) goes with its models, so a control reads beside a real run.
 """
 
 from __future__ import annotations
@@ -16,16 +22,18 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from rlvr.trainer.evaluation.passk import bootstrap_ci, maj_at_k, mean_pass_at_k
+from rlvr.trainer.rollout.hack_monitor import details_values, hacks_in
 
 SCHEMA_VERSION = 1
 _NUM = {"type": "number"}
 _FRACTION = {"type": "number", "minimum": 0, "maximum": 1}
+_FRACTION_OR_NULL = {"type": ["number", "null"], "minimum": 0, "maximum": 1}
 _BY_K = {"type": "object", "patternProperties": {"^[1-9][0-9]*$": _FRACTION}, "additionalProperties": False}
 RESULT_SCHEMA = {
     "type": "object",
     "required": ["model", "env", "n_prompts", "n_samples", "greedy", "pass@1", "pass@1_ci95", "pass@k", "maj@k",
                  "greedy_accuracy", "reward_mean", "verifier_means", "status_counts", "response_tokens",
-                 "truncated_frac"],
+                 "truncated_frac", "hack_rate", "hack_rates", "shown_pass", "hidden_pass", "hidden_gap"],
     "additionalProperties": False,
     "properties": {
         "model": {"type": "string"}, "env": {"type": "string"},
@@ -41,6 +49,10 @@ RESULT_SCHEMA = {
         "response_tokens": {"type": "object", "required": ["mean", "p50", "p95"], "additionalProperties": False,
                             "properties": {"mean": _NUM, "p50": _NUM, "p95": _NUM}},
         "truncated_frac": _FRACTION,
+        "hack_rate": _FRACTION,
+        "hack_rates": {"type": "object", "additionalProperties": _FRACTION},
+        "shown_pass": _FRACTION_OR_NULL, "hidden_pass": _FRACTION_OR_NULL,
+        "hidden_gap": {"type": ["number", "null"], "minimum": -1, "maximum": 1},
     },
 }
 RESULTS_SCHEMA = {
@@ -51,9 +63,10 @@ RESULTS_SCHEMA = {
         "schema_version": {"type": "integer"},
         "settings": {"type": "object", "required": ["n_samples", "temperature", "max_new_tokens", "seed"]},
         "models": {"type": "array", "items": {
-            "type": "object", "required": ["label", "path", "step", "run"], "additionalProperties": False,
+            "type": "object", "required": ["label", "path", "step", "run", "reward"], "additionalProperties": False,
             "properties": {"label": {"type": "string"}, "path": {"type": "string"},
-                           "step": {"type": ["integer", "null"]}, "run": {"type": ["string", "null"]}}}},
+                           "step": {"type": ["integer", "null"]}, "run": {"type": ["string", "null"]},
+                           "reward": {"type": ["string", "null"]}}}},
         "envs": {"type": "array", "items": {
             "type": "object", "required": ["label", "name", "split", "params", "n_prompts"], "additionalProperties": False,
             "properties": {"label": {"type": "string"}, "name": {"type": "string"}, "split": {"type": "string"},
@@ -134,7 +147,22 @@ def compute_metrics(samples_by_prompt: list[list[dict]], n_samples: int, greedy:
         "response_tokens": {"mean": sum(lengths) / len(lengths), "p50": _nearest_rank(lengths, 0.50),
                             "p95": _nearest_rank(lengths, 0.95)},
         "truncated_frac": sum(r["truncated"] for r in flat) / len(flat),
+        **hack_metrics(flat),
     }
+
+
+def hack_metrics(records: list[dict]) -> dict:
+    """`hack_rate`, `hack_rates` per kind seen, and the held-back tests' pass rates (null without them)."""
+    flagged = [hacks_in(r["details"]) for r in records]
+    kinds = Counter(k for ks in flagged for k in ks)
+    shown = [v for r in records for v in details_values(r["details"], "shown_pass")]
+    hidden = [v for r in records for v in details_values(r["details"], "hidden_pass")]
+    # the gap is a mean over the same samples as both rates (each verifier with hidden tests writes both)
+    return {"hack_rate": sum(bool(ks) for ks in flagged) / len(records),
+            "hack_rates": {kind: count / len(records) for kind, count in sorted(kinds.items())},
+            "shown_pass": sum(shown) / len(shown) if shown else None,
+            "hidden_pass": sum(hidden) / len(hidden) if hidden else None,
+            "hidden_gap": (sum(shown) - sum(hidden)) / len(shown) if shown else None}
 
 
 def _nearest_rank(sorted_values: list, q: float):
@@ -159,7 +187,8 @@ def build_results(records: list[dict], models, envs, rows: dict, settings: dict)
     return {
         "schema_version": SCHEMA_VERSION,
         "settings": settings,
-        "models": [{"label": m.label, "path": m.path, "step": m.step, "run": m.run} for m in models],
+        "models": [{"label": m.label, "path": m.path, "step": m.step, "run": m.run, "reward": m.reward}
+                   for m in models],
         "envs": [{"label": e.label, "name": e.name, "split": e.split, "params": e.params,
                   "n_prompts": len(rows[e.label])} for e in envs],
         "results": results,
@@ -172,13 +201,17 @@ def format_markdown(results: dict) -> str:
     mode = "greedy (temperature=0)" if s["temperature"] == 0 else f"temperature={s['temperature']}, top_p={s['top_p']}"
     lines = [f"# rlvr eval\n\n{n} sample(s) per prompt, {mode}, max_new_tokens={s['max_new_tokens']}, seed={s['seed']}"]
     steps = {m["label"]: m["step"] for m in results["models"]}
+    names = {m["label"]: _model_name(m) for m in results["models"]}
     for env in results["envs"]:
         rows = [r for r in results["results"] if r["env"] == env["label"]]
         at_k = f" pass@{n} | maj@{n} |" if n > 1 else ""  # with one sample both equal pass@1
+        hidden = any(r["shown_pass"] is not None for r in rows)
         lines += [f"\n## {env['label']} ({env['n_prompts']} {env['split']} prompts)\n",
-                  f"| model | step | pass@1 [95% CI] |{at_k} mean reward | per verifier | statuses "
-                  "| tokens mean / p50 / p95 | truncated |",
-                  "|---|---|---|" + ("---|---|" if n > 1 else "") + "---|---|---|---|---|"]
+                  f"| model | step | pass@1 [95% CI] |{at_k} mean reward | hack rate (per kind) |"
+                  + (" shown / hidden tests passed (gap) |" if hidden else "")
+                  + " per verifier | statuses | tokens mean / p50 / p95 | truncated |",
+                  "|---|---|---|" + ("---|---|" if n > 1 else "") + "---|---|" + ("---|" if hidden else "")
+                  + "---|---|---|---|"]
         for r in rows:
             lo, hi = r["pass@1_ci95"]
             verifiers = ", ".join(f"{k} {v:.3f}" for k, v in r["verifier_means"].items())
@@ -186,12 +219,28 @@ def format_markdown(results: dict) -> str:
             t = r["response_tokens"]
             step = steps[r["model"]]
             at_k = f" {r['pass@k'][str(n)]:.1%} | {r['maj@k'][str(n)]:.1%} |" if n > 1 else ""
-            lines.append(f"| {r['model']} | {'' if step is None else step} | {r['pass@1']:.1%} [{lo:.1%}, {hi:.1%}] "
-                         f"|{at_k} {r['reward_mean']:.3f} | {verifiers} "
+            kinds = ", ".join(f"{k} {v:.1%}" for k, v in r["hack_rates"].items())
+            hacks = f"{r['hack_rate']:.1%}" + (f" ({kinds})" if kinds else "")
+            split = "" if not hidden else " n/a |" if r["shown_pass"] is None else \
+                f" {r['shown_pass']:.1%} / {r['hidden_pass']:.1%} ({100 * r['hidden_gap']:+.1f} pts) |"
+            lines.append(f"| {names[r['model']]} | {'' if step is None else step} | {r['pass@1']:.1%} [{lo:.1%}, {hi:.1%}] "
+                         f"|{at_k} {r['reward_mean']:.3f} | {hacks} |{split} {verifiers} "
                          f"| {statuses} | {t['mean']:.1f} / {t['p50']} / {t['p95']} | {r['truncated_frac']:.1%} |")
-        if len(rows) >= 2:
+        if len(rows) >= 2 and _same_run(results["models"], rows[0]["model"], rows[-1]["model"]):
             lines += ["", before_after(rows[0], rows[-1], steps, env["n_prompts"], env["split"])]
     return "\n".join(lines) + "\n"
+
+
+def _same_run(models: list[dict], first: str, last: str) -> bool:
+    """Whether a before/after table of these two models reads as one: not across two training runs
+    (a real run beside its control is read from the table above, row by row)."""
+    runs = {m["label"]: m["run"] for m in models}
+    return runs[first] is None or runs[last] is None or runs[first] == runs[last]
+
+
+def _model_name(model: dict) -> str:
+    """The label, marked with its run's training reward when that was a control (reward=random, ...)."""
+    return model["label"] if model["reward"] in (None, "env") else f"{model['label']} (reward={model['reward']})"
 
 
 def before_after(before: dict, after: dict, steps: dict, n_prompts: int, split: str) -> str:

@@ -24,6 +24,7 @@ class ModelSpec:
     label: str  # the name in reports
     step: int | None = None  # training step, when the path is a run's checkpoint
     run: str | None = None  # the run directory it belongs to (plots group by it)
+    reward: str | None = None  # the run's reward.kind (env, or a control: random, format_only); None: not a run's
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,7 @@ def model_specs(cfg) -> list[ModelSpec]:
             specs.extend(_run_models(path))
         elif _STEP_DIR.match(path.name) and path.parent.name == "checkpoints":
             run = path.parent.parent
-            specs.append(ModelSpec(entry, f"{run.name}/{path.name}", int(path.name[5:]), str(run)))
+            specs.append(ModelSpec(entry, f"{run.name}/{path.name}", int(path.name[5:]), str(run), run_reward(run)))
         else:
             specs.append(ModelSpec(entry, entry))
     return _unique_labels(specs, ModelSpec)
@@ -63,7 +64,17 @@ def _run_models(run: Path) -> list[ModelSpec]:
         base = torch.load(state, weights_only=False, mmap=True, map_location="cpu").get("base_model")
         if base:
             specs.append(ModelSpec(str(base), f"{run.name}/base", 0, str(run)))
-    return specs + [ModelSpec(str(p), f"{run.name}/step_{s}", s, str(run)) for s, p in steps]
+    reward = run_reward(run)
+    return specs + [ModelSpec(str(p), f"{run.name}/step_{s}", s, str(run), reward) for s, p in steps]
+
+
+def run_reward(run: Path) -> str | None:
+    """`reward.kind` of the training run in `run` (its config.yaml); "env" for runs older than reward.*,
+    None when the directory has no config.yaml."""
+    path = run / "config.yaml"
+    if not path.is_file():
+        return None
+    return str(OmegaConf.select(OmegaConf.load(path), "reward.kind", default="env"))
 
 
 def env_specs_of(cfg) -> list[EnvSpec]:

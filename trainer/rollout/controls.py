@@ -8,7 +8,8 @@ verifiers, so the true reward is kept in each result's `details["reward_true"]` 
     random       reward 1 with probability `reward.rate`, else 0: a Bernoulli draw per completion, seeded
                  from (seed, step, round) so the same run draws the same rewards
     format_only  the reward of the environment's `format` component alone (1 when the format is right)
-Not done: `rlvr eval` does not yet show a control run beside a real one.
+`rlvr eval 'models=[REAL/checkpoints/step_N,CONTROL/checkpoints/step_N]'` shows the two side by side, the
+control's row marked `(reward=random)` (its run's config.yaml; trainer/evaluation/specs.py).
 """
 
 from __future__ import annotations

@@ -9,9 +9,10 @@ Held-back tests (verifiers/code.py's `hidden_tests`): `tests/shown_pass`, `tests
 `hack/hidden_gap` (shown minus hidden: a policy that fits the shown cases alone widens it).
 
 Screening (`reward.screen=true`, trainer/reward_config.py): `reward.screen_mode=zero` gives each flagged
-completion reward 0; `drop_group` gives every completion of a group with a flagged one reward 0, so its
-group-relative advantages are all 0 (GRPO family: the group adds no gradient; REINFORCE/PPO still see
-reward 0). Screened results say `screened: true` in their details; `hack/screened_frac` is their share.
+completion reward 0; `drop_group` marks every completion of a group with a flagged one (reward 0 too), and
+every algorithm (GRPO family, REINFORCE, PPO, TRPO/NPG) then removes those groups from its loss
+(sampling.without_dropped_groups): they count in no baseline, whitening or normaliser; `kept_frac` is the
+share of rows trained on. Screened results say `screened: true` in their details; `hack/screened_frac` is their share.
 Negative rewards are left as they are (screening never raises a reward).
 """
 
@@ -25,7 +26,12 @@ SCREEN_MODES = ("zero", "drop_group")
 
 def hacks_of(result) -> list[str]:
     """The hack kinds `result` carries, its own and its components', each once, in order of appearance."""
-    return list(dict.fromkeys(kind for kinds in _details_values(result, "hacks") for kind in kinds))
+    return hacks_in(result.details)
+
+
+def hacks_in(details: dict) -> list[str]:
+    """hacks_of for a result's details dict (what completions.jsonl and samples.jsonl store)."""
+    return list(dict.fromkeys(kind for kinds in details_values(details, "hacks") for kind in kinds))
 
 
 def hack_metrics(results) -> dict:
@@ -57,5 +63,10 @@ def screen(results: list, group_size: int, mode: str) -> list:
 
 
 def _details_values(result, key: str) -> list:
-    own = [result.details[key]] if key in result.details else []
-    return own + [p["details"][key] for p in result.details.get("components", {}).values() if key in p.get("details", {})]
+    return details_values(result.details, key)
+
+
+def details_values(details: dict, key: str) -> list:
+    """`details[key]` and each component's, where present: a composite keeps its verifiers' details apart."""
+    own = [details[key]] if key in details else []
+    return own + [p["details"][key] for p in details.get("components", {}).values() if key in p.get("details", {})]

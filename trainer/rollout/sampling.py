@@ -71,6 +71,33 @@ def sample_and_score(ctx, step: int, timings: dict, round_: int = 0) -> Sampled:
     return Sampled(rows, rollout, results, rewards, batch, engine_logprobs)
 
 
+def without_dropped_groups(ctx, sampled: Sampled) -> tuple[Sampled, torch.Tensor]:
+    """(`sampled` without the groups `reward.screen_mode=drop_group` screened, [B*G] bool of the rows kept).
+
+    drop_group removes such a group from the loss: its rows leave the batch, so they count in no
+    baseline, whitening, token count or normaliser (zeroing their reward would still move a REINFORCE
+    or PPO update, whose advantages are not group-relative). Without drop_group every row is kept and
+    `sampled` is returned as it is. The kept one's `rollout` stays the whole step's: the step's metrics and
+    logged samples read the full `sampled`."""
+    group_size = ctx.cfg.train.completions_per_prompt
+    reward_cfg = ctx.cfg.get("reward")
+    keep = torch.ones(len(sampled.results), dtype=torch.bool)  # [B*G]
+    if reward_cfg is None or not reward_cfg.screen or reward_cfg.screen_mode != "drop_group":
+        return sampled, keep
+    keep = torch.tensor([not r.details.get("screened") for r in sampled.results])  # [B*G] whole groups (screen())
+    groups = keep.view(-1, group_size).all(dim=1)  # [B]
+    kept = Sampled(rows=[row for row, k in zip(sampled.rows, groups.tolist()) if k], rollout=sampled.rollout,
+                   results=[r for r, k in zip(sampled.results, keep.tolist()) if k], rewards=sampled.rewards[groups],
+                   batch=sampled.batch.select(keep), engine_logprobs=sampled.engine_logprobs[keep])
+    return kept, keep
+
+
+def skip_update(ctx, step: int, sampled: Sampled, timings: dict) -> tuple[dict, list[dict]]:
+    """A step whose every group was dropped (`without_dropped_groups`): no update, the schedule still advances."""
+    ctx.scheduler.step()
+    return step_metrics_and_samples(ctx, step, sampled, timings, {}, {"kept_frac": 0.0})
+
+
 def concat_sampled(parts: list[Sampled], pad_token_id: int) -> Sampled:
     """Several rounds of `sample_and_score` as one: groups in round order, repacked to one width."""
     if len(parts) == 1:
