@@ -90,13 +90,13 @@ def test_broken_plugin_is_reported_by_name_and_the_rest_still_list(monkeypatch, 
 SANDBOXED = pytest.mark.xdist_group("sandbox")
 BUILTINS = ["arithmetic", "countdown", "gsm8k", "math", pytest.param("code_stdio", marks=SANDBOXED),
             pytest.param("humaneval", marks=SANDBOXED), "reasoning_gym", "guess_number",
-            pytest.param("tool_multiply", marks=SANDBOXED)]
+            pytest.param("tool_multiply", marks=SANDBOXED), pytest.param("code_feedback", marks=SANDBOXED)]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("env", BUILTINS)
 def test_every_builtin_env_trains_one_step_from_the_command_line(env, tmp_path, tiny_lm, env_data):
-    if env in ("code_stdio", "humaneval", "tool_multiply") and os.environ.get("RLVR_SKIP_DOCKER") == "1":
+    if env in ("code_stdio", "humaneval", "tool_multiply", "code_feedback") and os.environ.get("RLVR_SKIP_DOCKER") == "1":
         pytest.skip("RLVR_SKIP_DOCKER=1")
     result = rlvr("train", f"env={env}", *env_data.data_overrides(env, tmp_path), f"model.name_or_path={tiny_lm.path}",
                   "train.steps=1", *TINY, "output_dir=run", cwd=tmp_path)
