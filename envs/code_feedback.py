@@ -15,7 +15,11 @@ Choices:
   * The prompt always lists the shown tests as examples (code_stdio lists them only when some are held
     back): the feedback reveals them anyway, and a policy should not learn about a test from a failure first.
   * Feedback runs only the shown cases and stops at the first failure (`stop_at_first_failure`), so the
-    held-back ones never reach the conversation.
+    held-back ones never reach the conversation (with per-turn rewards on, it runs every shown case).
+  * Per-turn reward (`turn_reward_weight` > 0, envs/multi_turn.py): each attempt's fraction of the shown tests
+    passed, so a trajectory that fixes its program step by step earns more than one that stays wrong until
+    the last turn; off by default (weight 0.0: the reward is the verifiers' alone). The feedback run then
+    runs every shown case instead of stopping at the first failure.
   * The last attempt runs twice: once for feedback, once when the verifiers score the trajectory (they are
     independent: `env.reward` may name other verifiers). `tool/time` counts the feedback runs' seconds.
 """
@@ -48,7 +52,7 @@ class CodeFeedbackEnv(MultiTurnEnv):
                  backend: str = "docker", prompt_template: str = DEFAULT_TEMPLATE, hidden_tests: int = 0,
                  hidden_reward: str = "shown", max_turns: int = 3, max_total_tokens: int | None = None,
                  max_tool_output_chars: int = 600, test_timeout_s: float = 5.0, test_memory_mb: int = 256,
-                 reward: list[dict] | None = None, system_prompt: str | None = None):
+                 turn_reward_weight: float = 0.0, reward: list[dict] | None = None, system_prompt: str | None = None):
         for field, value in (("test_timeout_s", test_timeout_s), ("test_memory_mb", test_memory_mb)):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
                 raise ConfigError(f"code_feedback: {field!r} must be a positive number, got {value!r}")
@@ -58,7 +62,8 @@ class CodeFeedbackEnv(MultiTurnEnv):
                                      prompt_template=prompt_template, reward=reward, hidden_tests=hidden_tests,
                                      hidden_reward=hidden_reward)
         super().__init__(max_turns=max_turns, max_total_tokens=max_total_tokens,
-                         max_tool_output_chars=max_tool_output_chars, system_prompt=system_prompt,
+                         max_tool_output_chars=max_tool_output_chars, turn_reward_weight=turn_reward_weight,
+                         system_prompt=system_prompt,
                          reward=reward if reward is not None else
                          [{"verifier": "code", "params": {"backend": backend, "hidden_reward": hidden_reward}}])
         self.backend, self.test_timeout_s, self.test_memory_mb = backend, float(test_timeout_s), test_memory_mb
@@ -98,7 +103,7 @@ class CodeFeedbackEnv(MultiTurnEnv):
             if self._runner is None:
                 self._runner = CodeVerifier(backend=self.backend, timeout_s=self.test_timeout_s,
                                             memory_mb=self.test_memory_mb,
-                                            stop_at_first_failure=True)
+                                            stop_at_first_failure=self.turn_reward_weight == 0)
             return self._runner
 
     def close_sandbox(self) -> None:
@@ -115,8 +120,10 @@ class CodeFeedbackEnv(MultiTurnEnv):
         seconds = time.perf_counter() - started
         cases = row["tests"]["cases"]
         per_test = result.details.get("tests", [])
+        # the turn's reward: the fraction of shown cases passed (0 for no program), only when it is weighted
+        turn_reward = sum(t["passed"] for t in per_test) / len(cases) if self.turn_reward_weight else None
         if result.status is Status.CORRECT:
-            return Reply([], done=True, tool_seconds=seconds)
+            return Reply([], done=True, tool_seconds=seconds, reward=turn_reward)
         if result.status is Status.UNPARSABLE:
             text = "No program found in your reply."
         else:
@@ -124,7 +131,8 @@ class CodeFeedbackEnv(MultiTurnEnv):
             text = (failure_text(k, cases[k], per_test[k], len(cases)) if k is not None
                     else f"Your program could not be run ({result.status.value}: {result.details.get('error', '')}).")
         text, cut = self.truncate_output(text)  # the report is cut, never the request that follows it
-        return Reply([{"role": "user", "content": text + "\n" + RETRY}], output_truncated=int(cut), tool_seconds=seconds)
+        return Reply([{"role": "user", "content": text + "\n" + RETRY}], output_truncated=int(cut), tool_seconds=seconds,
+                     reward=turn_reward)
 
 
 def failure_text(k: int, case: dict, outcome: dict, n: int) -> str:

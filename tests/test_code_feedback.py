@@ -98,3 +98,14 @@ def test_feedback_is_cut_to_max_tool_output_chars(tmp_path, env_data, tiny_lm):
     assert "[output truncated:" in feedback and feedback.endswith("```python code block.")  # the request survives
     assert len(feedback) < 100 + 150
     assert traj["output_truncated"] == 2  # both attempts' reports were cut (the last one is not appended)
+
+
+def test_turn_rewards_are_each_attempts_shown_pass_fraction(tmp_path, env_data, tiny_lm):
+    # both SUM cases shown; print(100) fails the first and passes the second (so every case runs, not only up to
+    # the first failure), the real program passes both: 1.0 + 0.1 * (0.5 + 1.0)
+    _, _, traj, result = play(tmp_path, env_data, tiny_lm.tokenizer, SUM,
+                              [program("print(100)"), program("a, b = map(int, input().split())\nprint(a + b)")],
+                              turn_reward_weight=0.1)
+    assert traj["turn_rewards"] == [0.5, 1.0] and result.reward == 1.0
+    env = load_env("code_feedback", turn_reward_weight=0.1)
+    assert env.add_turn_rewards([result], [traj["turn_rewards"]])[0].reward == pytest.approx(1.15)
