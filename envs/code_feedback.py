@@ -26,6 +26,7 @@ Choices:
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from typing import Any, ClassVar
@@ -57,10 +58,11 @@ class CodeFeedbackEnv(MultiTurnEnv):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
                 raise ConfigError(f"code_feedback: {field!r} must be a positive number, got {value!r}")
         # the problems, their split and the default reward are code_stdio's; this env only adds the turns
-        self.problems = CodeStdioEnv(train_file=train_file, test_file=test_file, hub=hub, hub_config=hub_config,
-                                     statement_field=statement_field, tests_field=tests_field, backend=backend,
-                                     prompt_template=prompt_template, reward=reward, hidden_tests=hidden_tests,
-                                     hidden_reward=hidden_reward)
+        with _as_code_feedback():
+            self.problems = CodeStdioEnv(train_file=train_file, test_file=test_file, hub=hub, hub_config=hub_config,
+                                         statement_field=statement_field, tests_field=tests_field, backend=backend,
+                                         prompt_template=prompt_template, reward=reward, hidden_tests=hidden_tests,
+                                         hidden_reward=hidden_reward)
         super().__init__(max_turns=max_turns, max_total_tokens=max_total_tokens,
                          max_tool_output_chars=max_tool_output_chars, turn_reward_weight=turn_reward_weight,
                          system_prompt=system_prompt,
@@ -79,11 +81,13 @@ class CodeFeedbackEnv(MultiTurnEnv):
         return self.problems.num_rows
 
     def test_size(self) -> int:
-        return self.problems.test_size()
+        with _as_code_feedback():
+            return self.problems.test_size()
 
     def rows(self, split: str, n: int, seed: int = 0) -> list[dict]:
         self.check_rows_args(split, n)
-        return [self._with_examples(r) for r in self.problems.rows(split, n, seed)]
+        with _as_code_feedback():
+            return [self._with_examples(r) for r in self.problems.rows(split, n, seed)]
 
     @staticmethod
     def _with_examples(row: dict) -> dict:
@@ -133,6 +137,18 @@ class CodeFeedbackEnv(MultiTurnEnv):
         text, cut = self.truncate_output(text)  # the report is cut, never the request that follows it
         return Reply([{"role": "user", "content": text + "\n" + RETRY}], output_truncated=int(cut), tool_seconds=seconds,
                      reward=turn_reward)
+
+
+@contextlib.contextmanager
+def _as_code_feedback():
+    """code_stdio's config and row errors (a bad field, a malformed row with its number) under this env's name,
+    the one the user wrote."""
+    try:
+        yield
+    except ValueError as error:  # ConfigError, and DataEnv's "no test data" ValueError
+        if not str(error).startswith("code_stdio:"):
+            raise
+        raise type(error)(str(error).replace("code_stdio:", "code_feedback:", 1)) from None
 
 
 def failure_text(k: int, case: dict, outcome: dict, n: int) -> str:

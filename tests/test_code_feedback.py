@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from rlvr.envs import load_env
+from rlvr.errors import ConfigError
 from rlvr.trainer.rollout.agent_loop import run_trajectories, trajectory_metrics
 from rlvr.trainer.rollout.types import Rollout, SamplingParams
 
@@ -109,3 +110,15 @@ def test_turn_rewards_are_each_attempts_shown_pass_fraction(tmp_path, env_data, 
     assert traj["turn_rewards"] == [0.5, 1.0] and result.reward == 1.0
     env = load_env("code_feedback", turn_reward_weight=0.1)
     assert env.add_turn_rewards([result], [traj["turn_rewards"]])[0].reward == pytest.approx(1.15)
+
+
+def test_bad_config_and_rows_name_code_feedback_and_the_row(tmp_path, env_data):
+    with pytest.raises(ConfigError, match="code_feedback: 'backend' must be one of"):
+        load_env("code_feedback", backend="vm")
+    with pytest.raises(ConfigError, match="code_feedback: 'test_timeout_s'"):
+        load_env("code_feedback", test_timeout_s=0)
+    bad = env_data.write_jsonl(tmp_path / "bad.jsonl", [REVERSE, {"statement": "s", "tests": [{"stdin": "1"}]}])
+    with pytest.raises(ConfigError, match=r"code_feedback: row 2 of .*test 0 needs string 'stdout'"):
+        load_env("code_feedback", test_file=str(bad)).rows("test", 1)
+    with pytest.raises(ValueError, match="code_feedback: no train data"):
+        load_env("code_feedback").rows("train", 1)
