@@ -58,6 +58,15 @@ def test_weight_zero_leaves_the_verifiers_results_untouched(tiny_lm):
         TwoTurns(turn_reward_weight=float("nan"))
 
 
+def test_a_turn_reward_that_is_not_a_finite_number_stops_the_rollout_naming_the_env(tiny_lm):
+    class Broken(TwoTurns):
+        def step(self, row, state, assistant_text):
+            return Reply([], done=True, reward=float("inf"))
+
+    with pytest.raises(ValueError, match=r"two_turns: step returned Reply.reward=inf"):
+        rollout_and_score(Broken(turn_reward_weight=1.0), tiny_lm.tokenizer)
+
+
 def test_the_training_step_reward_carries_the_turn_rewards(tiny_lm, compose_train):
     """sample_and_score (what every algorithm's step calls) applies the env's weight."""
     from rlvr.trainer.rollout.sampling import sample_and_score

@@ -29,6 +29,7 @@ collected here (`turn_rewards`) and added to the trajectory's reward by the env 
 
 from __future__ import annotations
 
+import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
@@ -130,6 +131,10 @@ def run_trajectories(engine, env: MultiTurnEnv, rows: list[dict], params: Sampli
                     t["output_truncated"] += reply.output_truncated
                     t["tool_seconds"] += reply.tool_seconds
                     if reply.reward is not None:
+                        if isinstance(reply.reward, bool) or not isinstance(reply.reward, (int, float)) \
+                                or not math.isfinite(reply.reward):
+                            raise ValueError(f"{env.name}: step returned Reply.reward={reply.reward!r}; a turn's reward "
+                                             "must be a finite number or None")
                         t["turn_rewards"].append(float(reply.reward))
                     if reply.done:
                         t["end"] = "done"
