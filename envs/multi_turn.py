@@ -20,14 +20,25 @@ Scoring choice: the verifiers score the last assistant message (the final answer
 verifier reads `<answer>`), and the record they get is the row plus `trajectory`, the whole
 conversation, so a verifier that wants the turns can read them.
 
-Not done yet: per-turn rewards; a code environment with test feedback (a failed attempt gets the failing
-test's output and another turn); `rlvr envs new NAME --multi-turn` (envs/scaffold.py writes one-turn
-plugins only); DPO on trajectories (trainer/validate.py refuses it by name).
+Per-turn rewards (optional, per env): `Reply.reward` is a float for the turn it answers, or None (no reward
+that turn). A trajectory's training reward is then the verifiers' score plus `turn_reward_weight` times
+the sum of its turn rewards (`add_turn_rewards`; weight 0.0, the default, leaves every reward as the
+verifiers gave it). Choices: the bonus is added to the trajectory's one scalar reward, so every algorithm
+(group advantages, PPO's final-token reward, DPO's pairs) reads it unchanged; it is not credited to the
+turn's own tokens (a per-token reward would need each algorithm's advantage to take one). It is added before
+`rollout.truncated_reward`, which can zero it like any positive reward. `rlvr eval` reports the verifiers'
+score only (a turn reward is shaping, not correctness). Logged: `reward/turn_mean`, the mean over
+trajectories of their summed turn rewards, when any turn had one.
+
+Not done yet: per-token credit for turn rewards (see above); offline DPO on trajectories (trainer/validate.py
+refuses `data=` with a multi-turn env: the file format holds one-turn completions); DAPO's overlong penalty on
+trajectories (refused by name).
 """
 
 from __future__ import annotations
 
 import abc
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -43,7 +54,8 @@ END_REASONS = ("done", "max_turns", "token_budget", "truncated")
 class Reply:
     """The environment's answer to one assistant message: messages to append (role "tool" or "user"),
     or `done` (then `messages` is ignored). Counts for the logs: tool calls made, how many failed
-    (a malformed call, an unknown tool, a program that did not exit cleanly) and outputs cut."""
+    (a malformed call, an unknown tool, a program that did not exit cleanly) and outputs cut; optionally the
+    turn's reward."""
 
     messages: list[dict]
     done: bool = False
@@ -51,6 +63,7 @@ class Reply:
     tool_errors: int = 0
     output_truncated: int = 0
     tool_seconds: float = 0.0
+    reward: float | None = None  # this turn's reward (module docstring, "Per-turn rewards"); None: none
 
 
 class MultiTurnEnv(Env):
@@ -61,13 +74,17 @@ class MultiTurnEnv(Env):
     tools: ClassVar[list[dict]] = []
 
     def __init__(self, *, max_turns: int = 4, max_total_tokens: int | None = None, max_tool_output_chars: int = 1000,
-                 reward: list[dict] | None = None, system_prompt: str | None = None):
+                 turn_reward_weight: float = 0.0, reward: list[dict] | None = None, system_prompt: str | None = None):
         for field, value, low in (("max_turns", max_turns, 1), ("max_tool_output_chars", max_tool_output_chars, 16)):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ConfigError(f"{self.name}: {field!r} must be an int >= {low}, got {value!r}")
         if max_total_tokens is not None and (isinstance(max_total_tokens, bool) or not isinstance(max_total_tokens, int)
                                              or max_total_tokens < 1):
             raise ConfigError(f"{self.name}: 'max_total_tokens' must be null or an int >= 1, got {max_total_tokens!r}")
+        if (isinstance(turn_reward_weight, bool) or not isinstance(turn_reward_weight, (int, float))
+                or not math.isfinite(turn_reward_weight)):
+            raise ConfigError(f"{self.name}: 'turn_reward_weight' must be a finite number, got {turn_reward_weight!r}")
+        self.turn_reward_weight = float(turn_reward_weight)
         self.max_turns = max_turns
         self.max_total_tokens = max_total_tokens
         self.max_tool_output_chars = max_tool_output_chars
@@ -96,6 +113,16 @@ class MultiTurnEnv(Env):
         finals = [next((m["content"] for m in reversed(t) if m["role"] == "assistant"), "") for t in trajectories]
         records = [{**row, "trajectory": list(t)} for row, t in zip(rows, trajectories)]
         return self.verifier.verify_batch(finals, records)
+
+    def add_turn_rewards(self, results: Sequence[VerifyResult], turn_rewards: Sequence[Sequence[float]]) -> list[VerifyResult]:
+        """`results` (one per trajectory) with `turn_reward_weight` x the sum of each trajectory's turn rewards
+        added to its reward, the sum kept in details as `turn_reward`. Weight 0: `results` as they are."""
+        if len(results) != len(turn_rewards):
+            raise ValueError(f"add_turn_rewards got {len(results)} results for {len(turn_rewards)} trajectories")
+        if self.turn_reward_weight == 0:
+            return list(results)
+        return [VerifyResult(r.reward + self.turn_reward_weight * sum(t), r.status, {**r.details, "turn_reward": sum(t)})
+                for r, t in zip(results, turn_rewards)]
 
     def truncate_output(self, text: str) -> tuple[str, bool]:
         """`text` cut to `max_tool_output_chars`, with a note of what was dropped; (text, whether it was cut)."""

@@ -1,9 +1,11 @@
-"""`rlvr envs new NAME [--dir D]`: write a pip-installable environment plugin package.
+"""`rlvr envs new NAME [--dir D] [--multi-turn]`: write a pip-installable environment plugin package.
 
 The package (in D, default `./rlvr-env-NAME`) holds what adding an environment
 takes (README, "Write your own environment"): one Python module (a small procedural task to replace with yours), one YAML with its
 parameters, one test, and a pyproject whose entry point in group `rlvr.envs` makes
-`rlvr train env=NAME` work once the package is installed (`pip install -e D`).
+`rlvr train env=NAME` work once the package is installed (`pip install -e D`). `--multi-turn` writes a
+multi-turn environment (a `MultiTurnEnv` game with start/step/close) instead; its templates are in
+scaffold_multi_turn.py.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import keyword
 import re
 import sys
 from pathlib import Path
+
+from rlvr.envs import scaffold_multi_turn as multi
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
@@ -155,8 +159,9 @@ Edit `{pkg}/env.py` (the task), `{pkg}/{name}.yaml` (its parameters) and `tests/
 '''
 
 
-def scaffold(name: str, directory: str | Path | None = None) -> Path:
-    """Write the package for environment `name` into `directory`; returns it. ValueError on a bad name or a non-empty dir."""
+def scaffold(name: str, directory: str | Path | None = None, multi_turn: bool = False) -> Path:
+    """Write the package for environment `name` into `directory`; returns it. ValueError on a bad name or a non-empty dir.
+    `multi_turn`: the env, its YAML and its test are scaffold_multi_turn.py's."""
     if not _NAME.match(name) or keyword.iskeyword(name):
         raise ValueError(f"environment name {name!r} must be lower-case letters, digits and _, starting with a letter")
     from rlvr.envs.registry import env_registry
@@ -169,9 +174,10 @@ def scaffold(name: str, directory: str | Path | None = None) -> Path:
     pkg = f"rlvr_env_{name}"
     cls = "".join(part.capitalize() for part in name.split("_")) + "Env"
     fields = {"name": name, "pkg": pkg, "cls": cls, "dist": name.replace("_", "-")}
+    env, yaml, test = (multi.ENV, multi.YAML, multi.TEST) if multi_turn else (ENV, YAML, TEST)
     files = {
-        "pyproject.toml": PYPROJECT, "README.md": README, f"{pkg}/__init__.py": INIT, f"{pkg}/env.py": ENV,
-        f"{pkg}/{name}.yaml": YAML, f"tests/test_{name}.py": TEST,
+        "pyproject.toml": PYPROJECT, "README.md": README, f"{pkg}/__init__.py": INIT, f"{pkg}/env.py": env,
+        f"{pkg}/{name}.yaml": yaml, f"tests/test_{name}.py": test,
     }
     for rel, template in files.items():
         path = root / rel
@@ -184,9 +190,11 @@ def main(args: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="rlvr envs new", description="scaffold a pip-installable rlvr environment plugin")
     parser.add_argument("name", help="the environment's name, used as env=NAME")
     parser.add_argument("--dir", help="where to write the package (default ./rlvr-env-NAME)")
+    parser.add_argument("--multi-turn", action="store_true",
+                        help="a multi-turn environment (MultiTurnEnv: start/step/close) instead of a one-turn one")
     options = parser.parse_args(args)
     try:
-        root = scaffold(options.name, options.dir)
+        root = scaffold(options.name, options.dir, multi_turn=options.multi_turn)
     except ValueError as error:
         print(f"rlvr envs new: {error}", file=sys.stderr)
         return 2

@@ -14,7 +14,7 @@ commands:
   eval      evaluate checkpoints on environments: 'models=[A,B]' 'envs=[arithmetic,humaneval]' n_samples=8
             temperature=1.0 output_dir=DIR -> results.json, results.md, completions.jsonl; `rlvr eval --help`
   envs      list environments and verifiers, built-in and from plugins;
-            `rlvr envs new NAME [--dir D]` scaffolds a pip-installable environment plugin
+            `rlvr envs new NAME [--dir D] [--multi-turn]` scaffolds a pip-installable environment plugin
   verify    score a JSONL file offline: input=IN.jsonl output=OUT.jsonl [verifier=math] [workers=N];
             exit code = number of records with status "error" (max 255)
   sandbox   `rlvr sandbox build` builds the code sandbox's image; `rlvr sandbox doctor` checks it
@@ -256,7 +256,7 @@ def _envs(args: list[str]) -> int:
 
         return scaffold_main(args[1:])
     if args:
-        print(f"rlvr envs takes no arguments but `new NAME [--dir D]` (got {' '.join(args)})", file=sys.stderr)
+        print(f"rlvr envs takes no arguments but `new NAME [--dir D] [--multi-turn]` (got {' '.join(args)})", file=sys.stderr)
         return 2
     from rlvr.envs.registry import env_registry
     from rlvr.verifiers.registry import verifier_registry

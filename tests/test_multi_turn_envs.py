@@ -67,7 +67,7 @@ def test_one_step_on_a_multi_turn_env(tiny_lm_sft, compose_train, algo):
     json.dumps(samples)
 
 
-@pytest.mark.parametrize("overrides, says", [(["algo=dpo"], "DPO on trajectories"),
+@pytest.mark.parametrize("overrides, says", [(["algo=dpo", "data=scored.jsonl"], "offline data holds one-turn"),
                                              (["algo=dapo"], "algo.overlong_buffer")])
 def test_what_is_not_built_for_multi_turn_is_refused_by_name(compose_train, overrides, says):
     from rlvr.errors import ConfigError

@@ -5,6 +5,7 @@ Real subprocesses (`python -m rlvr ...`) on the tiny model; nothing downloads. T
 pip-installed into the current environment and uninstalled afterwards.
 """
 
+import contextlib
 import json
 import os
 import subprocess
@@ -23,17 +24,23 @@ def rlvr(*args, cwd, timeout=600):
                           timeout=timeout)
 
 
-@pytest.fixture
-def plugin(tmp_path):
-    name = "doubling_demo"
-    assert rlvr("envs", "new", name, "--dir", str(tmp_path / "pkg"), cwd=tmp_path).returncode == 0
+@contextlib.contextmanager
+def installed_plugin(tmp_path, name, *flags):
+    """`rlvr envs new NAME FLAGS` into tmp_path/pkg, pip-installed for the block, uninstalled after it."""
+    assert rlvr("envs", "new", name, "--dir", str(tmp_path / "pkg"), *flags, cwd=tmp_path).returncode == 0
     pip = [sys.executable, "-m", "pip"]
     subprocess.run([*pip, "install", "-q", "--no-deps", "--no-build-isolation", "-e", str(tmp_path / "pkg")],
                    check=True, capture_output=True)
     try:
         yield name
     finally:
-        subprocess.run([*pip, "uninstall", "-y", "-q", "rlvr-env-doubling-demo"], capture_output=True)
+        subprocess.run([*pip, "uninstall", "-y", "-q", f"rlvr-env-{name.replace('_', '-')}"], capture_output=True)
+
+
+@pytest.fixture
+def plugin(tmp_path):
+    with installed_plugin(tmp_path, "doubling_demo") as name:
+        yield name
 
 
 @pytest.mark.slow
@@ -59,6 +66,27 @@ def test_scaffolded_plugin_round_trip(plugin, tmp_path, tiny_lm):
     assert ev.returncode == 0, ev.stderr[-3000:]
     results = json.loads((tmp_path / "ev" / "results.json").read_text())
     assert results["envs"][0]["name"] == plugin
+
+
+@pytest.mark.slow
+def test_scaffolded_multi_turn_plugin_round_trip(tmp_path, tiny_lm):
+    """`rlvr envs new NAME --multi-turn`: the MultiTurnEnv package installs, lists, passes its own test and trains."""
+    with installed_plugin(tmp_path, "running_sum_demo", "--multi-turn") as name:
+        listing = rlvr("envs", cwd=tmp_path)
+        assert listing.returncode == 0, listing.stderr
+        line = next(x for x in listing.stdout.splitlines() if x.strip().startswith(name))
+        assert "plugin rlvr-env-running-sum-demo" in line and "verifiers: exact;" in line
+
+        tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                                str(tmp_path / "pkg" / "tests")], cwd=tmp_path, capture_output=True, text=True)
+        assert tests.returncode == 0, tests.stdout[-2000:]
+        assert "2 passed" in tests.stdout
+
+        train = rlvr("train", f"env={name}", f"model.name_or_path={tiny_lm.path}", "train.steps=1", *TINY,
+                     "output_dir=run", cwd=tmp_path)
+        assert train.returncode == 0, train.stderr[-3000:]
+        steps = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+        assert [m["step"] for m in steps if "turns/mean" in m] == [1]  # trained as multi-turn
 
 
 def test_broken_plugin_is_reported_by_name_and_the_rest_still_list(monkeypatch, capsys):
@@ -90,13 +118,13 @@ def test_broken_plugin_is_reported_by_name_and_the_rest_still_list(monkeypatch, 
 SANDBOXED = pytest.mark.xdist_group("sandbox")
 BUILTINS = ["arithmetic", "countdown", "gsm8k", "math", pytest.param("code_stdio", marks=SANDBOXED),
             pytest.param("humaneval", marks=SANDBOXED), "reasoning_gym", "guess_number",
-            pytest.param("tool_multiply", marks=SANDBOXED)]
+            pytest.param("tool_multiply", marks=SANDBOXED), pytest.param("code_feedback", marks=SANDBOXED)]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("env", BUILTINS)
 def test_every_builtin_env_trains_one_step_from_the_command_line(env, tmp_path, tiny_lm, env_data):
-    if env in ("code_stdio", "humaneval", "tool_multiply") and os.environ.get("RLVR_SKIP_DOCKER") == "1":
+    if env in ("code_stdio", "humaneval", "tool_multiply", "code_feedback") and os.environ.get("RLVR_SKIP_DOCKER") == "1":
         pytest.skip("RLVR_SKIP_DOCKER=1")
     result = rlvr("train", f"env={env}", *env_data.data_overrides(env, tmp_path), f"model.name_or_path={tiny_lm.path}",
                   "train.steps=1", *TINY, "output_dir=run", cwd=tmp_path)

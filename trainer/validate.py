@@ -173,14 +173,16 @@ def _validate_dpo(cfg) -> None:
 
 
 def validate_multi_turn(cfg, env) -> None:
-    """A multi-turn environment (envs/multi_turn.py) trains with the policy-gradient algorithms, whose losses
-    read the loss mask. Not built yet, so refused by name: DPO (its pairs pack whole completions, environment
-    tokens included) and DAPO's overlong penalty (it counts every completion token, not the sampled ones)."""
+    """A multi-turn environment (envs/multi_turn.py) trains with the policy-gradient algorithms and online DPO,
+    whose losses read the loss mask. Refused by name: offline DPO (`data=`: its file holds one-turn completions,
+    not trajectories with a mask) and DAPO's overlong penalty (it counts every completion token, not the
+    sampled ones)."""
     if not is_multi_turn(env):
         return
-    if ALGORITHMS[cfg.algo.name].family == "preference":
-        raise ConfigError(f"algo={cfg.algo.name}: env={env.name} is multi-turn and DPO on trajectories is not built "
-                          f"yet; use grpo, reinforce, ppo or trpo")
+    if ALGORITHMS[cfg.algo.name].family == "preference" and cfg.get("data"):
+        raise ConfigError(f"algo={cfg.algo.name} data={cfg.data}: env={env.name} is multi-turn and offline data "
+                          f"holds one-turn completions, not trajectories; drop data= to pair the policy's own "
+                          f"trajectories online")
     if cfg.algo.get("overlong_buffer", 0):
         raise ConfigError(f"algo.overlong_buffer={cfg.algo.overlong_buffer}: env={env.name} is multi-turn and the "
                           f"overlong penalty does not yet tell sampled tokens from the environment's; set it to 0")

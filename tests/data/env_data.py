@@ -28,7 +28,7 @@ CODE_STDIO = [
     {"statement": "Read n and print n squared.", "solution": "n = int(input())\nprint(n * n)",
      "tests": json.dumps([{"stdin": "3\n", "stdout": "9\n"}])},
 ]
-ROWS = {"gsm8k": GSM8K, "math": MATH, "code_stdio": CODE_STDIO}
+ROWS = {"gsm8k": GSM8K, "math": MATH, "code_stdio": CODE_STDIO, "code_feedback": CODE_STDIO}
 
 
 def write_jsonl(path: Path, rows: list[dict]) -> Path:

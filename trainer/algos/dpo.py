@@ -27,6 +27,13 @@ The loss lives in `dpo_loss.py`. Departures and choices:
     passes match, and the pair statistics are the whole step's (tests/test_distributed.py).
 
 Offline data: scored completions in JSONL, read and checked by `dpo_data.py` (the format is there).
+
+Multi-turn environments (online only; envs/multi_turn.py): a pair is two whole trajectories of one prompt,
+the higher-rewarded chosen (for the built-in envs, a verified-correct one over an incorrect one). Each side's
+logprob, the policy's and the reference's, is summed over its sampled tokens only (the agent loop's loss mask:
+the environment's replies are 0), so the loss never credits or blames the model for what the environment wrote.
+Trajectories are deduplicated by their ids, and `length_match` and IPO count sampled tokens. Offline data
+holds one-turn completions, so `data=` with a multi-turn env is refused (trainer/validate.py).
 """
 
 from __future__ import annotations
@@ -69,13 +76,16 @@ class PairBatch:
         return 2 * torch.maximum(lengths[: len(self)], lengths[len(self):])
 
 
-def pack_pairs(pairs: list[Pair], prompt_of, completion_of, pad_id: int) -> PackedBatch:
+def pack_pairs(pairs: list[Pair], prompt_of, completion_of, pad_id: int, mask_of=None) -> PackedBatch:
     """P pairs as 2P sequences in PairBatch's layout (chosen rows, then rejected); `prompt_of(group)` and
-    `completion_of(group, index)` give token ids. No pairs: an empty batch."""
+    `completion_of(group, index)` give token ids; `mask_of(group, index)` (trajectories) their 0/1 loss mask,
+    so the completion mask, and every logprob summed over it, covers the sampled tokens only. No pairs: an
+    empty batch."""
     if not pairs:
         return PackedBatch.empty()
     sides = [(p.group, p.chosen) for p in pairs] + [(p.group, p.rejected) for p in pairs]
-    return pack([prompt_of(g) for g, _ in sides], [completion_of(g, i) for g, i in sides], pad_id)
+    masks = None if mask_of is None else [mask_of(g, i) for g, i in sides]
+    return pack([prompt_of(g) for g, _ in sides], [completion_of(g, i) for g, i in sides], pad_id, masks)
 
 
 def dpo_step(ctx, step: int) -> tuple[dict, list[dict]]:
@@ -88,16 +98,17 @@ def _online_step(ctx, step: int) -> tuple[dict, list[dict]]:
     timings: dict[str, float] = {}
     sampled = sample_and_score(ctx, step, timings)
     rollout = sampled.rollout
-    groups = [[Scored(rollout.texts[i * group_size + j], sampled.rewards[i, j].item(),
-                      len(rollout.completion_ids[i * group_size + j])) for j in range(group_size)]
+    groups = [[_scored(rollout, i * group_size + j, sampled.rewards[i, j].item()) for j in range(group_size)]
               for i in range(len(sampled.rows))]
     pairs, stats = _pairs(groups, algo)
     if world_size() > 1:  # the pair statistics of the whole step (every rank's groups), the same on all ranks
         stats = _pairs([g for rank_groups in gather_objects(groups) for g in rank_groups], algo)[1]
     update_metrics: dict = {}
     if any_rows(len(pairs)):  # with ranks: all update, or none (a rank without pairs runs empty micro-batches)
+        mask_of = None if rollout.loss_mask is None else (lambda g, i: rollout.loss_mask[g * group_size + i])
         sequences = pack_pairs(pairs, lambda g: rollout.prompt_ids[g * group_size],
-                               lambda g, i: rollout.completion_ids[g * group_size + i], ctx.tokenizer.pad_token_id)
+                               lambda g, i: rollout.completion_ids[g * group_size + i], ctx.tokenizer.pad_token_id,
+                               mask_of)
         with timed(timings, "logprobs"):
             batch = PairBatch(sequences, sequence_logprobs(ctx.reference, sequences, cfg.train.micro_batch_size))
         with timed(timings, "update"):
@@ -139,6 +150,14 @@ def _offline_step(ctx, step: int) -> tuple[dict, list[dict]]:
     return metrics, samples
 
 
+def _scored(rollout, k: int, reward: float) -> Scored:
+    """Completion k for pairing. A trajectory (multi-turn) is told apart by all its ids, not by its last message
+    (two trajectories that end alike may differ before), and its length counts its sampled tokens only."""
+    if rollout.loss_mask is None:
+        return Scored(rollout.texts[k], reward, len(rollout.completion_ids[k]))
+    return Scored(" ".join(map(str, rollout.completion_ids[k])), reward, sum(rollout.loss_mask[k]))
+
+
 def dpo_update(ctx, batch: PairBatch) -> dict:
     """One optimizer step on the mean DPO loss over `batch`'s pairs, accumulated over micro-batches
     (`update.accumulate_and_step`; its metrics are weighted by pairs)."""
@@ -151,20 +170,26 @@ def dpo_update(ctx, batch: PairBatch) -> dict:
 
     def micro_loss(rows: slice) -> MicroLoss:
         micro = batch.select(pair_index[rows], trim=counts.trim)
-        n = len(micro)
-        logprobs = token_logprobs(ctx.model, micro.sequences,
-                                  chunk_tokens=ctx.cfg.train.logprob_chunk_tokens)[0]  # [2n, L-1]
-        mask = micro.sequences.completion_mask  # [2n, L-1]
-        logps = (logprobs * mask).sum(-1)  # [2n]
-        lengths = mask.sum(-1)  # [2n]
-        loss, parts = dpo_loss(logps[:n], logps[n:], micro.ref_logps[:n], micro.ref_logps[n:], beta=algo.beta,
-                               loss_type=algo.loss_type, label_smoothing=algo.label_smoothing,
-                               chosen_lengths=lengths[:n], rejected_lengths=lengths[n:], num_pairs=counts.sequences)
-        means = {**parts, "logps/chosen": logps[:n].detach().mean(), "logps/rejected": logps[n:].detach().mean()}
-        return MicroLoss(loss, n, means=means)
+        loss, means = pair_batch_loss(ctx.model, micro, algo, counts.sequences, ctx.cfg.train.logprob_chunk_tokens)
+        return MicroLoss(loss, len(micro), means=means)
 
     return accumulate_and_step(micro_loss, counts, ctx.optimizer, ctx.model, ctx.cfg.optim.max_grad_norm,
                                per="sequence")
+
+
+def pair_batch_loss(model, micro: PairBatch, algo, num_pairs: int, chunk_tokens: int = 0) -> tuple[torch.Tensor, dict]:
+    """The DPO loss of `micro`'s pairs (summed, divided by `num_pairs`) and its metrics. Each side's logprob is
+    summed over its completion mask: for trajectories the sampled tokens only, so the environment's tokens
+    (mask 0) change neither side's logprob nor, through `sequence_logprobs`, the reference's."""
+    n = len(micro)
+    logprobs = token_logprobs(model, micro.sequences, chunk_tokens=chunk_tokens)[0]  # [2n, L-1]
+    mask = micro.sequences.completion_mask  # [2n, L-1]
+    logps = (logprobs * mask).sum(-1)  # [2n]
+    lengths = mask.sum(-1)  # [2n]
+    loss, parts = dpo_loss(logps[:n], logps[n:], micro.ref_logps[:n], micro.ref_logps[n:], beta=algo.beta,
+                           loss_type=algo.loss_type, label_smoothing=algo.label_smoothing,
+                           chosen_lengths=lengths[:n], rejected_lengths=lengths[n:], num_pairs=num_pairs)
+    return loss, {**parts, "logps/chosen": logps[:n].detach().mean(), "logps/rejected": logps[n:].detach().mean()}
 
 
 @torch.no_grad()

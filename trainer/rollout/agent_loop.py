@@ -23,11 +23,13 @@ in a thread pool (a sandboxed tool call waits on Docker, not on this process).
 Tested on both engines (tests/test_multi_turn.py for HF, tests/test_multi_turn_vllm.py for vLLM).
 Not done yet: per-prompt sampling seeds (`rollout.seed_per_prompt` is ignored here: each turn calls
 the engine with `seeds=None`, so vLLM's trajectories do not repeat across world sizes or a resume);
-a run under torchrun (each rank runs its own trajectories; no test covers it); per-turn rewards.
+a run under torchrun (each rank runs its own trajectories; no test covers it). Per-turn rewards are
+collected here (`turn_rewards`) and added to the trajectory's reward by the env (`add_turn_rewards`).
 """
 
 from __future__ import annotations
 
+import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
@@ -64,7 +66,7 @@ def observation_text(tokenizer, messages: list[dict], tools: list[dict] | None, 
 def run_trajectories(engine, env: MultiTurnEnv, rows: list[dict], params: SamplingParams) -> Rollout:
     """`params.n` trajectories per row, prompt-major like a one-turn `Rollout`, with `loss_mask` and
     `trajectories` (per row: `messages`, `segments` [(role, ids, mask)], `end`, `turns`, `tool_calls`,
-    `tool_errors`, `output_truncated`, `tool_seconds`) set."""
+    `tool_errors`, `output_truncated`, `tool_seconds`, `turn_rewards`: the replies' rewards) set."""
     if not hasattr(engine, "generate_ids"):
         raise TypeError(f"{type(engine).__name__} has no generate_ids(prompt_ids, params); multi-turn environments "
                         "need an engine that takes token ids (rollout=hf or rollout=vllm)")
@@ -78,7 +80,7 @@ def run_trajectories(engine, env: MultiTurnEnv, rows: list[dict], params: Sampli
     limits = [n for n in (env.max_total_tokens, getattr(engine, "context_length", None)) if n is not None]
     budget = min(limits) if limits else None  # the environment's token budget, or the model's context if smaller
     trajs = [{"messages": list(m), "segments": [], "end": None, "turns": 0, "tool_calls": 0, "tool_errors": 0,
-              "output_truncated": 0, "tool_seconds": 0.0} for m in conversations]
+              "output_truncated": 0, "tool_seconds": 0.0, "turn_rewards": []} for m in conversations]
     ids = [[] for _ in repeated]  # completion ids so far
     logprobs: list[list[float]] = [[] for _ in repeated]
     mask: list[list[int]] = [[] for _ in repeated]
@@ -128,6 +130,12 @@ def run_trajectories(engine, env: MultiTurnEnv, rows: list[dict], params: Sampli
                     t["tool_errors"] += reply.tool_errors
                     t["output_truncated"] += reply.output_truncated
                     t["tool_seconds"] += reply.tool_seconds
+                    if reply.reward is not None:
+                        if isinstance(reply.reward, bool) or not isinstance(reply.reward, (int, float)) \
+                                or not math.isfinite(reply.reward):
+                            raise ValueError(f"{env.name}: step returned Reply.reward={reply.reward!r}; a turn's reward "
+                                             "must be a finite number or None")
+                        t["turn_rewards"].append(float(reply.reward))
                     if reply.done:
                         t["end"] = "done"
                         continue
@@ -157,7 +165,8 @@ def run_trajectories(engine, env: MultiTurnEnv, rows: list[dict], params: Sampli
 
 def trajectory_metrics(trajectories: list[dict]) -> dict:
     """turns/mean, tool_calls/mean, tool/error_frac (failed calls / calls), tool/truncated_frac, tool/time
-    (seconds per trajectory) and end/<reason>: the share of trajectories ended each way."""
+    (seconds per trajectory), end/<reason>: the share of trajectories ended each way, and, when any turn had a
+    reward, reward/turn_mean: the summed turn rewards per trajectory."""
     n = len(trajectories)
     calls = sum(t["tool_calls"] for t in trajectories)
     metrics = {
@@ -169,6 +178,8 @@ def trajectory_metrics(trajectories: list[dict]) -> dict:
     }
     for reason in ("done", "max_turns", "token_budget", "truncated"):
         metrics[f"end/{reason}"] = sum(t["end"] == reason for t in trajectories) / n
+    if any(t.get("turn_rewards") for t in trajectories):  # an env with per-turn rewards (envs/multi_turn.py)
+        metrics["reward/turn_mean"] = sum(sum(t.get("turn_rewards", ())) for t in trajectories) / n
     return metrics
 
 

@@ -57,8 +57,12 @@ def sample_and_score(ctx, step: int, timings: dict, round_: int = 0) -> Sampled:
             rollout = ctx.engine.generate(render_prompts(ctx.tokenizer, ctx.env, rows), params)
     with timed(timings, "score"):
         repeated = [row for row in rows for _ in range(group_size)]
-        results = (ctx.env.score_trajectories([t["messages"] for t in rollout.trajectories], repeated) if multi_turn
-                   else ctx.env.score(rollout.texts, repeated))
+        if multi_turn:  # the verifiers' score plus the env's weighted turn rewards (weight 0: the score alone)
+            results = ctx.env.add_turn_rewards(ctx.env.score_trajectories([t["messages"] for t in rollout.trajectories],
+                                                                          repeated),
+                                               [t["turn_rewards"] for t in rollout.trajectories])
+        else:
+            results = ctx.env.score(rollout.texts, repeated)
         results = no_credit_when_truncated(results, rollout.truncated, cfg.rollout.truncated_reward)
         reward_cfg = cfg.get("reward")
         if reward_cfg is not None and reward_cfg.kind != "env":  # a control: the stated reward, not the verifiers'
