@@ -1,7 +1,7 @@
 """Asynchronous rollouts: step rate and held-out accuracy with `rollout.max_staleness=k` against the
 synchronous loop (k = 0), on the same warm start, seeds and steps.
 
-    python bench/bench_async.py [--steps 30] [--seeds 0,1,2] [--ks 0,1] [--env arithmetic] [--eval-prompts 100]
+    python bench/bench_async.py [--steps 30] [--seeds 0,1,2] [--ks 0,1] [--env arithmetic] [--eval-prompts 23]
 
 Each (k, seed) is its own `rlvr train` subprocess (GRPO, rollout=hf, threads=1, bench_algorithms.py's warm
 start and task), run one after another so they do not compete for the cores. Steps per second are the
@@ -11,7 +11,7 @@ and `async/engine_idle_frac`, averaged over steps; with k = 0 they follow from t
 trainer idles while the engine generates and the verifier scores; the engine idles the rest of the step).
 `--env code_stdio` needs the sandbox (`rlvr sandbox build`) and local data (`--extra env.data_dir=...`).
 
-Writes bench/results/async.json and prints a markdown table: per k, mean and spread (min..max) over seeds.
+Writes bench/results/async.json (with the machine and the load average before and after) and prints a markdown table: per k, mean and spread (min..max) over seeds.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -26,8 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "bench" / "results"
+import common
 
 COMMON = [  # bench_algorithms.py's warm start and task, GRPO's preset
     "rollout=hf", "algo=grpo", "model.warm_start.target_accuracy=[0.3,0.6]", "model.warm_start.lr=3e-3",
@@ -42,7 +42,7 @@ def run(env: str, k: int, seed: int, steps: int, eval_prompts: int, extra: list[
     argv = [sys.executable, "-m", "rlvr", "train", *COMMON, *ENV[env], *extra, f"seed={seed}",
             f"rollout.max_staleness={k}", f"train.steps={steps}", f"train.eval_every={steps}",
             f"train.eval_prompts={eval_prompts}", f"output_dir={out}"]
-    began = time.perf_counter()
+    began, cpu_before = time.perf_counter(), _children_cpu_s()
     proc = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"}, cwd=workdir)
     if proc.returncode != 0:
         raise RuntimeError(f"{env} k={k} seed={seed} failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
@@ -62,8 +62,17 @@ def run(env: str, k: int, seed: int, steps: int, eval_prompts: int, extra: list[
         staleness = 0.0
     return {"env": env, "k": k, "seed": seed, "steps": steps, "loop_s": summary["seconds_this_session"],
             "steps_per_s": steps / summary["seconds_this_session"], "process_s": round(time.perf_counter() - began, 1),
+            # CPU seconds over wall seconds of the whole process (set-up included): how many cores it kept busy. On
+            # a loaded machine a process with two busy threads also gets a larger share of the cores than one with
+            # one, so part of a speed-up measured under load is that share, not overlap alone.
+            "cpu_per_wall": (_children_cpu_s() - cpu_before) / (time.perf_counter() - began),
             "accuracy_before": summary["before"]["accuracy"], "accuracy_after": summary["after"]["accuracy"],
             "trainer_idle_frac": trainer_idle, "engine_idle_frac": engine_idle, "staleness_mean": staleness}
+
+
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def spread(values: list[float], fmt: str) -> str:
@@ -72,7 +81,7 @@ def spread(values: list[float], fmt: str) -> str:
 
 def table(rows: list[dict]) -> str:
     lines = ["| env | k | seeds | steps/s | speed-up | held-out acc before -> after | trainer idle | engine idle | "
-             "staleness |", "|---|---|---|---|---|---|---|---|---|"]
+             "staleness | cores busy |", "|---|---|---|---|---|---|---|---|---|---|"]
     for env in dict.fromkeys(r["env"] for r in rows):
         base = statistics.mean(r["steps_per_s"] for r in rows if r["env"] == env and r["k"] == 0) if any(
             r["env"] == env and r["k"] == 0 for r in rows) else None
@@ -86,7 +95,8 @@ def table(rows: list[dict]) -> str:
                 f"{spread([r['accuracy_after'] for r in group], '.1%')} | "
                 f"{spread([r['trainer_idle_frac'] for r in group], '.2f')} | "
                 f"{spread([r['engine_idle_frac'] for r in group], '.2f')} | "
-                f"{statistics.mean(r['staleness_mean'] for r in group):.2f} |")
+                f"{statistics.mean(r['staleness_mean'] for r in group):.2f} | "
+                f"{spread([r['cpu_per_wall'] for r in group], '.2f')} |")
     return "\n".join(lines)
 
 
@@ -96,19 +106,20 @@ def main() -> None:
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--ks", default="0,1")
     parser.add_argument("--env", default="arithmetic", choices=sorted(ENV))
-    parser.add_argument("--eval-prompts", type=int, default=100)
+    parser.add_argument("--eval-prompts", type=int, default=23)  # all of one-digit arithmetic's test set
     parser.add_argument("--extra", nargs="*", default=[], help="further rlvr train overrides for every run")
     args = parser.parse_args()
     seeds, ks = [int(s) for s in args.seeds.split(",")], [int(k) for k in args.ks.split(",")]
-    rows = []
+    rows, load_before = [], common.load_average()
+    print(common.machine_line(), f"load average before: {load_before}", flush=True)
     with tempfile.TemporaryDirectory(prefix="bench_async_") as tmp:
         for seed in seeds:  # k alternates within a seed, so a change in the machine's load hits both alike
             for k in ks:
                 row = run(args.env, k, seed, args.steps, args.eval_prompts, args.extra, Path(tmp))
                 print(json.dumps(row), flush=True)
                 rows.append(row)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "async.json").write_text(json.dumps({"args": vars(args), "runs": rows}, indent=2))
+    common.write_json("async", {"args": vars(args), "runs": rows}, load_before)
+    print(f"load average after: {common.load_average()}")
     print(table(rows))
 
 

@@ -290,15 +290,18 @@ class AsyncTrainerEngine:
         return self.inner.context_length
 
     def generate(self, prompts, params):
-        with self._turn():
+        if not self.rollouts.shared:
+            return self.inner.generate(prompts, params)
+        with self.rollouts.lock:  # the shared engine: the trainer's newest weights first, the eval is of them
+            self.rollouts._load_newest()
             return self.inner.generate(prompts, params)
 
     def generate_ids(self, prompt_ids, params):
-        with self._turn():
+        if not self.rollouts.shared:
             return self.inner.generate_ids(prompt_ids, params)
-
-    def _turn(self):
-        return self.rollouts.lock if self.rollouts.shared else _NoLock()
+        with self.rollouts.lock:
+            self.rollouts._load_newest()
+            return self.inner.generate_ids(prompt_ids, params)
 
     def sync_weights(self, model) -> None:
         if not self.rollouts.shared:
@@ -308,14 +311,6 @@ class AsyncTrainerEngine:
     def shutdown(self) -> None:
         self.rollouts.close()
         self.inner.shutdown()
-
-
-class _NoLock:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 def start_async_rollouts(ctx, start_step: int, last_step: int) -> AsyncRollouts:
