@@ -93,7 +93,7 @@ def test_trained_samples_are_at_most_k_versions_old_and_tagged_with_their_weight
     metrics, _ = _run(compose_train, tmp_path, k, steps)
     assert [step for step, _ in recorded["taken"]] == list(range(1, steps + 1))
     for step, versions in recorded["taken"]:
-        assert len(versions) == 2 * 4  # every sample carries its version
+        assert len(versions) == 2 * 4  # every sample carries its version (2 prompts x 4 completions)
         assert all(step - 1 - k <= v <= step - 1 for v in versions), (step, versions)
     for step, version, weights in recorded["generated"]:  # the tag names the weights that sampled the batch
         assert weights == recorded["published"][version], (step, version)
@@ -178,3 +178,10 @@ def test_a_resumed_run_restarts_its_queue_at_the_checkpoint(compose_train, tmp_p
     assert resumed.start_step == 2
     assert recorded["taken"][2][1] == [2] * 8  # step 3: sampled by the checkpoint's weights, staleness 0
     assert all(3 - 1 <= v <= 3 for v in recorded["taken"][3][1])
+
+
+def test_one_prompt_per_step_scores_with_one_group_worker(compose_train, tmp_path, recorded):
+    """With one prompt per step the group pool has one worker: a batch's scoring task must not be the one
+    holding it while it waits for its group (that deadlocked until rollout.async_timeout_s)."""
+    _run(compose_train, tmp_path, 2, 3, "train.prompts_per_step=1", "rollout.async_timeout_s=120")
+    assert [step for step, _ in recorded["taken"]] == [1, 2, 3]

@@ -92,6 +92,9 @@ class AsyncRollouts:
         self.pending: dict | None = None  # its snapshot, until the producer loads it
         self.engine_version = start_step  # the version in the producer's engine
         self.queue: queue.Queue = queue.Queue(maxsize=max_staleness)
+        # two pools, so a batch's task waiting on its groups can never hold every worker its groups need:
+        # batches are packed one at a time, in order; their groups are scored in parallel
+        self.batches = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rlvr-score-batch")
         self.pool = ThreadPoolExecutor(max_workers=max(1, min(score_workers, ctx.cfg.train.prompts_per_step)),
                                        thread_name_prefix="rlvr-score")
         self.group_size = ctx.cfg.train.completions_per_prompt
@@ -116,7 +119,7 @@ class AsyncRollouts:
                     return
                 timings: dict = {}
                 drawn = self._generate(step, 0, timings)
-                scored = self.pool.submit(score_drawn, self.pctx, drawn, timings, self._score_groups)
+                scored = self.batches.submit(score_drawn, self.pctx, drawn, timings, self._score_groups)
                 if not self._put((step, scored, timings)):
                     return
         except BaseException as error:  # noqa: BLE001 -- handed to the trainer, which raises it
@@ -272,6 +275,7 @@ class AsyncRollouts:
         with self.gate:
             self.gate.notify_all()
         self.thread.join(timeout=self.timeout_s)
+        self.batches.shutdown(wait=False, cancel_futures=True)
         self.pool.shutdown(wait=False, cancel_futures=True)
 
 
