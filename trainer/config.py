@@ -182,6 +182,10 @@ class RolloutConfig:
     tensor_parallel_size: int = 1
     enable_sleep_mode: bool = False  # free vLLM's GPU memory during the update (sleep/wake)
     dtype: str = "float32"  # vLLM's compute dtype; float32 keeps its logprobs within 1e-3 of the trainer's
+    # Asynchronous rollouts (rollout/async_rollouts.py): a producer samples and scores up to this many steps ahead
+    # of the trainer; a trained sample is at most this many versions old. 0: the synchronous loop.
+    max_staleness: int = 0
+    async_timeout_s: float = 1800.0  # with max_staleness > 0: the longest any wait for the producer may take
 
 
 @dataclass

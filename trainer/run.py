@@ -33,6 +33,7 @@ from rlvr.trainer.loggers import build_loggers
 from rlvr.trainer.models.lora import for_engine
 from rlvr.trainer.reward_config import check_reward_config
 from rlvr.trainer.models.model import build_policy, build_reference, load_tokenizer, resolve_model_path
+from rlvr.trainer.rollout.async_rollouts import start_async_rollouts
 from rlvr.trainer.rollout.factory import build_engine, engine_class
 from rlvr.trainer.rollout.prompts import prompt_lengths
 from rlvr.trainer.rollout.types import Engine, SamplingParams
@@ -56,6 +57,7 @@ class RunContext:
     critic: torch.nn.Module | None = None  # ppo's: a value head, or a whole critic model (algo.critic)
     state: dict = field(default_factory=dict)  # what an algorithm carries across steps (ppo's penalty_beta)
     cache: dict = field(default_factory=dict)  # what an algorithm rebuilds rather than checkpoints (dpo's offline pairs)
+    rollouts: object | None = None  # rollout.max_staleness > 0: the producer sample_and_score takes from
 
 
 def train(cfg, log=print) -> dict:
@@ -170,13 +172,23 @@ def train(cfg, log=print) -> dict:
 
     if start_step == 0:
         files.log_metrics({"step": 0, **held_out_eval()})
+    if cfg.rollout.max_staleness:  # the producer samples ahead with its own engine (rollout/async_rollouts.py)
+        start_async_rollouts(ctx, start_step, cfg.train.steps)
+        engine = ctx.engine  # the held-out eval's and the shutdown's: the trainer's side of the producer
     started, quiet_until = time.time(), 0
     bar = tqdm(range(start_step + 1, cfg.train.steps + 1), initial=start_step, total=cfg.train.steps,
                desc=cfg.algo.name, unit="step", dynamic_ncols=True,
                mininterval=0.2 if sys.stderr.isatty() else 15.0,  # a log file gets a line every 15 s
                disable=not parallel.is_main)
     for step in bar:
-        metrics, samples = algorithm.step(ctx, step)
+        try:
+            metrics, samples = algorithm.step(ctx, step)
+        except BaseException:
+            if ctx.rollouts is not None:  # the producer thread stops with the loop
+                ctx.rollouts.close()
+            raise
+        if ctx.rollouts is not None:
+            metrics.update(ctx.rollouts.step_metrics(step))
         metrics = parallel.reduce_metrics(metrics, completions // parallel.world_size)
         if step % cfg.train.eval_every == 0 or step == cfg.train.steps:
             metrics.update(held_out_eval())

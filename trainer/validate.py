@@ -41,6 +41,7 @@ def validate_train_config(cfg) -> None:
     need(0 < cfg.rollout.top_p <= 1, f"rollout.top_p={cfg.rollout.top_p} must be in (0, 1]")
     need(cfg.rollout.importance_cap is None or cfg.rollout.importance_cap >= 1,
          f"rollout.importance_cap={cfg.rollout.importance_cap} must be >= 1 (or null to turn the correction off)")
+    validate_async(cfg, need)
     need(0 < cfg.rollout.gpu_memory_utilization <= 1,
          f"rollout.gpu_memory_utilization={cfg.rollout.gpu_memory_utilization} must be in (0, 1]")
     need(cfg.rollout.tensor_parallel_size >= 1,
@@ -186,3 +187,22 @@ def validate_multi_turn(cfg, env) -> None:
     if cfg.algo.get("overlong_buffer", 0):
         raise ConfigError(f"algo.overlong_buffer={cfg.algo.overlong_buffer}: env={env.name} is multi-turn and the "
                           f"overlong penalty does not yet tell sampled tokens from the environment's; set it to 0")
+
+
+def validate_async(cfg, need) -> None:
+    """`rollout.max_staleness > 0` (rollout/async_rollouts.py): only where stale samples are corrected."""
+    k = cfg.rollout.max_staleness
+    need(k >= 0, f"rollout.max_staleness={k} must be >= 0 (0: the synchronous loop)")
+    need(cfg.rollout.async_timeout_s > 0, f"rollout.async_timeout_s={cfg.rollout.async_timeout_s} must be > 0")
+    if k == 0:
+        return
+    from rlvr.trainer.algos.grpo import grpo_step
+
+    need(ALGORITHMS[cfg.algo.name].step is grpo_step,
+         f"rollout.max_staleness={k} needs an algorithm that corrects stale samples with rollout.importance_cap "
+         f"(grpo, dr_grpo, dapo, gspo); algo={cfg.algo.name} does not")
+    need(cfg.rollout.importance_cap is not None,
+         f"rollout.max_staleness={k} needs rollout.importance_cap (the truncated importance weights that correct "
+         f"stale samples); it is null")
+    need(cfg.trainer.strategy in ("none", None),
+         f"rollout.max_staleness={k} runs in one process; trainer.strategy={cfg.trainer.strategy} is not supported yet")

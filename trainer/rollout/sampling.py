@@ -38,9 +38,28 @@ class Sampled:
 
 def sample_and_score(ctx, step: int, timings: dict, round_: int = 0) -> Sampled:
     """B prompts (drawn from the step's seed; `round_` > 0: a further draw, for DAPO's dynamic sampling),
-    G completions each, verified and packed."""
+    G completions each, verified and packed. With `rollout.max_staleness > 0` the loop has put an
+    asynchronous producer in `ctx.rollouts` (rollout/async_rollouts.py): the batch comes from it,
+    sampled ahead by its own engine copy and already scored."""
+    rollouts = getattr(ctx, "rollouts", None)
+    if rollouts is not None:
+        return rollouts.take(step, round_, timings)
+    return score_drawn(ctx, draw_and_generate(ctx, step, timings, round_), timings)
+
+
+@dataclass
+class Drawn:
+    """One round's prompts and the engine's completions, not yet scored."""
+
+    rows: list
+    rollout: Rollout
+    draw: tuple  # the seed key of this draw: (seed, step) or (seed, step, round)
+
+
+def draw_and_generate(ctx, step: int, timings: dict, round_: int = 0) -> Drawn:
+    """The step's (or round's) B prompts and G completions each from `ctx.engine`."""
     cfg = ctx.cfg
-    prompts_per_step, group_size = cfg.train.prompts_per_step, cfg.train.completions_per_prompt
+    prompts_per_step = cfg.train.prompts_per_step
     draw = (cfg.seed, step) if round_ == 0 else (cfg.seed, step, round_)  # round 0: the draw every algorithm makes
     seed = derive_seed("train-rows", *draw)
     rows = ctx.env.rows("train", prompts_per_step, seed=seed)
@@ -49,12 +68,20 @@ def sample_and_score(ctx, step: int, timings: dict, round_: int = 0) -> Sampled:
     first = rank() * prompts_per_step
     params = (replace(ctx.sampling, seeds=tuple(derive_seed("sample", *draw, first + i) for i in range(len(rows))))
               if cfg.rollout.seed_per_prompt else ctx.sampling)
-    multi_turn = is_multi_turn(ctx.env)
     with timed(timings, "generate"):  # multi-turn: the whole agent loop, environment steps included
-        if multi_turn:
+        if is_multi_turn(ctx.env):
             rollout = run_trajectories(ctx.engine, ctx.env, rows, params)
         else:
             rollout = ctx.engine.generate(render_prompts(ctx.tokenizer, ctx.env, rows), params)
+    return Drawn(rows, rollout, draw)
+
+
+def score_drawn(ctx, drawn: Drawn, timings: dict, score=None) -> Sampled:
+    """Verify and pack `drawn`. `score(texts, rows)` replaces `ctx.env.score` (the asynchronous producer's
+    scores group by group on a thread pool); multi-turn trajectories are scored by the environment."""
+    cfg, rows, rollout, draw = ctx.cfg, drawn.rows, drawn.rollout, drawn.draw
+    prompts_per_step, group_size = cfg.train.prompts_per_step, cfg.train.completions_per_prompt
+    multi_turn = is_multi_turn(ctx.env)
     with timed(timings, "score"):
         repeated = [row for row in rows for _ in range(group_size)]
         if multi_turn:  # the verifiers' score plus the env's weighted turn rewards (weight 0: the score alone)
@@ -62,7 +89,7 @@ def sample_and_score(ctx, step: int, timings: dict, round_: int = 0) -> Sampled:
                                                                           repeated),
                                                [t["turn_rewards"] for t in rollout.trajectories])
         else:
-            results = ctx.env.score(rollout.texts, repeated)
+            results = (score or ctx.env.score)(rollout.texts, repeated)
         results = no_credit_when_truncated(results, rollout.truncated, cfg.rollout.truncated_reward)
         reward_cfg = cfg.get("reward")
         if reward_cfg is not None and reward_cfg.kind != "env":  # a control: the stated reward, not the verifiers'
@@ -108,6 +135,8 @@ def concat_sampled(parts: list[Sampled], pad_token_id: int) -> Sampled:
         return parts[0]
     rollout = Rollout(*(sum((getattr(p.rollout, name) for p in parts), [])
                         for name in ("prompt_ids", "completion_ids", "texts", "logprobs", "truncated")))
+    if all(p.rollout.version is not None for p in parts):  # asynchronous rollouts: each sample's policy version
+        rollout.version = sum((p.rollout.version for p in parts), [])
     if parts[0].rollout.loss_mask is not None:  # multi-turn: every round's rollout carries its mask and trajectories
         rollout.loss_mask = sum((p.rollout.loss_mask for p in parts), [])
         rollout.trajectories = sum((p.rollout.trajectories for p in parts), [])

@@ -55,6 +55,9 @@ class Rollout:
     # completion token. loss_mask[i][k] is 1 where completion token k was sampled, 0 where the environment wrote it.
     loss_mask: list[list[int]] | None = None
     trajectories: list[dict] | None = None  # [B*G] turns, messages, end reason and tool counts (agent_loop.py)
+    # Asynchronous rollouts only (rollout/async_rollouts.py): version[i] is the number of optimizer updates in the
+    # weights that sampled row i; None when the engine samples the current policy (the synchronous loop).
+    version: list[int] | None = None
 
     @property
     def num_tokens(self) -> int:
