@@ -40,12 +40,15 @@ class Algorithm:
     reference: str = "kl"
     build_critic: Callable | None = None  # (policy, algo.critic) -> the module trained beside it (PPO's)
     offline_data: bool = False  # reads `data=FILE` (scored completions) instead of sampling, when given
+    # trains on samples up to rollout.max_staleness versions old (rollout/async_rollouts.py): its loss corrects
+    # them with the engine's logprobs (rollout.importance_cap's truncated importance weights)
+    corrects_staleness: bool = False
 
     def needs_reference(self, algo_cfg) -> bool:
         return self.reference == "always" or bool(algo_cfg.get("beta", 0))
 
 
-_GROUP = dict(family="group", strategies=("ddp", "fsdp2"))
+_GROUP = dict(family="group", strategies=("ddp", "fsdp2"), corrects_staleness=True)
 ALGORITHMS = {
     "grpo": Algorithm(grpo_step, **_GROUP),
     "dr_grpo": Algorithm(grpo_step, **_GROUP),

@@ -196,9 +196,7 @@ def validate_async(cfg, need) -> None:
     need(cfg.rollout.async_timeout_s > 0, f"rollout.async_timeout_s={cfg.rollout.async_timeout_s} must be > 0")
     if k == 0:
         return
-    from rlvr.trainer.algos.grpo import grpo_step
-
-    need(ALGORITHMS[cfg.algo.name].step is grpo_step,
+    need(ALGORITHMS[cfg.algo.name].corrects_staleness,
          f"rollout.max_staleness={k} needs an algorithm that corrects stale samples with rollout.importance_cap "
          f"(grpo, dr_grpo, dapo, gspo); algo={cfg.algo.name} does not")
     need(cfg.rollout.importance_cap is not None,
