@@ -65,6 +65,7 @@ BENCH_ARGS_bench_math ?= --synthetic 500
 BENCH_ARGS_bench_rollout ?= --repeats 1 --grpo-steps 0 --max-new-tokens 32
 BENCH_ARGS_bench_sandbox ?= --runs 100
 BENCH_ARGS_bench_seeds ?= --seeds 0 --algorithms grpo,dpo
+BENCH_ARGS_bench_tools ?= --seeds 0
 BENCH_SCRIPTS := $(sort $(wildcard bench/bench_*.py))
 
 bench: $(VENV)/.test docker
