@@ -1,6 +1,6 @@
 """Does the python tool help GRPO on `tool_multiply`? Tool vs no tool, same warm start, same budget, over seeds.
 
-    python bench/bench_tools.py [--seeds 0,1,2] [--steps 30] [--jobs 1] [--cache DIR]
+    python bench/bench_tools.py [--seeds 0,1,2] [--steps 20] [--jobs 1] [--cache DIR]
     python bench/bench_tools.py --report        # the table of bench/results/tools.json, running nothing
 
 Per seed, two runs of `rlvr train` with `DEMO_TOOLS` (the `make demo-tools` config: 3-digit factors, the local
@@ -47,13 +47,12 @@ def run(arm: str, overrides: list[str], seed: int, steps: int, workdir: Path, ca
         return {"arm": arm, "seed": seed, "error": proc.stderr[-2000:] or proc.stdout[-2000:]}
     history = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     evals = [m for m in history if "eval/accuracy" in m]
-    config = (out / "config.yaml").read_text()
     return {"arm": arm, "seed": seed, "steps": steps, "run_s": round(time.perf_counter() - began, 1),
             "accuracy_curve": [[m["step"], m["eval/accuracy"]] for m in evals],
             "accuracy_before": evals[0]["eval/accuracy"], "accuracy_after": evals[-1]["eval/accuracy"],
             "tool_calls_curve": [[m["step"], m.get("tool_calls/mean")] for m in history if "tool_calls/mean" in m],
             "rewards": [m["reward/mean"] for m in history if "reward/mean" in m],
-            "warm_start": _warm_start(proc.stdout + proc.stderr), "config_has_name_or_path": "name_or_path" in config}
+            "warm_start": _warm_start(proc.stdout + proc.stderr)}
 
 
 def _warm_start(log: str) -> str | None:
