@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 TORCH ?= torch==2.13.0
 
-.PHONY: demo test test-fast bench gpu-check clean docker
+.PHONY: demo demo-tools test test-fast bench gpu-check clean docker
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,15 @@ $(VENV)/.test: pyproject.toml $(VENV)/.base
 # prints the before/after table of held-out greedy accuracy.
 demo: $(VENV)/.base
 	$(BIN)/rlvr train $(ARGS)
+
+# GRPO with the sandboxed python tool on 3-digit `tool_multiply` (local sandbox backend, no Docker needed),
+# from the tiny model's tool-use warm start; prints the before/after table. The no-tool baseline and
+# the seeds: bench/bench_tools.py (keep its DEMO_TOOLS in step with this line).
+demo-tools: $(VENV)/.base
+	$(BIN)/rlvr train env=tool_multiply env.digits=3 env.sandbox_backend=local env.max_turns=2 rollout=hf \
+	  model.arch.hidden_size=64 model.arch.num_layers=2 model.arch.intermediate_size=192 model.arch.max_positions=192 \
+	  model.warm_start.lr=3e-3 model.warm_start.batch_size=16 model.warm_start.eval_rows=50 optim.lr=3e-4 \
+	  train.eval_prompts=100 train.eval_every=10 train.steps=20 train.save_every=20 $(ARGS)
 
 # Docker engine (installed and started when missing) and the sandbox image (built when absent):
 # the code verifier's tests run against them.
@@ -57,6 +66,7 @@ BENCH_ARGS_bench_math ?= --synthetic 500
 BENCH_ARGS_bench_rollout ?= --repeats 1 --grpo-steps 0 --max-new-tokens 32
 BENCH_ARGS_bench_sandbox ?= --runs 100
 BENCH_ARGS_bench_seeds ?= --seeds 0 --algorithms grpo,dpo
+BENCH_ARGS_bench_tools ?= --seeds 0
 BENCH_SCRIPTS := $(sort $(wildcard bench/bench_*.py))
 
 bench: $(VENV)/.test docker

@@ -9,10 +9,26 @@ Each trajectory holds its own `PythonSession` (sandboxes/session.py) on the envi
 opened in `start` and closed in `close`: variables persist across its calls and never reach another
 trajectory. The sandbox (Docker by default, `sandbox_backend=local` without Docker) starts on the
 first tool call, so building the environment never touches Docker.
+
+`tools_enabled=false` is the no-tool baseline of the same task: the prompt is unchanged (the policy sees
+the same input), but every tool call comes back as a "no tools available" observation (a tool error) and
+nothing runs, so only answering directly can earn reward.
+
+`reference_trajectory(row)` is the multi-turn warm start's transcript (trainer/models/transcripts.py).
+Choice: on a `reference_tool_fraction` share of the rows (picked by a hash of the row's id, a feature the
+model cannot read) it is [assistant tool call `print(a*b)`, the tool's output, assistant `<answer>`]; on
+the rest, and on every row when `tools_enabled` is false, it is the one-turn direct answer. A warm start
+that always called the tool would leave RL nothing to learn; one that never did would give GRPO no tool
+call to reinforce. A tiny model cannot multiply 3-digit numbers in its head, so its direct answers are
+mostly wrong and its tool answers mostly right: sampled groups mix both and GRPO raises the tool's share.
+The observation is computed exactly (`str(a * b)`, what the sandbox prints for that code; a sandbox test
+checks the two agree) so that building the warm start never starts a sandbox.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import threading
 from typing import Any, ClassVar
 
@@ -25,6 +41,7 @@ from rlvr.errors import ConfigError
 from rlvr.sandboxes.base import MiB
 from rlvr.sandboxes.factory import BACKENDS, get_sandbox
 
+NO_TOOLS = "no tools available in this task; answer directly with <answer>N</answer>"
 PROMPT = ("Compute {a}*{b}. You can run Python: <tool_call>{{\"name\": \"python\", \"arguments\": "
           "{{\"code\": \"print(1+1)\"}}}}</tool_call>. Give the result as <answer>N</answer>.")
 
@@ -39,8 +56,8 @@ class ToolMultiplyEnv(MultiTurnEnv):
 
     def __init__(self, *, digits: int = 4, test_fraction: float = 0.2, max_turns: int = 3,
                  max_total_tokens: int | None = None, max_tool_output_chars: int = 200, sandbox_backend: str = "docker",
-                 tool_timeout_s: float = 5.0, tool_memory_mb: int = 256,
-                 reward: list[dict] | None = None, system_prompt: str | None = None):
+                 tool_timeout_s: float = 5.0, tool_memory_mb: int = 256, tools_enabled: bool = True,
+                 reference_tool_fraction: float = 0.5, reward: list[dict] | None = None, system_prompt: str | None = None):
         if isinstance(digits, bool) or not isinstance(digits, int) or digits < 1:
             raise ConfigError(f"tool_multiply: 'digits' must be an int >= 1, got {digits!r}")
         if sandbox_backend not in BACKENDS:
@@ -48,6 +65,13 @@ class ToolMultiplyEnv(MultiTurnEnv):
         for field, value in (("tool_timeout_s", tool_timeout_s), ("tool_memory_mb", tool_memory_mb)):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
                 raise ConfigError(f"tool_multiply: {field!r} must be a positive number, got {value!r}")
+        if not isinstance(tools_enabled, bool):
+            raise ConfigError(f"tool_multiply: 'tools_enabled' must be true or false, got {tools_enabled!r}")
+        if (isinstance(reference_tool_fraction, bool) or not isinstance(reference_tool_fraction, (int, float))
+                or not 0.0 <= reference_tool_fraction <= 1.0):
+            raise ConfigError(f"tool_multiply: 'reference_tool_fraction' must be a number in [0, 1], "
+                              f"got {reference_tool_fraction!r}")
+        self.tools_enabled, self.reference_tool_fraction = tools_enabled, float(reference_tool_fraction)
         self.tool_limits = TOOL_LIMITS.with_(wall_s=float(tool_timeout_s), cpu_s=float(tool_timeout_s),
                                              memory_bytes=int(tool_memory_mb * MiB))
         self.digits, self.sandbox_backend = digits, sandbox_backend
@@ -70,6 +94,16 @@ class ToolMultiplyEnv(MultiTurnEnv):
     def _row(self, a: int, b: int) -> dict[str, Any]:
         return {"id": f"tool_multiply/{_key((a, b))}", "messages": [{"role": "user", "content": PROMPT.format(a=a, b=b)}],
                 "answer": str(a * b), "reference": f"<think></think><answer>{a * b}</answer>", "a": a, "b": b}
+
+    def reference_trajectory(self, row: dict) -> list[dict]:
+        """The warm start's assistant and tool messages for `row` (module docstring: which rows use the tool)."""
+        if not self.tools_enabled or _unit_hash(row["id"]) >= self.reference_tool_fraction:
+            return [{"role": "assistant", "content": row["reference"]}]
+        code = f"print({row['a']}*{row['b']})"
+        call = json.dumps({"name": "python", "arguments": {"code": code}})
+        return [{"role": "assistant", "content": f"<tool_call>{call}</tool_call>"},
+                {"role": "tool", "name": "python", "content": str(row["a"] * row["b"])},
+                {"role": "assistant", "content": f"<answer>{row['answer']}</answer>"}]
 
     @property
     def sandbox(self):
@@ -96,6 +130,9 @@ class ToolMultiplyEnv(MultiTurnEnv):
         calls = parse_tool_calls(assistant_text)
         if not calls:
             return Reply([], done=True)
+        if not self.tools_enabled:  # the baseline: nothing runs, each call is told so
+            return Reply([{"role": "tool", "name": "python", "content": NO_TOOLS} for _ in calls],
+                         tool_calls=len(calls), tool_errors=len(calls))
         messages, errors, cut, seconds = [], 0, 0, 0.0
         for call in calls:
             if isinstance(call, ToolCallError):
@@ -111,6 +148,11 @@ class ToolMultiplyEnv(MultiTurnEnv):
             errors, cut = errors + failed, cut + was_cut
             messages.append({"role": "tool", "name": "python", "content": text})
         return Reply(messages, tool_calls=len(calls), tool_errors=errors, output_truncated=cut, tool_seconds=seconds)
+
+
+def _unit_hash(text: str) -> float:
+    """A number in [0, 1) fixed by `text` (not Python's salted `hash`)."""
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") / 2 ** 64
 
 
 def _key(p: tuple[int, int]) -> str:

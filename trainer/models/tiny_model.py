@@ -7,7 +7,8 @@ short supervised warm start on the environment's reference solutions (see `warm_
 so that RL begins from a policy that sometimes succeeds. The result is cached on disk under
 a key that hashes everything that shaped it, so the second run loads it in a second.
 
-What the key covers (`build_fingerprint`): the config (environment, architecture, warm start, seed);
+What the key covers (`build_fingerprint`): whether the warm start trains on multi-turn transcripts
+(`warm_start_data`, only present when it does, so one-turn keys are unchanged); the config (environment, architecture, warm start, seed);
 the source of every rlvr module the build runs, found by following `rlvr` imports statically from
 this file, the environment's class and the verifiers that score it (a change to the warm start, the
 evaluation, the prompt rendering, the environment's rows or its scoring rebuilds the model); the
@@ -35,6 +36,8 @@ from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, 
 import tokenizers
 import transformers
 from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+
+from rlvr.trainer.models.transcripts import has_transcripts
 
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 TAG_TOKENS = ["<think>", "</think>", "<answer>", "</answer>"]
@@ -141,16 +144,22 @@ def build_model(tokenizer, hidden_size: int, num_layers: int, num_heads: int, nu
 def tokenizer_corpus(env, num_rows: int, seed: int) -> list[str]:
     rows = env.rows("train", num_rows, seed=seed)
     text = [m["content"] for row in rows for m in env.messages(row)] + [row["reference"] for row in rows]
+    if has_transcripts(env):  # the tool calls and outputs the warm start trains on
+        text += [m["content"] for row in rows for m in env.reference_trajectory(row)]
     return text + ["system user assistant", "".join(chr(c) for c in range(32, 127))]
 
 
 def tiny_model_path(env, env_config: dict, arch: dict, warm: dict, seed: int) -> Path:
     """Where the tiny model of this config, code and libraries is cached (built or not)."""
-    return _cache_path(env_config, arch, warm, seed, build_fingerprint(env))
+    return _cache_path(env_config, arch, warm, seed, build_fingerprint(env), has_transcripts(env))
 
 
-def _cache_path(env_config: dict, arch: dict, warm: dict, seed: int, fingerprint: dict) -> Path:
-    key = cache_key({"env": env_config, "arch": arch, "warm_start": warm, "seed": seed, "build": fingerprint})
+def _cache_path(env_config: dict, arch: dict, warm: dict, seed: int, fingerprint: dict,
+                transcripts: bool = False) -> Path:
+    payload = {"env": env_config, "arch": arch, "warm_start": warm, "seed": seed, "build": fingerprint}
+    if transcripts:  # a transcript warm start (tool calls) is another model; one-turn keys keep their old payload
+        payload["warm_start_data"] = "transcripts"
+    key = cache_key(payload)
     return cache_root() / "tiny" / key
 
 
@@ -159,7 +168,7 @@ def build_tiny(env, env_config: dict, arch: dict, warm: dict, seed: int, log=pri
     ask for the same model at once (parallel tests, two runs started together) build it once: the others
     wait on a lock file beside it and then load what the first one built."""
     fingerprint = build_fingerprint(env)  # read once: sources edited during a long build do not change its key
-    path = _cache_path(env_config, arch, warm, seed, fingerprint)
+    path = _cache_path(env_config, arch, warm, seed, fingerprint, has_transcripts(env))
     if (path / "warm_start.json").exists():
         log(f"tiny model: cached at {path}")
         return path

@@ -15,6 +15,10 @@ quarter of the target's low end (the default arithmetic build reaches its band i
 3000 steps, so this never cuts it short). The knobs: `model.warm_start.target_accuracy`,
 `max_steps`, `lr`, `eval_every`, `eval_rows`, `max_new_tokens` (null: the environment's completion length,
 cut to the model's context; README "Models").
+
+A multi-turn environment with `reference_trajectory` (envs/tool_multiply.py) is warm-started on whole
+transcripts (tool calls, masked tool outputs, answers; trainer/models/transcripts.py) instead of
+`reference`; the validation check then runs the agent loop, tools included, as the held-out eval does.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import torch
 
 from rlvr.trainer.evaluation.evaluate import evaluate_greedy
 from rlvr.trainer.models.logprobs import pack, token_logprobs
+from rlvr.trainer.models.transcripts import has_transcripts, transcript_ids
 from rlvr.trainer.rollout.prompts import prompt_lengths, render_prompts
 from rlvr.trainer.rollout.hf import HFEngine
 
@@ -41,13 +46,18 @@ def warm_start(model, tokenizer, env, *, target_accuracy: list[float], max_steps
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
     history, start = [], time.time()
     accuracy, best, step, gave_up = 0.0, 0.0, 0, False
+    transcripts = has_transcripts(env)
     model.train()
     for step in range(1, max_steps + 1):
         rows = env.rows("train", batch_size, seed=seed * 1_000_000 + step)
         prompt_ids = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in render_prompts(tokenizer, env, rows)]
-        target_ids = [tokenizer(r["reference"], add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
-                      for r in rows]
-        batch = pack(prompt_ids, target_ids, tokenizer.pad_token_id)
+        if transcripts:  # multi-turn: whole conversations, the environment's tokens masked out
+            target_ids, masks = map(list, zip(*(transcript_ids(tokenizer, env, r) for r in rows)))
+        else:
+            target_ids = [tokenizer(r["reference"], add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+                          for r in rows]
+            masks = None
+        batch = pack(prompt_ids, target_ids, tokenizer.pad_token_id, loss_masks=masks)
         logprobs, _ = token_logprobs(model, batch)  # [N, L-1]
         loss = -(logprobs * batch.completion_mask).sum() / batch.completion_mask.sum()
         optimizer.zero_grad(set_to_none=True)

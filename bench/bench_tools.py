@@ -1,0 +1,134 @@
+"""Does the python tool help GRPO on `tool_multiply`? Tool vs no tool, same warm start, same budget, over seeds.
+
+    python bench/bench_tools.py [--seeds 0,1,2] [--steps 20] [--jobs 1] [--cache DIR]
+    python bench/bench_tools.py --report        # the table of bench/results/tools.json, running nothing
+
+Per seed, two runs of `rlvr train` with `DEMO_TOOLS` (the `make demo-tools` config: 3-digit factors, the local
+sandbox backend, at most 2 assistant turns):
+  tool     env.tools_enabled=true; `model=tiny` builds the seed's tool-use warm start (trainer/models/transcripts.py)
+  no tool  env.tools_enabled=false (same prompt; every call answered "no tools available"), starting from the very
+           same warm-started model (`model.name_or_path` = the tool run's cached tiny model), same steps and seed
+The seed changes the tiny model's initialisation, its warm start and the RL run's sampling. Held-out greedy
+accuracy is measured on the same test problems before and after, so the rise is paired per seed; the table
+gives each arm's mean and sample standard deviation over seeds. Writes bench/results/tools.json after every
+run and prints a markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results"
+# keep in step with the Makefile's demo-tools target
+DEMO_TOOLS = ["env=tool_multiply", "env.digits=3", "env.sandbox_backend=local", "env.max_turns=2", "rollout=hf",
+              "model.arch.hidden_size=64", "model.arch.num_layers=2", "model.arch.intermediate_size=192",
+              "model.arch.max_positions=192", "model.warm_start.lr=3e-3", "model.warm_start.batch_size=16",
+              "model.warm_start.eval_rows=50", "optim.lr=3e-4", "train.eval_prompts=100", "train.eval_every=10"]
+
+
+def run(arm: str, overrides: list[str], seed: int, steps: int, workdir: Path, cache: Path) -> dict:
+    out = workdir / f"{arm.replace(' ', '_')}-seed{seed}"
+    argv = [sys.executable, "-m", "rlvr", "train", *DEMO_TOOLS, *overrides, f"train.steps={steps}",
+            f"train.save_every={steps}", f"seed={seed}", f"output_dir={out}"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "RLVR_CACHE": str(cache)}
+    began = time.perf_counter()
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT)
+    if proc.returncode != 0:
+        return {"arm": arm, "seed": seed, "error": proc.stderr[-2000:] or proc.stdout[-2000:]}
+    history = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    evals = [m for m in history if "eval/accuracy" in m]
+    return {"arm": arm, "seed": seed, "steps": steps, "run_s": round(time.perf_counter() - began, 1),
+            "accuracy_curve": [[m["step"], m["eval/accuracy"]] for m in evals],
+            "accuracy_before": evals[0]["eval/accuracy"], "accuracy_after": evals[-1]["eval/accuracy"],
+            "tool_calls_curve": [[m["step"], m.get("tool_calls/mean")] for m in history if "tool_calls/mean" in m],
+            "rewards": [m["reward/mean"] for m in history if "reward/mean" in m],
+            "warm_start": _warm_start(proc.stdout + proc.stderr)}
+
+
+def _warm_start(log: str) -> str | None:
+    """The tiny model directory the run used (its log names it), for the no-tool arm to start from."""
+    for line in log.splitlines():
+        for marker in ("tiny model: cached at ", "later runs reuse "):
+            if marker in line:
+                return line.split(marker, 1)[1].strip()
+    return None
+
+
+def seed_pair(seed: int, steps: int, workdir: Path, cache: Path, save) -> list[dict]:
+    tool = run("tool", ["env.tools_enabled=true"], seed, steps, workdir, cache)
+    save(tool)
+    if "error" in tool or not tool["warm_start"]:
+        return [tool]
+    no_tool = run("no tool", ["env.tools_enabled=false", f"model.name_or_path={tool['warm_start']}"], seed, steps,
+                  workdir, cache)
+    save(no_tool)
+    return [tool, no_tool]
+
+
+def table(results: list[dict]) -> str:
+    ok = [r for r in results if "error" not in r]
+    lines = ["| arm | seeds | held-out accuracy before | after | rise (points) | per seed (before -> after) |",
+             "|---|---|---|---|---|---|"]
+    for arm in ("tool", "no tool"):
+        rows = sorted((r for r in ok if r["arm"] == arm), key=lambda r: r["seed"])
+        if not rows:
+            continue
+        cols = [[100 * r[k] for r in rows] for k in ("accuracy_before", "accuracy_after")]
+        rise = [a - b for b, a in zip(*cols)]
+        per = ", ".join(f"s{r['seed']}: {100 * r['accuracy_before']:.0f} -> {100 * r['accuracy_after']:.0f}" for r in rows)
+        lines.append(f"| {arm} | {len(rows)} | {_ms(cols[0])} | {_ms(cols[1])} | {_ms(rise)} | {per} |")
+    failed = [r for r in results if "error" in r]
+    return "\n".join(lines) + "".join(f"\nFAILED {r['arm']} seed {r['seed']}: {r['error'][-300:]}" for r in failed)
+
+
+def _ms(values: list[float]) -> str:
+    sd = statistics.stdev(values) if len(values) > 1 else 0.0
+    return f"{statistics.mean(values):.1f} ± {sd:.1f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--jobs", type=int, default=1, help="seeds run at once (each a tool run, then its no-tool run)")
+    parser.add_argument("--cache", type=Path, default=None, help="RLVR_CACHE for the warm starts (default: a fresh one)")
+    parser.add_argument("--report", action="store_true")
+    args = parser.parse_args()
+    path = RESULTS / "tools.json"
+    if args.report:
+        print(table(json.loads(path.read_text())["runs"]))
+        return
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    seeds = [int(s) for s in args.seeds.split(",")]
+    results: list[dict] = []
+    began = time.perf_counter()
+
+    def save(result: dict) -> None:
+        results.append(result)
+        print(f"{result['arm']} seed {result['seed']}: " + (f"FAILED {result['error'][-300:]}" if "error" in result else
+              f"{100 * result['accuracy_before']:.0f}% -> {100 * result['accuracy_after']:.0f}% in {result['run_s']:.0f} s"),
+              flush=True)
+        path.write_text(json.dumps({"seeds": seeds, "steps": args.steps, "config": DEMO_TOOLS, "load": os.getloadavg(),
+                                    "seconds": round(time.perf_counter() - began, 1), "runs": results}, indent=2))
+
+    with tempfile.TemporaryDirectory(prefix="bench_tools_") as tmp:
+        cache = args.cache or Path(tmp) / "cache"
+        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            list(pool.map(lambda s: seed_pair(s, args.steps, Path(tmp), cache, save), seeds))
+    print(table(results))
+    print(f"{len(seeds)} seeds x 2 arms, {args.steps} steps each, in {time.perf_counter() - began:.0f} s; "
+          f"load average at the end {os.getloadavg()[0]:.1f}; {path}")
+
+
+if __name__ == "__main__":
+    main()
