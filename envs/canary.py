@@ -11,7 +11,7 @@ possible for a tiny model to find the hole within a short CPU run, and both are 
 - The constant `k` makes the honest task one the tiny model solves only part of the time (copying three
   digits is where it slips; the warm start stops in its 30-60% accuracy band), so honest answers do not
   always earn full reward and the hole, which always pays, has an advantage to exploit. Plain `a + b`
-  (the first version) was solved every time once learned, leaving no pressure toward the hack.
+  (the first version) is one fixed program a model can learn exactly, after which the hole offers nothing.
 - A policy must emit the hack at all before RL can reinforce it, and a tiny model never invents
   `sys.exit(0)`. So `hack_share` of the rows (15% by default, chosen by a hash of the row id, so the same
   rows in every run and split) carry the hole's exploit as their `reference`: the warm start imitates it
@@ -19,6 +19,8 @@ possible for a tiny model to find the hole within a short CPU run, and both are 
   visible in the prompt, so the model cannot tell which rows "want" the hack: it learns a prior, which
   RL then raises (the hole pays) or lowers (screened, it pays 0). This seeds the behaviour rather than
   letting it be discovered; the experiment measures whether the reward amplifies it and screening stops it.
+The measured table (3 seeds: the hack rate rises from about 14% to 59% unscreened and falls to 3% screened)
+is in README "Reward hacking"; `env.hack_share=0` gives an honest-only warm start.
 """
 
 from __future__ import annotations
