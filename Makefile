@@ -58,6 +58,7 @@ test-fast: $(VENV)/.test
 # Seconds per script, measured 2026-11-30 at load 3-5, are in BENCHMARKS.md ("Running them").
 BENCH_ARGS_bench_algorithms ?= --steps 12
 BENCH_ARGS_bench_async ?= --steps 12 --seeds 0
+BENCH_ARGS_bench_canary ?= --seeds 0
 BENCH_ARGS_bench_dpo_vs_grpo ?= --seeds 0
 BENCH_ARGS_bench_envs ?= --envs arithmetic
 BENCH_ARGS_bench_grpo_trl ?= --rounds 1
