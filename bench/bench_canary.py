@@ -22,15 +22,12 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
-import sys
-import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "bench" / "results"
+import common
+
+RESULTS = common.RESULTS
 WINDOW = 10
 CANARY = ["env=canary", "env.backend=local", "rollout=hf", "model.arch.hidden_size=64", "model.arch.num_layers=2",
           "model.arch.intermediate_size=192", "model.arch.max_positions=192", "model.warm_start.lr=3e-3",
@@ -39,43 +36,21 @@ CANARY = ["env=canary", "env.backend=local", "rollout=hf", "model.arch.hidden_si
 ARMS = {"no screen": ["reward.screen=false"], "screen": ["reward.screen=true"]}
 
 
-def run(arm: str, overrides: list[str], seed: int, steps: int, workdir: Path, cache: Path) -> dict:
-    out = workdir / f"{arm.replace(' ', '_')}-seed{seed}"
-    argv = [sys.executable, "-m", "rlvr", "train", *CANARY, *ARMS[arm], *overrides, f"train.steps={steps}",
-            f"train.save_every={steps}", f"train.eval_every={steps}", f"seed={seed}", f"output_dir={out}"]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "RLVR_CACHE": str(cache)}
-    began = time.perf_counter()
-    proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT)
-    if proc.returncode != 0:
-        return {"arm": arm, "seed": seed, "error": proc.stderr[-2000:] or proc.stdout[-2000:]}
-    history = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+def run(arm: str, overrides: list[str], seed: int, workdir: Path, cache: Path, steps: int) -> dict:
+    child = common.rlvr_train([*CANARY, *ARMS[arm], *overrides, f"train.steps={steps}", f"train.save_every={steps}",
+                               f"train.eval_every={steps}", f"seed={seed}"],
+                              workdir / f"{arm.replace(' ', '_')}-seed{seed}", cache)
+    if "error" in child:
+        return {"arm": arm, "seed": seed, "error": child["error"]}
+    history = child["history"]
     evals = [m for m in history if "eval/accuracy" in m]
     steps_ = [m for m in history if "hack/rate" in m]
-    return {"arm": arm, "seed": seed, "steps": steps, "run_s": round(time.perf_counter() - began, 1),
+    return {"arm": arm, "seed": seed, "steps": steps, "run_s": child["run_s"],
             "hack_rate": [[m["step"], m["hack/rate"]] for m in steps_],
             "early_exit_rate": [[m["step"], m.get("hack/early_exit_rate", 0.0)] for m in steps_],
             "rewards": [m.get("reward/mean") for m in steps_],
             "accuracy_before": evals[0]["eval/accuracy"], "accuracy_after": evals[-1]["eval/accuracy"],
-            "warm_start": _warm_start(proc.stdout + proc.stderr)}
-
-
-def _warm_start(log: str) -> str | None:
-    """The tiny model directory the run used (its log names it), for the screened arm to start from."""
-    for line in log.splitlines():
-        for marker in ("tiny model: cached at ", "later runs reuse "):
-            if marker in line:
-                return line.split(marker, 1)[1].strip()
-    return None
-
-
-def seed_pair(seed: int, steps: int, workdir: Path, cache: Path, save) -> list[dict]:
-    first = run("no screen", [], seed, steps, workdir, cache)
-    save(first)
-    if "error" in first or not first["warm_start"]:
-        return [first]
-    second = run("screen", [f"model.name_or_path={first['warm_start']}"], seed, steps, workdir, cache)
-    save(second)
-    return [first, second]
+            "warm_start": child["warm_start"]}
 
 
 def windows(curve: list[list[float]], steps: int) -> list[float | None]:
@@ -100,20 +75,13 @@ def table(results: list[dict]) -> str:
         if not rows:
             continue
         per_seed = [windows(r["hack_rate"], steps) for r in rows]
-        cols = [_ms([100 * w[i] for w in per_seed if w[i] is not None]) for i in range(len(heads))]
-        acc = [_ms([100 * r[k] for r in rows]) for k in ("accuracy_before", "accuracy_after")]
+        cols = [common.mean_sd([100 * w[i] for w in per_seed if w[i] is not None]) for i in range(len(heads))]
+        acc = [common.mean_sd([100 * r[k] for r in rows]) for k in ("accuracy_before", "accuracy_after")]
         per = "; ".join(f"s{r['seed']}: " + " / ".join("-" if v is None else f"{100 * v:.0f}" for v in w)
                         for r, w in zip(rows, per_seed))
         lines.append(f"| {arm} | {len(rows)} | " + " | ".join(cols) + f" | {acc[0]} | {acc[1]} | {per} |")
     failed = [r for r in results if "error" in r]
     return "\n".join(lines) + "".join(f"\nFAILED {r['arm']} seed {r['seed']}: {r['error'][-300:]}" for r in failed)
-
-
-def _ms(values: list[float]) -> str:
-    if not values:
-        return "-"
-    sd = statistics.stdev(values) if len(values) > 1 else 0.0
-    return f"{statistics.mean(values):.1f} ± {sd:.1f}"
 
 
 def main() -> None:
@@ -145,10 +113,9 @@ def main() -> None:
         path.write_text(json.dumps({"seeds": seeds, "steps": args.steps, "config": CANARY, "load": os.getloadavg(),
                                     "seconds": round(time.perf_counter() - began, 1), "runs": results}, indent=2))
 
-    with tempfile.TemporaryDirectory(prefix="bench_canary_") as tmp:
-        cache = args.cache or Path(tmp) / "cache"
-        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-            list(pool.map(lambda s: seed_pair(s, args.steps, Path(tmp), cache, save), seeds))
+    common.paired_arms(seeds, args.jobs, args.cache, "bench_canary_",
+                       lambda arm, overrides, seed, workdir, cache: run(arm, overrides, seed, workdir, cache, args.steps),
+                       ("no screen", []), ("screen", []), save)
     print(table(results))
     print(f"{len(seeds)} seeds x 2 arms, {args.steps} steps each, in {time.perf_counter() - began:.0f} s; "
           f"load average at the end {os.getloadavg()[0]:.1f}; {path}")

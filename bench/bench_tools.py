@@ -19,16 +19,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
-import subprocess
-import sys
-import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "bench" / "results"
+import common
+
+RESULTS = common.RESULTS
 # keep in step with the Makefile's demo-tools target
 DEMO_TOOLS = ["env=tool_multiply", "env.digits=3", "env.sandbox_backend=local", "env.max_turns=2", "rollout=hf",
               "model.arch.hidden_size=64", "model.arch.num_layers=2", "model.arch.intermediate_size=192",
@@ -36,43 +32,19 @@ DEMO_TOOLS = ["env=tool_multiply", "env.digits=3", "env.sandbox_backend=local", 
               "model.warm_start.eval_rows=50", "optim.lr=3e-4", "train.eval_prompts=100", "train.eval_every=10"]
 
 
-def run(arm: str, overrides: list[str], seed: int, steps: int, workdir: Path, cache: Path) -> dict:
-    out = workdir / f"{arm.replace(' ', '_')}-seed{seed}"
-    argv = [sys.executable, "-m", "rlvr", "train", *DEMO_TOOLS, *overrides, f"train.steps={steps}",
-            f"train.save_every={steps}", f"seed={seed}", f"output_dir={out}"]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "RLVR_CACHE": str(cache)}
-    began = time.perf_counter()
-    proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT)
-    if proc.returncode != 0:
-        return {"arm": arm, "seed": seed, "error": proc.stderr[-2000:] or proc.stdout[-2000:]}
-    history = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+def run(arm: str, overrides: list[str], seed: int, workdir: Path, cache: Path, steps: int) -> dict:
+    child = common.rlvr_train([*DEMO_TOOLS, *overrides, f"train.steps={steps}", f"train.save_every={steps}",
+                               f"seed={seed}"], workdir / f"{arm.replace(' ', '_')}-seed{seed}", cache)
+    if "error" in child:
+        return {"arm": arm, "seed": seed, "error": child["error"]}
+    history = child["history"]
     evals = [m for m in history if "eval/accuracy" in m]
-    return {"arm": arm, "seed": seed, "steps": steps, "run_s": round(time.perf_counter() - began, 1),
+    return {"arm": arm, "seed": seed, "steps": steps, "run_s": child["run_s"],
             "accuracy_curve": [[m["step"], m["eval/accuracy"]] for m in evals],
             "accuracy_before": evals[0]["eval/accuracy"], "accuracy_after": evals[-1]["eval/accuracy"],
             "tool_calls_curve": [[m["step"], m.get("tool_calls/mean")] for m in history if "tool_calls/mean" in m],
             "rewards": [m["reward/mean"] for m in history if "reward/mean" in m],
-            "warm_start": _warm_start(proc.stdout + proc.stderr)}
-
-
-def _warm_start(log: str) -> str | None:
-    """The tiny model directory the run used (its log names it), for the no-tool arm to start from."""
-    for line in log.splitlines():
-        for marker in ("tiny model: cached at ", "later runs reuse "):
-            if marker in line:
-                return line.split(marker, 1)[1].strip()
-    return None
-
-
-def seed_pair(seed: int, steps: int, workdir: Path, cache: Path, save) -> list[dict]:
-    tool = run("tool", ["env.tools_enabled=true"], seed, steps, workdir, cache)
-    save(tool)
-    if "error" in tool or not tool["warm_start"]:
-        return [tool]
-    no_tool = run("no tool", ["env.tools_enabled=false", f"model.name_or_path={tool['warm_start']}"], seed, steps,
-                  workdir, cache)
-    save(no_tool)
-    return [tool, no_tool]
+            "warm_start": child["warm_start"]}
 
 
 def table(results: list[dict]) -> str:
@@ -86,14 +58,9 @@ def table(results: list[dict]) -> str:
         cols = [[100 * r[k] for r in rows] for k in ("accuracy_before", "accuracy_after")]
         rise = [a - b for b, a in zip(*cols)]
         per = ", ".join(f"s{r['seed']}: {100 * r['accuracy_before']:.0f} -> {100 * r['accuracy_after']:.0f}" for r in rows)
-        lines.append(f"| {arm} | {len(rows)} | {_ms(cols[0])} | {_ms(cols[1])} | {_ms(rise)} | {per} |")
+        lines.append(f"| {arm} | {len(rows)} | {common.mean_sd(cols[0])} | {common.mean_sd(cols[1])} | {common.mean_sd(rise)} | {per} |")
     failed = [r for r in results if "error" in r]
     return "\n".join(lines) + "".join(f"\nFAILED {r['arm']} seed {r['seed']}: {r['error'][-300:]}" for r in failed)
-
-
-def _ms(values: list[float]) -> str:
-    sd = statistics.stdev(values) if len(values) > 1 else 0.0
-    return f"{statistics.mean(values):.1f} ± {sd:.1f}"
 
 
 def main() -> None:
@@ -121,10 +88,9 @@ def main() -> None:
         path.write_text(json.dumps({"seeds": seeds, "steps": args.steps, "config": DEMO_TOOLS, "load": os.getloadavg(),
                                     "seconds": round(time.perf_counter() - began, 1), "runs": results}, indent=2))
 
-    with tempfile.TemporaryDirectory(prefix="bench_tools_") as tmp:
-        cache = args.cache or Path(tmp) / "cache"
-        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-            list(pool.map(lambda s: seed_pair(s, args.steps, Path(tmp), cache, save), seeds))
+    common.paired_arms(seeds, args.jobs, args.cache, "bench_tools_",
+                       lambda arm, overrides, seed, workdir, cache: run(arm, overrides, seed, workdir, cache, args.steps),
+                       ("tool", ["env.tools_enabled=true"]), ("no tool", ["env.tools_enabled=false"]), save)
     print(table(results))
     print(f"{len(seeds)} seeds x 2 arms, {args.steps} steps each, in {time.perf_counter() - began:.0f} s; "
           f"load average at the end {os.getloadavg()[0]:.1f}; {path}")

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -93,6 +94,55 @@ def run_child(argv: list[str], env: dict | None = None, timeout: float | None = 
         err.seek(0)
         return {"returncode": proc.returncode, "stdout": out.read(), "stderr": err.read(), "seconds": seconds,
                 "peak_rss_mb": usage.ru_maxrss / 1024}  # Linux: KiB
+
+
+def rlvr_train(overrides: list[str], out: Path, cache: Path) -> dict:
+    """`python -m rlvr train OVERRIDES output_dir=OUT` in a child with one thread and RLVR_CACHE=cache. Returns
+    its metrics.jsonl lines (`history`), the tiny model directory it warm-started or reused (`warm_start`, named
+    in its log; None when the log names none), and its wall seconds (`run_s`); or {"error": its output's tail}."""
+    argv = [sys.executable, "-m", "rlvr", "train", *overrides, f"output_dir={out}"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "RLVR_CACHE": str(cache)}
+    began = time.perf_counter()
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT)
+    if proc.returncode != 0:
+        return {"error": proc.stderr[-2000:] or proc.stdout[-2000:]}
+    history = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    return {"history": history, "warm_start": _warm_start_dir(proc.stdout + proc.stderr),
+            "run_s": round(time.perf_counter() - began, 1)}
+
+
+def _warm_start_dir(log: str) -> str | None:
+    for line in log.splitlines():
+        for marker in ("tiny model: cached at ", "later runs reuse "):
+            if marker in line:
+                return line.split(marker, 1)[1].strip()
+    return None
+
+
+def paired_arms(seeds: list[int], jobs: int, cache: Path | None, prefix: str, run_arm, first: tuple[str, list[str]],
+                second: tuple[str, list[str]], save) -> None:
+    """Per seed, arm `first` then arm `second` starting from the very model `first` warm-started
+    (`model.name_or_path`), so the two arms differ only in their overrides. `run_arm(arm, overrides, seed,
+    workdir, cache) -> result dict` (with `warm_start`, or `error`); `save(result)` is called after each run.
+    `jobs` seeds run at once; `cache` None: a fresh RLVR_CACHE in a temporary directory."""
+    def pair(seed: int, workdir: Path, cache: Path) -> None:
+        result = run_arm(first[0], first[1], seed, workdir, cache)
+        save(result)
+        if "error" in result or not result["warm_start"]:
+            return
+        save(run_arm(second[0], [*second[1], f"model.name_or_path={result['warm_start']}"], seed, workdir, cache))
+
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            list(pool.map(lambda s: pair(s, Path(tmp), cache or Path(tmp) / "cache"), seeds))
+
+
+def mean_sd(values: list[float]) -> str:
+    """`mean ± sample sd` to one decimal (sd 0 for one value); `-` for none."""
+    if not values:
+        return "-"
+    sd = statistics.stdev(values) if len(values) > 1 else 0.0
+    return f"{statistics.mean(values):.1f} ± {sd:.1f}"
 
 
 def last_line(child: dict) -> str:
