@@ -47,7 +47,7 @@ from typing import Any
 from rlvr.envs.multi_turn import is_multi_turn
 from rlvr.envs.registry import load_env
 from rlvr.errors import ConfigError
-from rlvr.verifiers.compose import Composite, build_reward
+from rlvr.verifiers.compose import Composite, build_reward, hacks_in
 from rlvr.verifiers.registry import verifier_registry
 from rlvr.verifiers.result import Status
 
@@ -115,18 +115,8 @@ def status_metrics(results) -> dict[str, float]:
     n = max(len(results), 1)
     counts = Counter(Status(r.status).value for r in results)
     metrics = {f"{status.value}_frac": counts[status.value] / n for status in Status}
-    metrics["hack_rate"] = sum(bool(_hacks(r.details)) for r in results) / n
+    metrics["hack_rate"] = sum(bool(hacks_in(r.details)) for r in results) / n
     return metrics
-
-
-def _hacks(details: Any) -> list:
-    """The hack kinds a result's details (or its components' details) name."""
-    if not isinstance(details, Mapping):
-        return []
-    found = list(details.get("hacks") or [])
-    for part in (details.get("components") or {}).values():
-        found += _hacks(part.get("details") if isinstance(part, Mapping) else None)
-    return found
 
 
 def _text(completion: Any, index: int) -> str:

@@ -117,3 +117,16 @@ def _component(i: int, entry: Any) -> Component:
     except (ConfigError, UnknownNameError) as e:
         raise ConfigError(f"reward entry {i}: {e}") from e
     return Component(str(entry.get("name", entry["verifier"])), verifier, float(weight), gate)
+
+
+def details_values(details: Mapping, key: str) -> list:
+    """`details[key]` and each component's, where present: a Composite keeps its verifiers' details apart
+    under `details["components"][name]["details"]` (one level: components are verifiers, not composites)."""
+    own = [details[key]] if key in details else []
+    return own + [p["details"][key] for p in details.get("components", {}).values() if key in p.get("details", {})]
+
+
+def hacks_in(details: Mapping) -> list[str]:
+    """The hack kinds a result's details name (`details["hacks"]`, its own and its components'), each once,
+    in order of appearance (verifiers/code_signatures.py, verifiers/math_hedge.py)."""
+    return list(dict.fromkeys(kind for kinds in details_values(details, "hacks") for kind in kinds))

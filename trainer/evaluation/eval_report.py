@@ -22,7 +22,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from rlvr.trainer.evaluation.passk import bootstrap_ci, maj_at_k, mean_pass_at_k
-from rlvr.trainer.rollout.hack_monitor import details_values, hacks_in
+from rlvr.verifiers.compose import details_values, hacks_in
 
 SCHEMA_VERSION = 1
 _NUM = {"type": "number"}

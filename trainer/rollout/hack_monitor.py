@@ -21,17 +21,14 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
+from rlvr.verifiers.compose import details_values, hacks_in
+
 SCREEN_MODES = ("zero", "drop_group")
 
 
 def hacks_of(result) -> list[str]:
     """The hack kinds `result` carries, its own and its components', each once, in order of appearance."""
     return hacks_in(result.details)
-
-
-def hacks_in(details: dict) -> list[str]:
-    """hacks_of for a result's details dict (what completions.jsonl and samples.jsonl store)."""
-    return list(dict.fromkeys(kind for kinds in details_values(details, "hacks") for kind in kinds))
 
 
 def hack_metrics(results) -> dict:
@@ -64,9 +61,3 @@ def screen(results: list, group_size: int, mode: str) -> list:
 
 def _details_values(result, key: str) -> list:
     return details_values(result.details, key)
-
-
-def details_values(details: dict, key: str) -> list:
-    """`details[key]` and each component's, where present: a composite keeps its verifiers' details apart."""
-    own = [details[key]] if key in details else []
-    return own + [p["details"][key] for p in details.get("components", {}).values() if key in p.get("details", {})]
