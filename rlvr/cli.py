@@ -35,6 +35,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"rlvr {__version__}")
         return 0
     command, rest = argv[0], argv[1:]
+    if command in ("train", "eval"):
+        from rlvr.envs.vf_env import expand_override
+
+        rest = expand_override(rest)  # env=vf:NAME
     if command == "train":
         return _train(rest)
     if command == "eval":
@@ -259,6 +263,7 @@ def _envs(args: list[str]) -> int:
         print(f"rlvr envs takes no arguments but `new NAME [--dir D] [--multi-turn]` (got {' '.join(args)})", file=sys.stderr)
         return 2
     from rlvr.envs.registry import env_registry
+    from rlvr.errors import ConfigError
     from rlvr.verifiers.registry import verifier_registry
 
     print("environments:")
@@ -269,6 +274,8 @@ def _envs(args: list[str]) -> int:
             if rows is None:
                 rows = "procedural" if getattr(env, "procedural", True) else f"data ({env.data_source})"
             detail = f"verifiers: {', '.join(env.verifier_names)}; rows: {rows}"
+        except ConfigError as error:  # its defaults are not enough (env=vf:NAME): what it needs, not a failure
+            detail = f"needs settings: {error}"
         except Exception as error:  # a broken plugin is reported, not fatal to the listing
             detail = f"failed to load: {type(error).__name__}: {error}"
         print(f"  {name:<14} {source:<24} {detail}")

@@ -72,6 +72,7 @@ def test_console_script(site):
 
 
 def test_without_the_package_a_bare_import_says_what_to_import(tmp_path):
-    proc = run([sys.executable, "-c", "import verifiers"], tmp_path / "empty")
+    # -S: no site-packages, where the test extras install the real `verifiers`; the root (cwd) still holds rlvr/
+    proc = run([sys.executable, "-S", "-c", "import verifiers"], tmp_path / "empty")
     assert proc.returncode != 0
     assert "no package 'verifiers' is installed" in proc.stderr and "import rlvr.verifiers" in proc.stderr

@@ -1,5 +1,7 @@
 """The name registry: decorator, error messages, signature checks and entry-point plugins."""
 
+import sys
+
 import pytest
 
 import rlvr.verifiers.registry as registry_module
@@ -111,8 +113,11 @@ def test_env_registry_builtins():
         load_env("arithmetic", digitz=3)
 
 
-def test_bare_import_refused():
+def test_bare_import_refused(monkeypatch):
     import importlib.util
+    import os
+    # only the repository root on sys.path: no installed `verifiers` to hand over to (the test extras install one)
+    monkeypatch.setattr(sys, "path", [os.path.dirname(os.path.dirname(registry_module.__file__))])
     spec = importlib.util.spec_from_file_location("verifiers", registry_module.__file__.replace("registry.py", "__init__.py"))
     with pytest.raises(ImportError, match="rlvr.verifiers"):
         spec.loader.exec_module(importlib.util.module_from_spec(spec))

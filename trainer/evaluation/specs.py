@@ -12,6 +12,7 @@ from pathlib import Path
 import torch
 from omegaconf import OmegaConf
 
+from rlvr.envs.vf_env import PREFIX as VF_PREFIX
 from rlvr.errors import ConfigError
 from rlvr.trainer.env_config import build_env
 
@@ -86,9 +87,14 @@ def env_specs_of(cfg) -> list[EnvSpec]:
             entry = {"name": entry}
         if not isinstance(entry, dict) or not entry.get("name"):
             raise ConfigError(f"envs[{i}] must be an env name or a mapping with 'name', got {entry!r}")
+        label = entry["name"]
+        if label.startswith(VF_PREFIX):  # envs=[vf:NAME]: the verifiers taskset NAME (envs/vf_env.py)
+            entry = {**entry, "name": "vf", "taskset": label[len(VF_PREFIX):]}
+        elif entry["name"] == "vf" and entry.get("taskset"):
+            label = f"{VF_PREFIX}{entry['taskset']}"
         params = {**_shipped_env(entry["name"]), **entry}
         name, split = params.pop("name"), params.pop("split", "test")
-        specs.append(EnvSpec(name, name, split, params))
+        specs.append(EnvSpec(label, name, split, params))
     return _unique_labels(specs, EnvSpec)
 
 

@@ -1,0 +1,125 @@
+"""`env=vf:NAME`: an installed `verifiers` taskset package (PyPI `verifiers` 0.4.x) as an rlvr environment.
+
+`NAME` is the package's import name (what verifiers' own `vf-eval NAME` takes); `env.taskset_args` is its
+`TasksetConfig` (e.g. `{num_tasks: 50}`). The first `pool_size` tasks are loaded when the environment is built;
+a task is test iff the stable hash of its key falls in `test_fraction` (envs/split.py), so train and test never
+share one. The prompt is the task's (system prompt, then its prompt string or messages); the reward is the
+task's own reward functions, run by the `vf` verifier in worker processes under a time limit
+(verifiers/vf_rubric.py, verifiers/vf_worker.py has what is used of the verifiers API and why).
+
+Single-turn only: rlvr samples one reply and verifiers scores it. A task that needs a container, or a prompt
+holding tool messages, is refused by name. verifiers tasks carry no reference solution; `reference` (a format
+string over the task's data fields, e.g. "<answer>{answer}</answer>") gives one for the tiny model's warm
+start, and without it rows' `reference` is empty, so `model=tiny` warm-starts on nothing: use a checkpoint
+(`model.name_or_path=`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from rlvr.envs.base import Env
+from rlvr.envs.data import take
+from rlvr.envs.registry import register_env
+from rlvr.envs.split import check_fraction, is_test
+from rlvr.errors import ConfigError
+
+PREFIX = "vf:"
+
+
+@register_env("vf")
+class VerifiersTasksetEnv(Env):
+    """A `verifiers` taskset's tasks and reward functions; see the module docstring."""
+
+    name: ClassVar[str] = "vf"
+    procedural: ClassVar[bool] = False
+    default_reward: ClassVar[list[dict]] = [{"verifier": "vf"}]
+
+    def __init__(self, *, taskset: str = "", taskset_args: Mapping[str, Any] | None = None, pool_size: int = 10_000,
+                 test_fraction: float = 0.2, reference: str | None = None, score_timeout: float = 30.0,
+                 reward: list[dict] | None = None, system_prompt: str | None = None):
+        if not isinstance(taskset, str) or not taskset.strip():
+            raise ConfigError("vf: 'taskset' names an installed verifiers taskset package: env=vf:NAME "
+                              "(or env=vf env.taskset=NAME)")
+        if taskset_args is not None and not isinstance(taskset_args, Mapping):
+            raise ConfigError(f"vf: 'taskset_args' must be a mapping of the taskset's config, got {taskset_args!r}")
+        if isinstance(pool_size, bool) or not isinstance(pool_size, int) or pool_size < 1:
+            raise ConfigError(f"vf: 'pool_size' must be an int >= 1, got {pool_size!r}")
+        from rlvr.verifiers.vf_worker import load_tasks, prompt_messages
+
+        self.taskset, self.taskset_args, self.pool_size = taskset, dict(taskset_args or {}), pool_size
+        self.test_fraction = check_fraction(test_fraction, "vf")
+        try:
+            tasks = load_tasks(taskset, self.taskset_args, pool_size)
+            self._rows = [self._row(task, prompt_messages(task.data), reference) for task in tasks]
+        except ValueError as error:
+            raise ConfigError(str(error)) from error
+        self._train = [r for r in self._rows if not is_test(r["vf_key"], self.test_fraction)]
+        self._test = [r for r in self._rows if is_test(r["vf_key"], self.test_fraction)]
+        if not self._train:
+            raise ConfigError(f"vf: all {len(self._rows)} tasks of {taskset!r} fell in the test split; "
+                              f"lower 'test_fraction' or raise 'pool_size'")
+        if reward is None:
+            reward = [{"verifier": "vf", "params": {"timeout": score_timeout}}]
+        super().__init__(reward=reward, system_prompt=system_prompt)
+
+    @property
+    def data_source(self) -> str:
+        return f"verifiers taskset {self.taskset}"
+
+    @property
+    def num_rows(self) -> int:
+        return len(self._rows)
+
+    def rows(self, split: str, n: int, seed: int = 0) -> list[dict]:
+        """Test: distinct tasks, seed-shuffled; train: every train task once per pass, a new order each pass."""
+        self.check_rows_args(split, n)
+        try:
+            return [dict(r) for r in take(self._train if split == "train" else self._test, split, n, seed, "vf")]
+        except ValueError as error:
+            raise ValueError(f"{error} (taskset {self.taskset!r}: {len(self._train)} train, {len(self._test)} test "
+                             f"tasks of the first {len(self._rows)})") from None
+
+    def test_size(self) -> int | None:
+        return len(self._test)
+
+    def messages(self, row: dict) -> list[dict]:
+        """The task's own messages; `system_prompt`, when set, replaces the task's system prompt."""
+        if self.system_prompt is None:
+            return [dict(m) for m in row["messages"]]
+        return [{"role": "system", "content": self.system_prompt}] + [dict(m) for m in row["messages"]
+                                                                         if m["role"] != "system"]
+
+    def _row(self, task: Any, messages: list[dict], reference: str | None) -> dict[str, Any]:
+        data = task.data.model_dump(mode="json")
+        if reference is not None:
+            try:
+                reference = reference.format(**data)
+            except (KeyError, IndexError, ValueError) as error:
+                raise ValueError(f"vf: 'reference' {reference!r} does not format with task {task.data.idx}'s fields "
+                                 f"({', '.join(sorted(data))}): {error!r}") from error
+        answer = data.get("answer")
+        return {
+            "id": f"vf/{self.taskset}/{task.key[:16]}",
+            "messages": messages,
+            "answer": "" if answer is None else str(answer),
+            "reference": reference or "",
+            "vf_taskset": self.taskset,
+            "vf_args": json.dumps(self.taskset_args, sort_keys=True),
+            "vf_limit": self.pool_size,
+            "vf_key": task.key,
+        }
+
+
+def expand_override(overrides: list[str]) -> list[str]:
+    """`env=vf:NAME` -> `env=vf env.taskset=NAME` (Hydra picks a config group by file name; `vf:NAME` is not one)."""
+    out = []
+    for override in overrides:
+        if override.startswith("env=" + PREFIX):
+            name = override[len("env=" + PREFIX):]
+            out += ["env=vf", f"env.taskset={name}"]
+        else:
+            out.append(override)
+    return out
