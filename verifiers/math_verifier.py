@@ -43,7 +43,7 @@ from rlvr.verifiers.math_rules import Rules
 from rlvr.verifiers.math_extract import DEFAULT_ORDER, EXTRACTORS, extract, extract_gold
 from rlvr.verifiers.math_hedge import is_hedge
 from rlvr.verifiers.math_parse import choice_letter, normalize, parse, parse_answers
-from rlvr.verifiers.pool import TimeLimitPool, default_workers
+from rlvr.verifiers.pool import PooledWorkers, default_workers
 from rlvr.errors import ConfigError
 from rlvr.verifiers.registry import register_verifier
 from rlvr.verifiers.result import Status, VerifyResult
@@ -67,7 +67,7 @@ def _result(status: Status, details: dict) -> VerifyResult:
 
 
 @register_verifier("math")
-class MathVerifier:
+class MathVerifier(PooledWorkers):
     """Reward 1.0 when the final answer equals `record["answer"]` mathematically, else 0.0.
 
     Params: `extract` (extractor names in priority order; see math_extract.EXTRACTORS),
@@ -81,6 +81,7 @@ class MathVerifier:
     """
 
     name = "math"
+    pool_preload = (_WORKER_MODULE,)
 
     def __init__(self, extract: Sequence[str] = DEFAULT_ORDER, last_number: bool = False, lenient: bool = True,
                  percent: str = "either",
@@ -108,7 +109,6 @@ class MathVerifier:
         self.timeout = float(timeout)
         self.workers = workers
         self.memory_limit_mb = memory_limit_mb
-        self._pool: TimeLimitPool | None = None
 
     def __call__(self, completion: str, record: Mapping[str, Any]) -> VerifyResult:
         return self.verify_batch([completion], [record])[0]
@@ -181,7 +181,7 @@ class MathVerifier:
                 if progress is not None:
                     progress(1)
             return out
-        pool = self._get_pool(default_workers() if workers is None else workers)
+        pool = self.worker_pool(default_workers() if workers is None else workers)
         outcomes = pool.map(_WORKER_MODULE + ":check", [tuple(a) for a in args], self.timeout, progress)
         out = []
         for o in outcomes:
@@ -192,21 +192,3 @@ class MathVerifier:
             else:
                 out.append(("error", f"worker failed: {o.error}", o.seconds))
         return out
-
-    def _get_pool(self, workers: int) -> TimeLimitPool:
-        if self._pool is None or self._pool.workers != workers:
-            if self._pool is not None:
-                self._pool.close()
-            self._pool = TimeLimitPool(workers, preload=(_WORKER_MODULE,), memory_limit_mb=self.memory_limit_mb)
-        return self._pool
-
-    def close(self) -> None:
-        """Stop the worker processes (they also stop with the process)."""
-        if self._pool is not None:
-            self._pool.close()
-            self._pool = None
-
-    def __getstate__(self) -> dict:  # picklable for Ray actors and process pools: workers are not shared
-        state = dict(self.__dict__)
-        state["_pool"] = None
-        return state

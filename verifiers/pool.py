@@ -254,6 +254,32 @@ class TimeLimitPool:
             pass
 
 
+class PooledWorkers:
+    """For a verifier that sends items to a `TimeLimitPool` it owns: the pool made on first use (and again when
+    the worker count changes), `close()`, and pickling without it (Ray actors and process pools get their own)."""
+
+    pool_preload: tuple[str, ...] = ()
+    memory_limit_mb: int | None = None
+    _pool: TimeLimitPool | None = None
+
+    def worker_pool(self, workers: int) -> TimeLimitPool:
+        if self._pool is None or self._pool.workers != workers:
+            self.close()
+            self._pool = TimeLimitPool(workers, preload=self.pool_preload, memory_limit_mb=self.memory_limit_mb)
+        return self._pool
+
+    def close(self) -> None:
+        """Stop the worker processes (they also stop with the process)."""
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_pool"] = None
+        return state
+
+
 if __name__ == "__main__":  # a worker: python -m rlvr.verifiers.pool FD PRELOAD MEMORY_MB
     _fd, _preload, _memory = sys.argv[1:4]
     _worker_main(multiprocessing.connection.Connection(int(_fd)),

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from rlvr.errors import ConfigError
-from rlvr.verifiers.pool import TimeLimitPool, default_workers
+from rlvr.verifiers.pool import PooledWorkers, default_workers
 from rlvr.verifiers.registry import register_verifier
 from rlvr.verifiers.result import Status, VerifyResult
 
@@ -26,10 +26,11 @@ _FIELDS = ("vf_taskset", "vf_args", "vf_limit", "vf_key")
 
 
 @register_verifier("vf")
-class VerifiersTaskReward:
+class VerifiersTaskReward(PooledWorkers):
     """Scores with the record's `verifiers` task; see the module docstring."""
 
     name = "vf"
+    pool_preload = (_WORKER,)
 
     def __init__(self, timeout: float = 30.0, correct_at: float = 1.0, workers: int | None = None,
                  memory_limit_mb: int | None = 4096):
@@ -39,7 +40,6 @@ class VerifiersTaskReward:
             raise ConfigError(f"vf verifier: 'correct_at' must be a number, got {correct_at!r}")
         self.timeout, self.correct_at = float(timeout), float(correct_at)
         self.workers, self.memory_limit_mb = workers, memory_limit_mb
-        self._pool: TimeLimitPool | None = None
 
     def __call__(self, completion: str, record: Mapping[str, Any]) -> VerifyResult:
         return self.verify_batch([completion], [record])[0]
@@ -62,7 +62,8 @@ class VerifiersTaskReward:
                 items.append((i, (record["vf_taskset"], record["vf_args"], int(record["vf_limit"]), record["vf_key"],
                                   completion)))
         if items:
-            outcomes = self._get_pool(workers).map(_WORKER + ":score", [args for _, args in items], self.timeout, progress)
+            pool = self.worker_pool(self._workers(workers))
+            outcomes = pool.map(_WORKER + ":score", [args for _, args in items], self.timeout, progress)
             for (i, _), outcome in zip(items, outcomes):
                 results[i] = self._result(outcome)
         return results  # type: ignore[return-value]
@@ -77,21 +78,6 @@ class VerifiersTaskReward:
         status = Status.CORRECT if scored["reward"] >= self.correct_at else Status.INCORRECT
         return VerifyResult(scored["reward"], status, {"rewards": scored["rewards"], "metrics": scored["metrics"]})
 
-    def _get_pool(self, workers: int | None) -> TimeLimitPool:
-        wanted = workers if workers is not None else self.workers if self.workers is not None else min(2, default_workers())
-        wanted = max(1, wanted)
-        if self._pool is None or self._pool.workers != wanted:
-            self.close()
-            self._pool = TimeLimitPool(wanted, preload=(_WORKER,), memory_limit_mb=self.memory_limit_mb)
-        return self._pool
-
-    def close(self) -> None:
-        """Stop the worker processes (they also stop with the process)."""
-        if self._pool is not None:
-            self._pool.close()
-            self._pool = None
-
-    def __getstate__(self) -> dict:  # picklable for process pools: workers are not shared
-        state = dict(self.__dict__)
-        state["_pool"] = None
-        return state
+    def _workers(self, workers: int | None) -> int:
+        return max(1, workers if workers is not None else self.workers if self.workers is not None
+                   else min(2, default_workers()))
