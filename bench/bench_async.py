@@ -68,7 +68,8 @@ def run(env: str, k: int, seed: int, steps: int, eval_prompts: int, extra: list[
         trainer_idle = statistics.mean((m.get("time/generate", 0) + m.get("time/score", 0)) / step_s(m) for m in train)
         engine_idle = statistics.mean(1 - m.get("time/generate", 0) / step_s(m) for m in train)
         staleness = 0.0
-    return {"env": env, "engine": engine, "k": k, "seed": seed, "steps": steps, "loop_s": summary["seconds_this_session"],
+    return {"env": env, "engine": engine, "k": k, "seed": seed, "steps": steps,
+            "loop_s": summary["seconds_this_session"],
             "steps_per_s": steps / summary["seconds_this_session"], "process_s": round(time.perf_counter() - began, 1),
             # CPU seconds over wall seconds of the whole process (set-up included): how many cores it kept busy. On
             # a loaded machine a process with two busy threads also gets a larger share of the cores than one with
@@ -88,13 +89,15 @@ def spread(values: list[float], fmt: str) -> str:
 
 
 def table(rows: list[dict]) -> str:
-    lines = ["| env | engine | k | seeds | steps/s | speed-up | held-out acc before -> after | trainer idle | engine idle | "
+    lines = ["| env | engine | k | seeds | steps/s | speed-up | held-out acc before -> after | trainer idle | "
+             "engine idle | "
              "staleness | cores busy |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for env in dict.fromkeys(r["env"] for r in rows):
         def synchronous(r):  # the baseline: the synchronous colocated loop
             return r["env"] == env and r.get("engine", "hf") == "hf" and r["k"] == 0
 
-        base = statistics.mean(r["steps_per_s"] for r in rows if synchronous(r)) if any(map(synchronous, rows)) else None
+        baseline = [r["steps_per_s"] for r in rows if synchronous(r)]
+        base = statistics.mean(baseline) if baseline else None
         for engine, k in sorted({(r.get("engine", "hf"), r["k"]) for r in rows if r["env"] == env}):
             group = [r for r in rows if r["env"] == env and r.get("engine", "hf") == engine and r["k"] == k]
             rate = statistics.mean(r["steps_per_s"] for r in group)

@@ -146,11 +146,11 @@ class ServerEngine:
             now = time.monotonic()
             deadlines = [began[0] + self.timeout_s for _, _, began in running.values() if began]
             wait_s = max(0.0, min(deadlines) - now) if deadlines else _POLL_S
-            done, _ = wait(list(running), timeout=min(wait_s, _POLL_S), return_when=FIRST_COMPLETED)
+            wait(list(running), timeout=min(wait_s, _POLL_S), return_when=FIRST_COMPLETED)
             now = time.monotonic()
             for future in list(running):
                 i, endpoint, began = running[future]
-                if future in done:
+                if future.done():  # a reply that came after its deadline still counts
                     error = future.exception()
                 elif began and now - began[0] >= self.timeout_s:  # abandoned: its thread ends at the socket timeout
                     error = TimeoutError(f"no reply within request_timeout_s={self.timeout_s:g}")

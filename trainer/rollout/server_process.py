@@ -141,7 +141,8 @@ class VLLMServer:
         return json.dumps({"url": self.url, "model": self.model_dir, "log": str(self.log_path)})
 
 
-def start_servers(model_dir: str | Path, count: int, *, start_timeout_s: float, log=print, **options) -> list[VLLMServer]:
+def start_servers(model_dir: str | Path, count: int, *, start_timeout_s: float, log=print,
+                  **options) -> list[VLLMServer]:
     """`count` servers of `model_dir`, started together and each waited for; all stopped if one fails."""
     servers = [VLLMServer(model_dir, **options).start() for _ in range(count)]
     start = time.monotonic()
