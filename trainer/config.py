@@ -186,6 +186,14 @@ class RolloutConfig:
     # of the trainer; a trained sample is at most this many versions old. 0: the synchronous loop.
     max_staleness: int = 0
     async_timeout_s: float = 1800.0  # with max_staleness > 0: the longest any wait for the producer may take
+    # rollout=server only (rollout/server.py, rollout/server_process.py): running servers' base URLs, or none to
+    # start num_servers `vllm serve` processes on 127.0.0.1
+    endpoints: list = field(default_factory=list)
+    num_servers: int = 1
+    request_timeout_s: float = 120.0  # the longest one generate request (or weight load) may take on one server
+    server_start_timeout_s: float = 600.0  # the longest a started server may take to answer /health
+    server_threads: int = 1  # CPU threads of each started server (OMP_NUM_THREADS)
+    weights_dir: Optional[str] = None  # where weights are written for the servers to load; null: a temporary directory
 
 
 @dataclass

@@ -18,7 +18,7 @@ from rlvr.trainer.algos.dpo_loss import LOSS_TYPES
 from rlvr.trainer.loggers import LOGGERS
 from rlvr.trainer.algos.pairs import STRATEGIES
 
-ENGINES = ("hf", "vllm", "auto")
+ENGINES = ("hf", "vllm", "server", "auto")
 SCHEDULES = ("constant", "linear", "cosine")
 WANDB_MODES = ("offline", "online", "disabled")
 

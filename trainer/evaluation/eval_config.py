@@ -4,6 +4,11 @@ Lists, the Hydra way: `models=[A,B]` (a checkpoint directory, a Hub name, or a r
 which stands for its base model at step 0 plus every `checkpoints/step_N`) and
 `envs=[arithmetic,humaneval]` (names, or mappings such as `{name:countdown,num_numbers:4}`).
 For one of each, `model.name_or_path=A` and `env=NAME env.KEY=V` read as in `rlvr train`.
+
+`endpoint=http://HOST:PORT/v1` samples from an OpenAI-compatible server (a `vllm serve` of the checkpoint)
+instead of loading the model here (rollout/server.py); `model.name_or_path` then only gives the tokenizer
+(prompts are sent as its token ids) and names the model in the reports, and `served_model` is the name the
+server knows it by (default: the first model its GET /models lists).
 """
 
 from __future__ import annotations
@@ -38,6 +43,9 @@ class EvalConfig:
     output_dir: str = "outputs/eval/${now:%Y-%m-%d}/${now:%H-%M-%S}"
     plots: bool = True
     threads: int = 0  # torch CPU threads; 0 leaves torch's default
+    endpoint: Optional[str] = None  # an OpenAI-compatible server's base URL (http://HOST:PORT/v1); null: load the model
+    served_model: Optional[str] = None  # with endpoint: the server's model name; null: the first of its GET /models
+    request_timeout_s: float = 300.0  # with endpoint: the longest one request may take
 
 
 def register_eval_schema() -> None:

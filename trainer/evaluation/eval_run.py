@@ -55,7 +55,7 @@ def run_eval(cfg, log=print, engine_factory: Callable | None = None) -> dict:
     _check_settings(out, settings_of(cfg, lengths))
     done = _load_done(out / COMPLETIONS, cfg.n_samples)
     params = sampling_params(cfg)
-    factory = engine_factory or _hf_factory(cfg)
+    factory = engine_factory or (_endpoint_factory(cfg) if cfg.endpoint else _hf_factory(cfg))
 
     todo = {(m.path, e.label): [r for r in rows[e.label] if (m.path, e.label, r["id"]) not in done]
             for m in models for e in env_specs}
@@ -191,7 +191,8 @@ def settings_of(cfg, lengths: dict | None = None) -> dict:
         else cfg.rollout.max_new_tokens
     return {"n_samples": cfg.n_samples, "temperature": cfg.temperature, "top_p": cfg.top_p, "top_k": cfg.top_k,
             "max_new_tokens": max_new_tokens, "stop": list(cfg.rollout.stop), "seed": cfg.seed,
-            "batch_prompts": cfg.batch_prompts, "engine": cfg.rollout.engine}
+            "batch_prompts": cfg.batch_prompts, "engine": "endpoint" if cfg.get("endpoint") else cfg.rollout.engine,
+            **({"endpoint": cfg.endpoint} if cfg.get("endpoint") else {})}
 
 
 def _validate(cfg) -> None:
@@ -210,6 +211,12 @@ def _validate(cfg) -> None:
         raise ConfigError(f"n_prompts must be >= 1 or null (every row), got {cfg.n_prompts}")
     if cfg.batch_prompts < 1:
         raise ConfigError(f"batch_prompts must be >= 1, got {cfg.batch_prompts}")
+    if cfg.endpoint:
+        if not str(cfg.endpoint).startswith(("http://", "https://")):
+            raise ConfigError(f"endpoint={cfg.endpoint!r} must be a server's base URL, e.g. http://127.0.0.1:8000/v1")
+        if len(model_specs(cfg)) != 1:
+            raise ConfigError("endpoint=URL serves one model: give it as model.name_or_path=DIR (its tokenizer), "
+                              "not several models or a run directory")
 
 
 def _check_settings(out: Path, settings: dict) -> None:
@@ -248,6 +255,23 @@ def _load_done(path: Path, n_samples: int) -> set[tuple[str, str, str]]:
     if len(kept) != len(lines):
         path.write_text("".join(json.dumps(r) + "\n" for r in kept))
     return done
+
+
+def _endpoint_factory(cfg):
+    """`endpoint=URL`: the server samples; the checkpoint at `model.name_or_path` gives the tokenizer."""
+    def factory(model: ModelSpec):
+        from rlvr.trainer.models.model import load_tokenizer
+        from rlvr.trainer.rollout.server import ServerEngine
+
+        try:
+            tokenizer = load_tokenizer(model.path)
+        except (OSError, ValueError) as error:
+            raise ConfigError(f"endpoint={cfg.endpoint}: the tokenizer of model {model.path!r} does not load "
+                              f"(prompts are sent as its token ids): {error}") from None
+        return ServerEngine([cfg.endpoint], tokenizer, model_name=cfg.served_model,
+                            request_timeout_s=cfg.request_timeout_s, endpoint_label="endpoint")
+
+    return factory
 
 
 def _hf_factory(cfg):

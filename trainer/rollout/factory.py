@@ -1,10 +1,12 @@
-"""How an engine is chosen: `rollout.engine=hf|vllm|auto` -> an `Engine` (rollout/types.py).
+"""How an engine is chosen: `rollout.engine=hf|vllm|server|auto` -> an `Engine` (rollout/types.py).
 
 This file imports the engines; they import only rollout/types.py, so the interface never imports
 its implementations. vLLM is imported only when chosen: importing it sets process-wide state.
 """
 
 from __future__ import annotations
+
+import importlib.util
 
 import torch
 
@@ -13,18 +15,26 @@ from rlvr.trainer.rollout.types import Engine
 
 
 def build_engine(kind: str, model, tokenizer, options=None) -> Engine:
-    """`rollout=hf` (Hugging Face generate), `vllm` (colocated vLLM), or `auto`: vLLM when it imports, else hf.
+    """`rollout=hf` (Hugging Face generate), `vllm` (colocated vLLM), `server` (vLLM servers over HTTP,
+    rollout/server.py), or `auto`: vLLM when it imports, else hf.
 
     `options` is the rollout config (or a mapping) whose vLLM knobs (dtype, gpu_memory_utilization,
-    tensor_parallel_size, enable_sleep_mode, seed) the vLLM engine reads; hf ignores it.
+    tensor_parallel_size, enable_sleep_mode, seed) the vLLM engine reads, and whose server keys
+    (endpoints, num_servers, timeouts) the server engine reads; hf ignores it.
     """
-    kind = resolve_kind(kind)
+    kind = resolve_kind(kind, options)
+    if kind == "server":
+        return build_server_engine(model, tokenizer, options)
     engine = engine_class(kind)
     return engine(model, tokenizer, **_vllm_options(options)) if kind == "vllm" else engine(model, tokenizer)
 
 
 def engine_class(kind: str) -> type:
     """The class `build_engine(kind, ...)` instantiates (the loop reads its `copies_weights` first)."""
+    if kind == "server":  # the class, whether or not vLLM is installed here to start servers
+        from rlvr.trainer.rollout.server import ServerEngine
+
+        return ServerEngine
     kind = resolve_kind(kind)
     if kind == "hf":
         from rlvr.trainer.rollout.hf import HFEngine
@@ -35,16 +45,62 @@ def engine_class(kind: str) -> type:
     return VLLMEngine
 
 
-def resolve_kind(kind: str) -> str:
-    """`hf` or `vllm`: `auto` resolved; a vLLM that is not installed, or another name, is a ConfigError."""
+def resolve_kind(kind: str, options=None) -> str:
+    """`hf`, `vllm` or `server`: `auto` resolved; a vLLM that is not installed (where one must run here: vllm,
+    or server without rollout.endpoints), or another name, is a ConfigError."""
     if kind == "auto":
         kind = "vllm" if vllm_available() else "hf"
     if kind == "vllm" and not vllm_available():
         raise ConfigError(f"rollout=vllm needs vLLM, which is not installed: pip install '{_vllm_extra()}' "
                           "(or choose rollout=hf)")
-    if kind not in ("hf", "vllm"):
-        raise ConfigError(f"rollout.engine={kind!r} is not available; choose one of: hf, vllm, auto")
+    if kind == "server" and not _get(options, "endpoints") and importlib.util.find_spec("vllm") is None:  # no import:
+        # the servers import vLLM, the trainer's process need not
+        raise ConfigError(f"rollout=server starts `vllm serve`, which is not installed: pip install '{_vllm_extra()}' "
+                          "(or give running servers as rollout.endpoints=[http://HOST:PORT/v1,...])")
+    if kind not in ("hf", "vllm", "server"):
+        raise ConfigError(f"rollout.engine={kind!r} is not available; choose one of: hf, vllm, server, auto")
     return kind
+
+
+def build_server_engine(model, tokenizer, options):
+    """`rollout=server`: a ServerEngine over `rollout.endpoints`, or over `rollout.num_servers` `vllm serve`
+    processes started here from a copy of `model` (stopped by the engine's shutdown). Given endpoints get
+    the policy's weights before the first step (they may serve another checkpoint)."""
+    import tempfile
+
+    from rlvr.trainer.rollout.server import ServerEngine
+    from rlvr.trainer.rollout.server_process import start_servers
+
+    endpoints = list(_get(options, "endpoints") or [])
+    context = getattr(model.config, "max_position_embeddings", None)
+    common = dict(request_timeout_s=float(_get(options, "request_timeout_s", 120.0)),
+                  weights_dir=_get(options, "weights_dir"), context_length=context)
+    if endpoints:
+        engine = ServerEngine(endpoints, tokenizer, **common)
+        engine.sync_weights(model)
+        return engine
+    count = int(_get(options, "num_servers", 1))
+    if count < 1:
+        raise ConfigError(f"rollout.num_servers={count} must be >= 1 (or give rollout.endpoints)")
+    model_dir = tempfile.mkdtemp(prefix="rlvr-server-model-")
+    model.save_pretrained(model_dir)
+    tokenizer.save_pretrained(model_dir)
+    servers = start_servers(model_dir, count, start_timeout_s=float(_get(options, "server_start_timeout_s", 600.0)),
+                            seed=int(_get(options, "seed", 0)), dtype=str(_get(options, "dtype", "float32")),
+                            max_model_len=context, threads=int(_get(options, "server_threads", 1)))
+    try:
+        return ServerEngine([s.url for s in servers], tokenizer, processes=servers, owned_dirs=[model_dir], **common)
+    except BaseException:
+        for server in servers:
+            server.stop()
+        raise
+
+
+def _get(options, key: str, default=None):
+    if options is None:
+        return default
+    value = options.get(key, default) if hasattr(options, "get") else getattr(options, key, default)
+    return default if value is None else value
 
 
 def vllm_available() -> bool:
