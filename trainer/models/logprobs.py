@@ -128,7 +128,7 @@ def token_logprobs(model, batch: PackedBatch, temperature: float = 1.0, with_ent
 def _packed_positions(model, batch: PackedBatch, temperature: float, with_entropy: bool, chunk_tokens: int):
     """`token_logprobs` on the rows packed into one (models/packing.py): the model sees no padding and projects
     only the positions that predict a completion token."""
-    logits, row = packed_logits(model, batch)  # [M, V]
+    logits, row, _ = packed_logits(model, batch)  # [M, V]
     picked, picked_entropy = logprobs_from_logits(logits, row.targets.to(logits.device), temperature, with_entropy,
                                                   chunk_tokens)  # [M]
     entropy = None if picked_entropy is None else scatter_back(picked_entropy, row.mask)
@@ -136,8 +136,8 @@ def _packed_positions(model, batch: PackedBatch, temperature: float, with_entrop
 
 
 def packed_logits(model, batch: PackedBatch, **kwargs):
-    """(logits [M, V] at the positions predicting `batch`'s completion tokens, the PackedRow), one forward of
-    its rows packed into one; `kwargs` go to the model (PPO's `output_hidden_states`: then `(logits, row, out)`)."""
+    """(logits [M, V] at the positions predicting `batch`'s completion tokens, the PackedRow, the model's output),
+    one forward of its rows packed into one; `kwargs` go to the model (PPO's `output_hidden_states`)."""
     device = model_device(model)
     row = pack_row(batch.input_ids, batch.attention_mask, batch.completion_mask)
     positions = row.positions.to(device)  # [M]
@@ -149,7 +149,7 @@ def packed_logits(model, batch: PackedBatch, **kwargs):
     else:
         out = model(**inputs, **kwargs)
         logits = out.logits[0, positions]  # [M, V]
-    return (logits, row, out) if kwargs else (logits, row)
+    return logits, row, out
 
 
 def _all_positions(model, batch: PackedBatch, temperature: float, with_entropy: bool, chunk_tokens: int = 0):
