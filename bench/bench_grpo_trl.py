@@ -3,6 +3,16 @@
     python bench/bench_grpo_trl.py [--steps 10] [--warmup 2] [--rounds 2] [--prompts 8] [--group 8]
                                    [--max-new-tokens 16] [--temperature 1.0] [--beta 0.0] [--lr 1e-4]
                                    [--threads 1] [--systems rlvr-hf,trl,rlvr-vllm] [--base-model DIR]
+                                   [--length-mix] [--best "train.max_tokens_per_micro_batch=512 ..."]
+
+Systems: `trl`; `rlvr-hf` and `rlvr-vllm` (rlvr with HF generate, the same backend as TRL, or vLLM) at the
+default settings; `rlvr-hf-best` and `rlvr-vllm-best` with `--best`'s overrides on top (rlvr's best
+settings: packed token-budget micro-batches and chunked logprobs by default).
+`--length-mix` is a realistic length mix, long and short completions in one batch: every system trains a
+copy of the model whose end-of-sequence output row is scaled by 0.2 (LM head untied from the embeddings),
+so it still answers but stops less surely, up to 128 tokens at temperature 1: on 64 samples 5-128
+tokens, quartiles 13 / 27 / 57, 3% cut at the cap (at the default settings: 5-9 tokens). Each system's
+mean completion length and truncated share are in the table, so the mix is seen to be the same for all.
 
 Same for every system: the warm-started tiny model of `make demo` (built offline and cached under
 $RLVR_CACHE, default ~/.cache/rlvr; nothing downloads), the same prompt strings per step (the rows
@@ -22,8 +32,8 @@ loop does per step, logging included), median over the measured steps. Phases: r
 (`Optimizer.step`) timed by global hooks; TRL's generate (`model.generate`), score (the reward
 function) and loss (`compute_loss`, the training forward) timed by wrappers.
 Peak memory: each subprocess's own peak RSS (`wait4`), the highest over its rounds.
-Writes bench/results/grpo_trl.json and grpo_trl.png (`--docs-plot` also copies the PNG to
-docs/bench_grpo_trl.png). `bench_learning.py` reuses the helpers here.
+Writes bench/results/grpo_trl.json and grpo_trl.png (`--length-mix`: grpo_trl_length_mix.*; `--docs-plot`
+also copies the PNG to docs/bench_grpo_trl.png). `bench_learning.py` reuses the helpers here.
 """
 
 from __future__ import annotations
@@ -42,6 +52,26 @@ import common
 
 RESULTS = common.RESULTS
 SYSTEMS = ("rlvr-hf", "trl", "rlvr-vllm")
+ALL_SYSTEMS = (*SYSTEMS, "rlvr-hf-best", "rlvr-vllm-best")
+BEST = "train.max_tokens_per_micro_batch=512 train.pack_sequences=true train.logprob_chunk_tokens=256"
+LENGTH_MIX = {"max_new_tokens": 128, "temperature": 1.0, "eos_scale": 0.2}
+
+
+def long_winded(model_path: str, directory: Path, eos_scale: float) -> str:
+    """A copy of `model_path` whose LM head row of the end-of-sequence token is scaled by `eos_scale`
+    (the head untied from the input embeddings first): the --length-mix model."""
+    import torch
+
+    from rlvr.trainer.models.model import load_policy, load_tokenizer
+
+    model, tokenizer = load_policy(model_path), load_tokenizer(model_path)
+    head = model.get_input_embeddings().weight.detach().clone()  # [V, H]
+    head[tokenizer.eos_token_id] *= eos_scale
+    model.config.tie_word_embeddings = False
+    model.lm_head.weight = torch.nn.Parameter(head)
+    model.save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    return str(directory)
 
 
 def compose(overrides: list[str]):
@@ -71,14 +101,14 @@ def step_rows(env, seed: int, steps: int, prompts: int) -> list[dict]:
             for row in env.rows("train", prompts, seed=derive_seed("train-rows", seed, step))]
 
 
-def rlvr_config(args, model_path: str, engine: str, out_dir: str, steps: int):
+def rlvr_config(args, model_path: str, engine: str, out_dir: str, steps: int, extra: tuple[str, ...] = ()):
     return compose([
         "model=hf", f"model.name_or_path={model_path}", f"rollout={engine}", f"output_dir={out_dir}", "seed=0",
         f"train.steps={steps}", f"train.prompts_per_step={args.prompts}",
         f"train.completions_per_prompt={args.group}", f"train.micro_batch_size={args.prompts * args.group}",
         f"rollout.max_new_tokens={args.max_new_tokens}", f"rollout.temperature={args.temperature}",
         f"algo.beta={args.beta}", "algo.mu=1", f"optim.lr={args.lr}", f"threads={args.threads}",
-        "train.eval_prompts=8", "train.eval_every=1000000", "train.save_every=1000000",
+        "train.eval_prompts=8", "train.eval_every=1000000", "train.save_every=1000000", *extra,
     ])
 
 
@@ -177,7 +207,7 @@ def wrap_grpo_step(run, wrap) -> None:
 
 # ---------------------------------------------------------------- workers (one system per process)
 
-def worker_rlvr(args, engine: str) -> dict:
+def worker_rlvr(args, system: str) -> dict:
     import rlvr.trainer.run as run
 
     clock = PhaseClock()
@@ -190,6 +220,7 @@ def worker_rlvr(args, engine: str) -> dict:
             metrics, samples = grpo_step(ctx, step)
             phases = {k.removeprefix("time/"): v for k, v in metrics.items() if k.startswith("time/")}
             steps.append({"start": start, "end": time.perf_counter(), "reward": metrics["reward/mean"],
+                          "completion_len": metrics["response_len/mean"], "truncated": metrics["truncated_frac"],
                           "phases": {**phases, **clock.take()}})
             return metrics, samples
 
@@ -197,8 +228,10 @@ def worker_rlvr(args, engine: str) -> dict:
 
     wrap_grpo_step(run, timed)
     total = args.warmup + args.steps + 1
+    engine, best = system.removeprefix("rlvr-").removesuffix("-best"), system.endswith("-best")
     with tempfile.TemporaryDirectory() as out:
-        run.train(rlvr_config(args, args.model, engine, out, total), log=lambda *_: None)
+        run.train(rlvr_config(args, args.model, engine, out, total, tuple(args.best.split()) if best else ()),
+                  log=lambda *_: None)
     if len(steps) != total:
         raise RuntimeError(f"timed {len(steps)} of {total} steps: rlvr.trainer.run no longer calls the step we wrap")
     return {"steps": steps}
@@ -223,6 +256,8 @@ def worker_trl(args) -> dict:
         def on_log(self, _args, _state, _control, logs=None, **__):
             if logs and "reward" in logs and steps:
                 steps[-1]["reward"] = logs["reward"]
+                steps[-1]["completion_len"] = logs.get("completions/mean_length", float("nan"))
+                steps[-1]["truncated"] = logs.get("completions/clipped_ratio", float("nan"))
 
     total = args.warmup + args.steps + 1
     env = build_env(compose([]).env)
@@ -254,6 +289,8 @@ def summarise(name: str, raws: list[dict], warmup: int) -> dict:
         "step_s_min": min(walls), "step_s_max": max(walls), "step_s_round_medians": round_medians,
         "step_s": walls, "phases_s_median": phases,
         "reward_mean": statistics.mean(s.get("reward", float("nan")) for s in measured),
+        "completion_len_mean": statistics.mean(s.get("completion_len", float("nan")) for s in measured),
+        "truncated_frac": statistics.mean(s.get("truncated", float("nan")) for s in measured),
         "peak_rss_mb": max(r["peak_rss_mb"] for r in raws),
     }
 
@@ -266,7 +303,7 @@ def vllm_skip_reason() -> str | None:
     return None
 
 
-WORKER_ARGS = ("steps", "warmup", "prompts", "group", "max_new_tokens", "temperature", "beta", "lr", "threads")
+WORKER_ARGS = ("steps", "warmup", "prompts", "group", "max_new_tokens", "temperature", "beta", "lr", "threads", "best")
 
 
 def run_worker(name: str, args, model_path: str, script: str = __file__,
@@ -284,13 +321,18 @@ def run_worker(name: str, args, model_path: str, script: str = __file__,
 
 def print_table(rows: list[dict], skipped: dict) -> None:
     trl = next((r for r in rows if r["system"] == "trl"), None)
-    print("\n| system | step s (median) | per round | min-max | vs TRL | peak RSS MB | train reward |")
-    print("|---|---|---|---|---|---|---|")
+    print("\n| system | step s (median) | per round | min-max | vs TRL | paired vs TRL | peak RSS MB | vs TRL "
+          "| completion tokens | truncated | train reward |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         ratio = f"{r['step_s_median'] / trl['step_s_median']:.2f}x" if trl else "-"
+        paired = paired_ratios(r, trl) if trl else []
+        paired_text = (f"{statistics.mean(paired):.2f}x ± {statistics.pstdev(paired):.2f}" if paired else "-")
+        memory = f"{r['peak_rss_mb'] / trl['peak_rss_mb']:.2f}x" if trl else "-"
         rounds = " / ".join(f"{m:.3f}" for m in r["step_s_round_medians"])
         print(f"| {r['system']} | {r['step_s_median']:.3f} | {rounds} | {r['step_s_min']:.3f}-{r['step_s_max']:.3f} "
-              f"| {ratio} | {r['peak_rss_mb']:.0f} | {r['reward_mean']:.3f} |")
+              f"| {ratio} | {paired_text} | {r['peak_rss_mb']:.0f} | {memory} | {r['completion_len_mean']:.1f} "
+              f"| {r['truncated_frac']:.2f} | {r['reward_mean']:.3f} |")
     for name, why in skipped.items():
         print(f"| {name} | skipped: {why} | | | | |")
     names = ("generate", "score", "logprobs", "forward", "backward", "optimizer", "sync", "other")
@@ -298,6 +340,12 @@ def print_table(rows: list[dict], skipped: dict) -> None:
           " compute_loss; other = the step less its phases):")
     print(common.table(["system", *names], [[r["system"], *(f"{phase_split(r).get(p, 0):.3f}" for p in names)]
                                             for r in rows]))
+
+
+def paired_ratios(row: dict, trl: dict) -> list[float]:
+    """Per round, this system's median step over TRL's in the same round (the rounds run interleaved, so each
+    pair saw about the same load)."""
+    return [a / b for a, b in zip(row["step_s_round_medians"], trl["step_s_round_medians"])]
 
 
 def _top_phases(phases: dict) -> tuple[str, ...]:
@@ -362,14 +410,22 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=2, help="subprocesses per system, in alternating order")
     add_shared_arguments(parser, systems=",".join(SYSTEMS), plot="docs/bench_grpo_trl.png")
+    parser.add_argument("--best", default=BEST, help="the rlvr-*-best systems' overrides, space-separated")
+    parser.add_argument("--length-mix", action="store_true",
+                        help=f"long and short completions in one batch: {LENGTH_MIX} (overrides those flags)")
     args = parser.parse_args()
+    if args.length_mix:
+        args.max_new_tokens, args.temperature = LENGTH_MIX["max_new_tokens"], LENGTH_MIX["temperature"]
+    unknown = set(args.systems.split(",")) - set(ALL_SYSTEMS)
+    if unknown:
+        parser.error(f"--systems: unknown {sorted(unknown)}; choose from {', '.join(ALL_SYSTEMS)}")
 
     if args.worker:
         import torch
 
         if args.threads:
             torch.set_num_threads(args.threads)
-        raw = worker_trl(args) if args.worker == "trl" else worker_rlvr(args, args.worker.removeprefix("rlvr-"))
+        raw = worker_trl(args) if args.worker == "trl" else worker_rlvr(args, args.worker)
         Path(args.result).write_text(json.dumps(raw))
         return
 
@@ -379,13 +435,16 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     load_before = common.load_average()
     model_path = args.base_model or tiny_model_path()
+    mix_dir = tempfile.TemporaryDirectory(prefix="rlvr-length-mix-")
+    if args.length_mix:
+        model_path = long_winded(model_path, Path(mix_dir.name), LENGTH_MIX["eos_scale"])
     print(common.machine_line())
     print(f"model: {model_path}\nper step: {args.prompts} prompts x G={args.group}, {args.max_new_tokens} tokens, "
           f"temperature {args.temperature}, beta {args.beta}, lr {args.lr}; {args.warmup} warm-up + {args.steps} "
-          f"measured steps")
+          f"measured steps" + (f"; best: {args.best}" if any(s.endswith("-best") for s in args.systems.split(",")) else ""))
     names, skipped, failed = [], {}, {}
     for name in args.systems.split(","):
-        if name == "rlvr-vllm" and (why := vllm_skip_reason()):
+        if name.startswith("rlvr-vllm") and (why := vllm_skip_reason()):
             skipped[name] = why
             print(f"{name}: skipped, {why}")
         else:
@@ -398,7 +457,7 @@ def main() -> None:
             started = time.time()
             raw, error = run_worker(name, args, model_path)
             if error:
-                (skipped if name == "rlvr-vllm" else failed)[name] = error
+                (skipped if name.startswith("rlvr-vllm") else failed)[name] = error
                 print(f"{name}: FAILED ({error})")
                 continue
             raws[name].append(raw)
@@ -406,12 +465,14 @@ def main() -> None:
                   f"({time.time() - started:.0f} s with start-up)")
     rows = [summarise(name, raws[name], args.warmup) for name in names if raws[name] and name not in failed]
     print_table(rows, {**skipped, **failed})
-    common.write_json("grpo_trl", {"args": vars(args), "model": model_path, "results": rows, "skipped": skipped,
-                                   "failed": failed}, load_before)
+    name = "grpo_trl_length_mix" if args.length_mix else "grpo_trl"
+    common.write_json(name, {"args": vars(args), "model": model_path, "results": rows, "skipped": skipped,
+                             "failed": failed}, load_before)
     if rows:
-        plot(rows, RESULTS / "grpo_trl.png")
+        plot(rows, RESULTS / f"{name}.png")
         if args.docs_plot:
-            shutil.copy(RESULTS / "grpo_trl.png", common.ROOT / "docs" / "bench_grpo_trl.png")
+            shutil.copy(RESULTS / f"{name}.png", common.ROOT / "docs" / f"bench_{name}.png")
+    mix_dir.cleanup()
     if failed:
         sys.exit(1)
 

@@ -9,8 +9,11 @@ number of padded tokens per micro-batch on average (`--micro-batch-size` x the m
 each forward holds about as much. Per setting: padded tokens the model computes (rows x longest row,
 summed over micro-batches), the median seconds of `grpo.accumulate_gradients` over `--repeats`, the
 loss and the gradient norm (the same numbers: tests/test_token_budget.py checks them to 1e-6).
+`packed`: `train.pack_sequences=true` at the same budget and at each of `--packed-budgets`: each micro-batch's
+rows run as one row (trainer/models/packing.py), so no padding is computed, but the attention of a packed
+row of T tokens spans T x T positions (masked to the block diagonal by the kernel, not skipped, on CPU sdpa).
 
-    python bench/bench_token_budget.py
+    python bench/bench_token_budget.py [--packed-budgets 512,4096]
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ def main() -> None:
     parser.add_argument("--min-completion", type=int, default=16)
     parser.add_argument("--max-completion", type=int, default=512)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--packed-budgets", default="512,4096",
+                        help="token budgets to pack at, besides the token_budget setting's own")
     args = parser.parse_args()
     load_before = common.load_average()
     print(common.machine_line())
@@ -58,23 +63,28 @@ def main() -> None:
                            importance_level="token")
     budget = args.micro_batch_size * round(float(batch.lengths().float().mean()))
     results, rows = {}, []
-    for name, token_budget in (("fixed", 0), ("token_budget", budget)):
+    settings = [("fixed", 0, False), ("token_budget", budget, False), ("packed", budget, True),
+                *(("packed", int(b), True) for b in args.packed_budgets.split(",") if b)]
+    for label, token_budget, packed in settings:
+        name = f"{label} {token_budget}" if packed else label
         counts = batch_counts(len(batch), batch.completion_mask.sum(), args.micro_batch_size, batch.lengths(),
-                              token_budget)
+                              token_budget, pack=packed)
         width = batch.input_ids.shape[1]  # fixed micro-batches run at the whole batch's width; budgeted ones trim
-        padded = sum(len(micro) * (micro.width or width)
-                     for micro in (batch.select(counts.rows(i), trim=counts.trim) for i in range(counts.micro_batches)))
+        micros = [batch.select(counts.rows(i), trim=counts.trim) for i in range(counts.micro_batches)]
+        # token positions the model computes: rows x width when padded, the rows' own tokens when packed
+        padded = sum(int(micro.lengths().sum()) if packed else len(micro) * (micro.width or width) for micro in micros)
 
         def update():
             model.zero_grad(set_to_none=True)
             return accumulate_gradients(model, batch, advantages, None, None, algo,
                                         micro_batch_size=args.micro_batch_size, temperature=1.0,
-                                        max_tokens=args.max_completion, token_budget=token_budget)
+                                        max_tokens=args.max_completion, token_budget=token_budget, pack=packed)
 
         seconds, samples = common.median_time(update, args.repeats)
         metrics = update()
         grad_norm = torch.norm(torch.stack([p.grad.norm() for p in model.parameters()])).item()
-        results[name] = {"token_budget": token_budget, "micro_batches": counts.micro_batches, "padded_tokens": padded,
+        results[name] = {"token_budget": token_budget, "packed": packed, "micro_batches": counts.micro_batches,
+                         "padded_tokens": padded,
                          "seconds": seconds, "samples": samples, "loss": metrics["loss"], "grad_norm": grad_norm}
         print(f"{name}: {results[name]}", flush=True)
     fixed = results["fixed"]
@@ -84,7 +94,7 @@ def main() -> None:
                      f"{r['seconds'] / fixed['seconds']:.2f}", f"{r['loss']:.6f}", f"{r['grad_norm']:.6f}"])
     print(f"{args.rows} rows, completions {min(lengths)}-{max(lengths)} tokens (mean {sum(lengths) / len(lengths):.0f}), "
           f"{int(batch.lengths().sum())} real tokens, padded width {batch.input_ids.shape[1]}")
-    print(common.table(["micro-batches by", "max_tokens_per_micro_batch", "micro-batches", "padded tokens computed",
+    print(common.table(["micro-batches by", "max_tokens_per_micro_batch", "micro-batches", "token positions computed",
                         "vs fixed", "update s (median)", "vs fixed", "loss", "grad norm"], rows))
     common.write_json("token_budget", {"settings": vars(args), "completion_lengths": lengths, "results": results},
                       load_before)

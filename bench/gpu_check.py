@@ -24,18 +24,19 @@ Checks (rlvr's own functions on the device, the way the trainer calls them):
              step on the whole batch. Each rank is a subprocess killed at --timeout-s (NCCL can hang).
   step       one training step (logprobs forward, GRPO loss, backward, AdamW) on --rows rows of
              --completion-tokens completion tokens: median seconds and trained tokens/s.
-  --trl      also runs bench/bench_grpo_trl.py (rlvr-hf vs TRL, one round of 3 steps) on this model.
+  train      one real `rlvr train` step (HF generate, GRPO, rlvr's best settings: packed token-budget
+             micro-batches and chunked logprobs) with `train.device` set to the device checked: the run
+             says it trained there, saves a checkpoint, and the weights moved.
+  --trl      also runs bench/bench_grpo_trl.py (rlvr-hf and rlvr-hf-best vs TRL, one round of 3 steps) on this model.
 
-What it found on CPU, and where it has run, is in BENCHMARKS.md ("GPU check"). What it cannot show:
-`rlvr train` itself places the policy on the CPU (trainer/run.py moves no model or batch to CUDA), so
-on a GPU machine the checks above run rlvr's functions on the device, while a full `rlvr train` does
-not use it for the update yet; `--trl` therefore compares a CPU rlvr step with TRL on the GPU.
+What it found on CPU, and where it has run, is in BENCHMARKS.md ("GPU check").
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import socket
 import statistics
@@ -55,7 +56,7 @@ SHAPES = {
     "qwen2-0.5b": dict(vocab_size=151936, hidden_size=896, num_layers=24, num_heads=14, num_kv_heads=2,
                        intermediate_size=4864, max_positions=4096),
 }
-CHECKS = ("autocast", "grad_ckpt", "vllm", "ddp", "step")
+CHECKS = ("autocast", "grad_ckpt", "vllm", "ddp", "step", "train")
 
 
 def build(shape: str, directory: Path) -> None:
@@ -310,9 +311,40 @@ def check_step(args, directory, tokenizer, device) -> dict:
     return out
 
 
+def check_train(args, directory, tokenizer, device) -> dict:
+    """`python -m rlvr train` for one step on `directory`'s model with train.device set to `device`; rewards
+    from `reward=random` (a random model earns none from the verifier, and a zero advantage moves nothing)."""
+    from safetensors.torch import load_file
+
+    with tempfile.TemporaryDirectory(prefix="rlvr-gpu-train-") as out:
+        cmd = [sys.executable, "-m", "rlvr", "train", f"model.name_or_path={directory}", "rollout=hf", "reward=random",
+               f"train.device={device.type}", "train.steps=1", "train.save_every=1", "train.eval_every=1",
+               "train.eval_prompts=2", "train.prompts_per_step=2", "train.completions_per_prompt=4",
+               "train.micro_batch_size=8", "train.max_tokens_per_micro_batch=4096", "train.pack_sequences=true",
+               "train.logprob_chunk_tokens=1024", f"rollout.max_new_tokens={args.completion_tokens}",
+               "optim.lr=1e-3", f"output_dir={out}"]
+        start = time.perf_counter()
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout_s)
+        except subprocess.TimeoutExpired:
+            return {"ok": False, "why": f"rlvr train did not finish in {args.timeout_s} s"}
+        seconds = time.perf_counter() - start
+        if proc.returncode != 0:
+            return {"ok": False, "why": f"rlvr train exited {proc.returncode}: {proc.stderr[-1500:]}"}
+        placed = f"device: {device.type}" in proc.stdout
+        trained = load_file(str(Path(out) / "checkpoints" / "step_1" / "model.safetensors"))
+        start_weights = load_file(str(directory / "model.safetensors"))
+        moved = max(float((trained[k].float() - start_weights[k].float()).abs().max()) for k in trained)
+        metrics = [json.loads(line) for line in (Path(out) / "metrics.jsonl").read_text().splitlines()]
+    step = next(m for m in metrics if m.get("step") == 1 and "loss" in m)
+    return {"ok": placed and moved > 0 and math.isfinite(step["loss"]), "trained_on": device.type if placed else "?",
+            "weights_moved": moved, "loss": step["loss"], "update_s": step.get("time/update"), "run_s": seconds,
+            "rule": "the run reports train.device's device, saves step_1, and its weights differ from the start"}
+
+
 def run_trl(args, directory) -> dict:
     cmd = [sys.executable, str(Path(__file__).with_name("bench_grpo_trl.py")), "--base-model", str(directory),
-           "--systems", "rlvr-hf,trl", "--rounds", "1", "--steps", "3", "--warmup", "1"]
+           "--systems", "rlvr-hf,rlvr-hf-best,trl", "--rounds", "1", "--steps", "3", "--warmup", "1"]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout_s)
     except subprocess.TimeoutExpired:
@@ -370,7 +402,7 @@ def main() -> int:
         print(f"built {args.shape} ({sum(p.numel() for p in load(directory, 'cpu').parameters()) / 1e6:.1f}M "
               f"parameters) in {time.perf_counter() - start:.1f} s; device {device}", flush=True)
         runners = {"autocast": check_autocast, "grad_ckpt": check_grad_ckpt, "vllm": check_vllm, "ddp": check_ddp,
-                   "step": check_step}
+                   "step": check_step, "train": check_train}
         for name in checks:
             start = time.perf_counter()
             try:

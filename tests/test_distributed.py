@@ -37,6 +37,8 @@ DPO_ONLINE = ["algo=dpo", "algo.dpo_updates_per_round=2"]
 # token-budget micro-batches (trainer/algos/token_budget.py) after DAPO's filter: each rank plans its own rows,
 # so the ranks run different numbers of micro-batches (the fewer run empty ones)
 DAPO_BUDGET = ["algo=dapo", "train.max_tokens_per_micro_batch=64"]
+# the same with each micro-batch's rows packed into one row (trainer/models/packing.py)
+DAPO_PACKED = [*DAPO_BUDGET, "train.pack_sequences=true"]
 
 
 def _overrides(model_path: Path, output_dir: Path, strategy: str, algo: list[str] = DAPO) -> list[str]:
@@ -126,8 +128,8 @@ def test_two_ranks_train_to_the_single_process_weights(tiny_lm_sft, compose_trai
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("algo", [PPO, REINFORCE_MEAN, DPO_ONLINE, DAPO_BUDGET],
-                         ids=["ppo", "reinforce-mean", "dpo-online", "dapo-token-budget"])
+@pytest.mark.parametrize("algo", [PPO, REINFORCE_MEAN, DPO_ONLINE, DAPO_BUDGET, DAPO_PACKED],
+                         ids=["ppo", "reinforce-mean", "dpo-online", "dapo-token-budget", "dapo-packed"])
 def test_two_ddp_ranks_train_ppo_dpo_and_batch_baselines_to_the_single_process_weights(tiny_lm_sft, compose_train,
                                                                                        tmp_path, algo):
     single_run = tmp_path / "none"

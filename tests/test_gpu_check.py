@@ -1,5 +1,5 @@
 """bench/gpu_check.py, the script a GPU machine runs first, runs here on CPU at the tiny shape: every check
-passes on this device, and each verdict comes with the numbers it was decided on.
+passes on this device (one of them a real `rlvr train` step on it), and each verdict comes with the numbers it was decided on.
 
 The vllm check is its own negative control: it passes only if the engine, after `sync_weights`, disagrees
 with the old weights by more than 10x the tolerance it agrees with the new ones (a sync that did nothing fails).
@@ -26,7 +26,7 @@ def test_gpu_check_passes_on_cpu_at_tiny_shape(tmp_path, require_vllm):
                           capture_output=True, text=True, timeout=900, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     checks = json.loads(results.read_text())["checks"]
-    assert set(checks) == {"autocast", "grad_ckpt", "vllm", "ddp", "step"}
+    assert set(checks) == {"autocast", "grad_ckpt", "vllm", "ddp", "step", "train"}
     assert all(c["ok"] is True for c in checks.values()), checks
     assert checks["grad_ckpt"]["grad_rel_err"] <= 1e-4
     assert checks["autocast"]["grad_cosine"] >= 0.99
@@ -36,7 +36,10 @@ def test_gpu_check_passes_on_cpu_at_tiny_shape(tmp_path, require_vllm):
     assert ddp["world"] == 2 and ddp["backend"] == "gloo" and ddp["ranks_equal"]
     assert ddp["max_diff_vs_one_process"] <= 1e-5
     assert checks["step"]["trained_tokens"] > 0
-    for line in ("PASS autocast", "PASS grad_ckpt", "PASS vllm", "PASS ddp", "PASS step", "5 of 5 checks passed"):
+    train = checks["train"]  # a real `rlvr train` step with train.device=cpu, packed micro-batches
+    assert train["trained_on"] == "cpu" and train["weights_moved"] > 0
+    for line in ("PASS autocast", "PASS grad_ckpt", "PASS vllm", "PASS ddp", "PASS step", "PASS train",
+                 "6 of 6 checks passed"):
         assert line in proc.stdout
 
 

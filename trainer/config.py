@@ -210,6 +210,12 @@ class TrainLoopConfig:
     # > 0: micro-batches filled by this many (padded) tokens, rows sorted by length, instead of micro_batch_size
     # rows; the same loss and gradient, less padding computed (trainer/algos/token_budget.py); 0: off
     max_tokens_per_micro_batch: int = 0
+    # true (with max_tokens_per_micro_batch): each micro-batch's rows run as one packed row, positions restarting per
+    # sequence and attention kept within each (trainer/models/packing.py); no padding computed, the same loss
+    pack_sequences: bool = False
+    # auto (the local rank's GPU when CUDA is available, else the CPU) | cpu | cuda | cuda:N: where the policy,
+    # reference and critic train (trainer/device.py)
+    device: str = "auto"
     save_every: int = 100
     eval_every: int = 50
     eval_prompts: int = 200

@@ -171,7 +171,7 @@ class RankModel(torch.nn.Module):
     def forward(self, input_ids, attention_mask=None, **kwargs):
         if input_ids.shape[0] > 0:
             return self.inner(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
-        dummy = torch.zeros((1, max(input_ids.shape[1], 1)), dtype=input_ids.dtype)  # [1, L]
+        dummy = torch.zeros((1, max(input_ids.shape[1], 1)), dtype=input_ids.dtype, device=input_ids.device)  # [1, L]
         out = self.inner(input_ids=dummy, attention_mask=torch.ones_like(dummy), **kwargs)
         return SimpleNamespace(logits=out.logits[:0])  # [0, L, V]
 

@@ -26,11 +26,13 @@ from tqdm import tqdm
 from rlvr.errors import ConfigError
 from rlvr.trainer.algorithms import ALGORITHMS
 from rlvr.trainer.checkpoint import latest_checkpoint, load_trainer_state, resume_conflicts, save_checkpoint
+from rlvr.trainer.device import resolve_device, use_device
 from rlvr.trainer.distributed import Parallel, QuietRunFiles, RankModel
 from rlvr.trainer.env_config import build_env
 from rlvr.trainer.evaluation.evaluate import evaluate_greedy
 from rlvr.trainer.loggers import build_loggers
 from rlvr.trainer.models.lora import for_engine
+from rlvr.trainer.models.packing import check_packing
 from rlvr.trainer.reward_config import check_reward_config
 from rlvr.trainer.models.model import build_policy, build_reference, load_tokenizer, resolve_model_path
 from rlvr.trainer.rollout.async_rollouts import start_async_rollouts
@@ -62,6 +64,8 @@ class RunContext:
 
 def train(cfg, log=print) -> dict:
     validate_train_config(cfg)
+    device = resolve_device(cfg.train.device)  # train.device: auto -> this rank's GPU when there is one
+    use_device(device)  # before NCCL starts: each rank on its own GPU
     parallel = Parallel.from_env(cfg.trainer.strategy)  # under torchrun: joins the process group
     validate_world_size(cfg, parallel.world_size)
     if not parallel.is_main:  # rank 0 alone prints and writes
@@ -103,16 +107,23 @@ def train(cfg, log=print) -> dict:
         base_path = resolve_model_path(cfg, env, log=log)
     tokenizer = load_tokenizer(base_path, chat=True, prompt_format=cfg.model.prompt_format)
     # ddp | fsdp2 wrap before the optimizer is built; model.lora adds adapters (trainer/models/lora.py)
-    model = parallel.wrap(build_policy(cfg.model, base_path, checkpoint, seed=cfg.seed))
+    policy = build_policy(cfg.model, base_path, checkpoint, seed=cfg.seed).to(device)
+    if cfg.train.pack_sequences:  # refused where packed rows would attend across sequences (models/packing.py)
+        check_packing(policy)
+    model = parallel.wrap(policy)
     plain = parallel.plain(model)  # the HF module with the full weights (fsdp2: gathered, once for the set-up below)
     algorithm = ALGORITHMS[cfg.algo.name]  # what this run needs besides the policy (trainer/algorithms.py)
     reference = build_reference(plain, base_path) if algorithm.needs_reference(cfg.algo) else None
+    if reference is not None:
+        reference = reference.to(device)
     random.seed(cfg.seed)  # after the model build, which draws from the RNG only when not cached
     torch.manual_seed(cfg.seed + parallel.rank)  # rank 0 draws as one process would
     if reference is not None and parallel.world_size > 1:
         reference = RankModel(reference)  # a rank left with no rows after filtering still runs its forward
     # a critic (PPO's), from the unwrapped policy (under ddp it stays outside DDP: algos/ppo.py averages its grads)
     critic = algorithm.build_critic(plain, cfg.algo.get("critic")) if algorithm.build_critic else None
+    if critic is not None:
+        critic = critic.to(device)
     params = list(model.parameters()) + (list(critic.parameters()) if critic is not None else [])
     optimizer = torch.optim.AdamW(params, lr=cfg.optim.lr, betas=tuple(cfg.optim.betas),
                                   weight_decay=cfg.optim.weight_decay)
@@ -151,7 +162,9 @@ def train(cfg, log=print) -> dict:
                     f"= {completions} completions in {math.ceil(completions / cfg.train.micro_batch_size)} "
                     f"micro-batch(es) of <= {cfg.train.micro_batch_size}; {cfg.train.steps} steps; held-out eval on "
                     f"{len(test_rows)} test prompts\n")
-    log(f"run directory: {run_dir}\n{per_step}"
+    log(f"run directory: {run_dir}\ndevice: {device} (train.device={cfg.train.device})"
+        + (f"; micro-batches packed by train.max_tokens_per_micro_batch={cfg.train.max_tokens_per_micro_batch}"
+           if cfg.train.pack_sequences else "") + f"\n{per_step}"
         f"completions: up to rollout.max_new_tokens={cfg.rollout.max_new_tokens} tokens; a truncated one's reward: "
         f"rollout.truncated_reward={cfg.rollout.truncated_reward}")
     warning = context_warning(prompt_lengths(tokenizer, env, test_rows), cfg.rollout.max_new_tokens,

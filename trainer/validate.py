@@ -7,6 +7,7 @@ from pathlib import Path
 
 from rlvr.trainer.algo_keys import unread_algo_keys, validate_algo
 from rlvr.trainer.config import unknown_keys
+from rlvr.trainer.device import resolve_device
 from rlvr.trainer.truncation import TRUNCATED_REWARDS
 from rlvr.errors import ConfigError
 from rlvr.envs.multi_turn import is_multi_turn
@@ -62,6 +63,10 @@ def validate_train_config(cfg) -> None:
     need(train.max_tokens_per_micro_batch == 0 or family != "natural_gradient",
          f"train.max_tokens_per_micro_batch={train.max_tokens_per_micro_batch}: algo={cfg.algo.name} takes its own "
          f"natural-gradient step over micro_batch_size rows (trainer/algos/trpo.py); set it to 0")
+    resolve_device(train.device)  # a ConfigError naming train.device when it names no usable device
+    need(not train.pack_sequences or train.max_tokens_per_micro_batch > 0,
+         "train.pack_sequences=true packs each token-budget micro-batch into one row: set "
+         "train.max_tokens_per_micro_batch too (e.g. 4096)")
     need(train.logprob_chunk_tokens == 0 or family != "natural_gradient",
          f"train.logprob_chunk_tokens={train.logprob_chunk_tokens}: algo={cfg.algo.name} computes whole "
          f"distributions for its KL (trainer/algos/trpo.py), which nothing chunks; set it to 0")

@@ -66,14 +66,16 @@ class PairBatch:
     def __len__(self) -> int:
         return len(self.sequences) // 2
 
-    def select(self, pairs: torch.Tensor, trim: bool = False) -> "PairBatch":
+    def select(self, pairs: torch.Tensor, trim: bool = False, pack: bool = False) -> "PairBatch":
         rows = torch.cat([pairs, pairs + len(self)])  # [2p]
-        return PairBatch(self.sequences.select(rows, trim), self.ref_logps[rows])
+        return PairBatch(self.sequences.select(rows, trim, pack), self.ref_logps[rows])
 
-    def pair_lengths(self) -> torch.Tensor:
-        """[P] each pair's padded cost: twice its longer sequence (a token budget's measure)."""
+    def pair_lengths(self, packed: bool = False) -> torch.Tensor:
+        """[P] each pair's cost under a token budget: twice its longer sequence when padded, the sum of its
+        two when packed (models/packing.py)."""
         lengths = self.sequences.lengths()  # [2P]
-        return 2 * torch.maximum(lengths[: len(self)], lengths[len(self):])
+        chosen, rejected = lengths[: len(self)], lengths[len(self):]  # [P], [P]
+        return chosen + rejected if packed else 2 * torch.maximum(chosen, rejected)
 
 
 def pack_pairs(pairs: list[Pair], prompt_of, completion_of, pad_id: int, mask_of=None) -> PackedBatch:
@@ -164,12 +166,13 @@ def dpo_update(ctx, batch: PairBatch) -> dict:
     algo = ctx.cfg.algo
     # with ranks: pairs counted over all of them, and as many micro-batches as the busiest rank (empty ones
     # run a zero-weight pass, trainer/distributed.py); one process: len(batch) and its own count
+    pack = ctx.cfg.train.pack_sequences
     counts = batch_counts(len(batch), torch.tensor(0.0), max(1, ctx.cfg.train.micro_batch_size // 2),
-                          batch.pair_lengths(), ctx.cfg.train.max_tokens_per_micro_batch)
+                          batch.pair_lengths(pack), ctx.cfg.train.max_tokens_per_micro_batch, pack=pack)
     pair_index = torch.arange(len(batch))  # [P]
 
     def micro_loss(rows: slice) -> MicroLoss:
-        micro = batch.select(pair_index[rows], trim=counts.trim)
+        micro = batch.select(pair_index[rows], trim=counts.trim, pack=counts.pack)
         loss, means = pair_batch_loss(ctx.model, micro, algo, counts.sequences, ctx.cfg.train.logprob_chunk_tokens)
         return MicroLoss(loss, len(micro), means=means)
 

@@ -80,7 +80,7 @@ def grpo_step(ctx, step: int) -> tuple[dict, list[dict]]:
                     micro_batch_size=cfg.train.micro_batch_size, temperature=cfg.rollout.temperature,
                     max_tokens=cfg.rollout.max_new_tokens, engine_logprobs=engine_logprobs,
                     importance_cap=cfg.rollout.importance_cap, chunk_tokens=cfg.train.logprob_chunk_tokens,
-                    token_budget=cfg.train.max_tokens_per_micro_batch,
+                    token_budget=cfg.train.max_tokens_per_micro_batch, pack=cfg.train.pack_sequences,
                 )
                 update_metrics["grad_norm"] = optimizer_step(ctx.optimizer, ctx.model, cfg.optim.max_grad_norm)
     ctx.scheduler.step()
@@ -98,20 +98,22 @@ def grpo_step(ctx, step: int) -> tuple[dict, list[dict]]:
 def accumulate_gradients(model, batch: PackedBatch, advantages, old_logprobs, ref_logprobs, algo, *,
                          micro_batch_size: int, temperature: float, max_tokens: int,
                          engine_logprobs=None, importance_cap: float | None = None, chunk_tokens: int = 0,
-                         token_budget: int = 0) -> dict:
+                         token_budget: int = 0, pack: bool = False) -> dict:
     """GRPO's loss, backward over micro-batches (`update.accumulate`: the summed gradient equals the
     full batch's); no optimizer step. Returns the batch's metrics.
 
     With `engine_logprobs` [N, L-1] (the sampler's, packed like `batch`) the trainer/engine mismatch
     is measured on the old logprobs and, when `importance_cap` is set, corrected by truncated
-    importance weights. `token_budget > 0`: micro-batches by that many tokens (update.batch_counts).
+    importance weights. `token_budget > 0`: micro-batches by that many tokens (update.batch_counts); `pack`:
+    each one's rows packed into one row (models/packing.py).
     """
-    counts = batch_counts(len(batch), batch.completion_mask.sum(), micro_batch_size, batch.lengths(), token_budget)
+    counts = batch_counts(len(batch), batch.completion_mask.sum(), micro_batch_size, batch.lengths(), token_budget,
+                          pack=pack)
     diff_max = 0.0
 
     def micro_loss(rows: slice) -> MicroLoss:
         nonlocal diff_max
-        micro = batch.select(rows, trim=counts.trim)  # 0 rows once this rank has run out
+        micro = batch.select(rows, trim=counts.trim, pack=counts.pack)  # 0 rows once this rank has run out
         logprobs, entropy = token_logprobs(model, micro, temperature, with_entropy=True,
                                            chunk_tokens=chunk_tokens)  # [n, L-1]
         old = logprobs.detach() if old_logprobs is None else old_logprobs[rows]  # [n, L-1]

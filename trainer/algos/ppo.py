@@ -43,7 +43,9 @@ import torch.nn.functional as F
 from rlvr.trainer.algos.advantages import gae, masked_mean_var, whiten
 from rlvr.trainer.algos.update import MicroLoss, accumulate_and_step, batch_counts
 from rlvr.trainer.distributed import any_rows, global_sum
-from rlvr.trainer.models.logprobs import logprobs_from_logits, token_logprobs
+from rlvr.trainer.device import model_device
+from rlvr.trainer.models.logprobs import logprobs_from_logits, packed_logits, token_logprobs
+from rlvr.trainer.models.packing import PACKED_FORWARD, pack_row, scatter_back
 from rlvr.trainer.algos.losses import grpo_loss
 from rlvr.trainer.algos.ppo_losses import adaptive_beta, ppo_penalty_loss, value_loss
 from rlvr.trainer.rollout.sampling import sample_and_score, skip_update, step_metrics_and_samples, timed, \
@@ -73,9 +75,16 @@ class CriticModel(torch.nn.Module):
         self.head = _zero_linear(model.config.hidden_size)
 
     def forward(self, batch):  # values [N, L-1], laid out as `logprobs_and_values` describes
-        out = self.trunk(input_ids=batch.input_ids, attention_mask=batch.attention_mask)
+        device = model_device(self)
+        if batch.packed and batch.completion_mask.any():  # one packed row (models/packing.py)
+            row = pack_row(batch.input_ids, batch.attention_mask, batch.completion_mask)
+            hidden = self.trunk(input_ids=row.input_ids.to(device),
+                                position_ids=row.position_ids.to(device), **PACKED_FORWARD).last_hidden_state  # [1, T, H]
+            values = self.head(hidden[0, row.positions.to(device)].float()).squeeze(-1)  # [M]
+            return scatter_back(values, row.mask)  # [N, L-1]
+        out = self.trunk(input_ids=batch.input_ids.to(device), attention_mask=batch.attention_mask.to(device))
         hidden = out.last_hidden_state  # [N, L, H]
-        return self.head(hidden[:, :-1].float()).squeeze(-1)  # [N, L-1]
+        return self.head(hidden[:, :-1].float()).squeeze(-1).to(batch.input_ids.device)  # [N, L-1]
 
 
 def build_critic(model, kind: str = "head") -> torch.nn.Module:
@@ -91,22 +100,43 @@ def build_critic(model, kind: str = "head") -> torch.nn.Module:
 
 def logprobs_and_values(model, critic, batch, temperature: float, chunk_tokens: int = 0):
     """(logprobs [N, L-1], values [N, L-1], entropy [N, L-1]); column t's value is the state after
-    token t, i.e. before the token whose logprob sits in column t."""
+    token t, i.e. before the token whose logprob sits in column t. `batch.packed`: one packed row
+    (models/packing.py), results at the completion tokens only (0 elsewhere, which no loss reads)."""
     separate = isinstance(critic, CriticModel)
+    if batch.packed and batch.completion_mask.any():
+        return _packed_logprobs_and_values(model, critic, batch, temperature, chunk_tokens)
+    device = model_device(model)
     width = batch.width or batch.input_ids.shape[1]  # W: past it every row is padding (a trimmed micro-batch)
-    input_ids = batch.input_ids[:, :width]  # [N, W]
-    out = model(input_ids=input_ids, attention_mask=batch.attention_mask[:, :width], output_hidden_states=not separate)
+    input_ids = batch.input_ids[:, :width].to(device)  # [N, W]
+    out = model(input_ids=input_ids, attention_mask=batch.attention_mask[:, :width].to(device),
+                output_hidden_states=not separate)
     logprobs, entropy = logprobs_from_logits(out.logits[:, :-1], input_ids[:, 1:], temperature,
                                              with_entropy=True, chunk_tokens=chunk_tokens)  # [N, W-1], [N, W-1]
     if separate:
         values = critic(batch)  # [N, L-1]
     else:
         values = critic(out.hidden_states[-1][:, :-1].float()).squeeze(-1)  # [N, W-1]
+    back = batch.input_ids.device  # the losses' device (trainer/device.py)
+    logprobs, entropy, values = logprobs.to(back), entropy.to(back), values.to(back)
     padding = batch.input_ids.shape[1] - width  # back to [N, L-1]: 0 in the padding columns, which no loss reads
     if padding:
         logprobs, entropy = F.pad(logprobs, (0, padding)), F.pad(entropy, (0, padding))
         values = values if separate else F.pad(values, (0, padding))
     return logprobs, values, entropy
+
+
+def _packed_logprobs_and_values(model, critic, batch, temperature: float, chunk_tokens: int):
+    """`logprobs_and_values` on the rows packed into one: [N, L-1] each, set at the completion tokens."""
+    separate = isinstance(critic, CriticModel)
+    logits, row, out = packed_logits(model, batch, output_hidden_states=not separate)  # [M, V]
+    logprobs, entropy = logprobs_from_logits(logits, row.targets.to(logits.device), temperature, with_entropy=True,
+                                             chunk_tokens=chunk_tokens)  # [M], [M]
+    if separate:
+        values = critic(batch)  # [N, L-1]
+    else:
+        hidden = out.hidden_states[-1][0]  # [T, H]
+        values = scatter_back(critic(hidden[row.positions.to(hidden.device)].float()).squeeze(-1), row.mask)
+    return scatter_back(logprobs, row.mask), values, scatter_back(entropy, row.mask)
 
 
 def token_rewards(rewards, mask, old_logprobs, ref_logprobs, beta: float):
@@ -144,11 +174,12 @@ def ppo_step(ctx, step: int) -> tuple[dict, list[dict]]:
 
     penalty_beta = ctx.state.setdefault("penalty_beta", algo.penalty_beta)
     # under torchrun: the whole batch's counts (every rank holds the same number of rows, so the same chunks)
-    counts = batch_counts(len(batch), mask.sum(), micro_batch_size, batch.lengths(), cfg.train.max_tokens_per_micro_batch)
+    counts = batch_counts(len(batch), mask.sum(), micro_batch_size, batch.lengths(), cfg.train.max_tokens_per_micro_batch,
+                          pack=cfg.train.pack_sequences)
     sizes = dict(max_tokens=cfg.rollout.max_new_tokens, num_sequences=counts.sequences, num_tokens=counts.tokens)
 
     def micro_loss(rows: slice) -> MicroLoss:
-        micro = batch.select(rows, trim=counts.trim)
+        micro = batch.select(rows, trim=counts.trim, pack=counts.pack)
         logprobs, values, entropy = logprobs_and_values(ctx.model, ctx.critic, micro, temperature,
                                                         cfg.train.logprob_chunk_tokens)
         if algo.objective == "penalty":

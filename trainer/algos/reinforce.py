@@ -32,11 +32,11 @@ def reinforce_step(ctx, step: int) -> tuple[dict, list[dict]]:
     batch = trained.batch
     # with ranks: counts over all ranks and the busiest rank's micro-batch count (trainer/distributed.py)
     counts = batch_counts(len(batch), batch.completion_mask.sum(), cfg.train.micro_batch_size, batch.lengths(),
-                          cfg.train.max_tokens_per_micro_batch)
+                          cfg.train.max_tokens_per_micro_batch, pack=cfg.train.pack_sequences)
     sizes = dict(max_tokens=cfg.rollout.max_new_tokens, num_sequences=counts.sequences, num_tokens=counts.tokens)
 
     def micro_loss(rows: slice) -> MicroLoss:
-        micro = batch.select(rows, trim=counts.trim)
+        micro = batch.select(rows, trim=counts.trim, pack=counts.pack)
         logprobs, entropy = token_logprobs(ctx.model, micro, cfg.rollout.temperature, with_entropy=True,
                                            chunk_tokens=cfg.train.logprob_chunk_tokens)  # [n, L-1]
         loss, _ = reinforce_loss(logprobs, advantages[rows], micro.completion_mask, aggregation=algo.aggregation,

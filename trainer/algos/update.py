@@ -42,6 +42,7 @@ class Counts:
     micro_batches: int  # the busiest rank's number of micro-batches (every rank runs this many)
     micro_batch_size: int  # rows per micro-batch
     plan: tuple | None = None  # token budget (token_budget.py): each micro-batch's row indices on this rank
+    pack: bool = False  # each micro-batch's rows run as one packed row (models/packing.py)
 
     @property
     def trim(self) -> bool:
@@ -56,16 +57,17 @@ class Counts:
 
 
 def batch_counts(num_rows: int, num_tokens: torch.Tensor, micro_batch_size: int,
-                 lengths: torch.Tensor | None = None, max_tokens: int = 0) -> Counts:
+                 lengths: torch.Tensor | None = None, max_tokens: int = 0, pack: bool = False) -> Counts:
     """The counts a loss normalises by: this rank's rows and completion tokens summed over ranks
     (a collective under torchrun; every rank must call it). `max_tokens > 0` with `lengths` [rows]:
-    micro-batches by that token budget (token_budget.py) instead of `micro_batch_size` rows."""
+    micro-batches by that token budget (token_budget.py) instead of `micro_batch_size` rows; `pack`
+    (only with a budget): each micro-batch's rows packed into one row, the budget counting their sum."""
     if max_tokens <= 0:
         sequences, tokens, micro_batches = global_counts(num_rows, num_tokens, micro_batch_size)
         return Counts(sequences, tokens, micro_batches, micro_batch_size)
-    plan = tuple(token_budget_micro_batches(lengths, max_tokens))
+    plan = tuple(token_budget_micro_batches(lengths, max_tokens, packed=pack))
     sequences, tokens, micro_batches = global_counts(num_rows, num_tokens, micro_batch_size, len(plan))
-    return Counts(sequences, tokens, micro_batches, micro_batch_size, plan)
+    return Counts(sequences, tokens, micro_batches, micro_batch_size, plan, pack)
 
 
 @dataclass

@@ -5,6 +5,9 @@ Rows are packed right-padded as prompt + completion, so position ids are the nat
 the position of the token being predicted minus one: column t holds log p(x_{t+1} | x_<=t).
 `completion_mask` marks the completion tokens, so losses never see prompt or padding;
 `token_logprobs` computes only those columns and leaves 0 in the others.
+
+The batch stays on the CPU; each forward moves its inputs to the model's device (`train.device`,
+trainer/device.py) and brings back only the per-token results, never the logits.
 """
 
 from __future__ import annotations
@@ -15,7 +18,9 @@ from dataclasses import dataclass
 
 import torch
 
+from rlvr.trainer.device import model_device
 from rlvr.trainer.models.chunked_logprobs import chunked_logprobs_from_logits
+from rlvr.trainer.models.packing import PACKED_FORWARD, pack_row, scatter_back
 
 
 @dataclass
@@ -26,18 +31,21 @@ class PackedBatch:
     # columns the model needs (past them every row is padding); None: all L. Tensors keep their width L,
     # so a loss lines the results up with the whole batch's per-row tensors
     width: int | None = None
+    # True: the model runs the rows as one packed row (models/packing.py, `train.pack_sequences`)
+    packed: bool = False
 
     def __len__(self) -> int:
         return self.input_ids.shape[0]
 
-    def select(self, rows: slice | torch.Tensor, trim: bool = False) -> "PackedBatch":
+    def select(self, rows: slice | torch.Tensor, trim: bool = False, pack: bool = False) -> "PackedBatch":
         """The rows `rows`; `trim`: `width` set to their longest row, so `token_logprobs` runs the model on
-        those columns only (token-budget micro-batches, trainer/algos/token_budget.py)."""
+        those columns only (token-budget micro-batches, trainer/algos/token_budget.py); `pack`: the model
+        runs them as one packed row (models/packing.py)."""
         attention_mask = self.attention_mask[rows]
         width = None
         if trim and len(attention_mask) > 0:
             width = max(2, int(attention_mask.any(0).nonzero().max()) + 1)
-        return PackedBatch(self.input_ids[rows], attention_mask, self.completion_mask[rows], width)
+        return PackedBatch(self.input_ids[rows], attention_mask, self.completion_mask[rows], width, pack)
 
     def lengths(self) -> torch.Tensor:
         """[N] tokens per row, padding excluded."""
@@ -88,14 +96,19 @@ def token_logprobs(model, batch: PackedBatch, temperature: float = 1.0, with_ent
 
     `chunk_tokens > 0` (`train.logprob_chunk_tokens`): the log-softmax and gather run that many
     completion tokens at a time (chunked_logprobs.py), never holding the float32 [M, V] matrix.
+    `batch.packed`: the rows run as one packed row (models/packing.py); the same numbers, no padding computed.
     """
     mask = batch.completion_mask.bool()  # [N, L-1]
     columns = mask.any(0).nonzero()  # [C, 1]
     if len(columns) == 0:  # no completion token at all: nothing to skip, keep the graph
         return _all_positions(model, batch, temperature, with_entropy, chunk_tokens)
+    if batch.packed:
+        return _packed_positions(model, batch, temperature, with_entropy, chunk_tokens)
+    device = model_device(model)
     first = int(columns[0])  # the first column any row predicts a completion token in
     width = batch.width or batch.input_ids.shape[1]  # W: the model sees columns 0..W-1 (past them: padding)
-    input_ids, attention_mask = batch.input_ids[:, :width], batch.attention_mask[:, :width]  # [N, W]
+    input_ids = batch.input_ids[:, :width].to(device)  # [N, W]
+    attention_mask = batch.attention_mask[:, :width].to(device)  # [N, W]
     keep = width - 1 - first  # columns first..W-2
     if _takes_logits_to_keep(model):
         logits = model(input_ids=input_ids, attention_mask=attention_mask,
@@ -103,28 +116,60 @@ def token_logprobs(model, batch: PackedBatch, temperature: float = 1.0, with_ent
     else:
         logits = model(input_ids=input_ids, attention_mask=attention_mask).logits  # [N, W, V]
         logits = logits[:, first:-1]  # [N, keep, V]
-    selected = mask[:, first:width - 1]  # [N, keep]
+    selected = mask[:, first:width - 1].to(device)  # [N, keep]
     targets = input_ids[:, first + 1 :][selected]  # [M], M = completion tokens
     picked, picked_entropy = logprobs_from_logits(logits[selected], targets, temperature, with_entropy,
                                                   chunk_tokens)  # [M]
-    logprobs = picked.new_zeros(mask.shape).masked_scatter(mask, picked)  # [N, L-1]
-    entropy = None if picked_entropy is None else picked.new_zeros(mask.shape).masked_scatter(mask, picked_entropy)
+    logprobs = scatter_back(picked, mask)  # [N, L-1] on the batch's device
+    entropy = None if picked_entropy is None else scatter_back(picked_entropy, mask)
     return logprobs, entropy
+
+
+def _packed_positions(model, batch: PackedBatch, temperature: float, with_entropy: bool, chunk_tokens: int):
+    """`token_logprobs` on the rows packed into one (models/packing.py): the model sees no padding and projects
+    only the positions that predict a completion token."""
+    logits, row, _ = packed_logits(model, batch)  # [M, V]
+    picked, picked_entropy = logprobs_from_logits(logits, row.targets.to(logits.device), temperature, with_entropy,
+                                                  chunk_tokens)  # [M]
+    entropy = None if picked_entropy is None else scatter_back(picked_entropy, row.mask)
+    return scatter_back(picked, row.mask), entropy  # [N, L-1]
+
+
+def packed_logits(model, batch: PackedBatch, **kwargs):
+    """(logits [M, V] at the positions predicting `batch`'s completion tokens, the PackedRow, the model's output),
+    one forward of its rows packed into one; `kwargs` go to the model (PPO's `output_hidden_states`)."""
+    device = model_device(model)
+    row = pack_row(batch.input_ids, batch.attention_mask, batch.completion_mask)
+    positions = row.positions.to(device)  # [M]
+    inputs = dict(input_ids=row.input_ids.to(device), position_ids=row.position_ids.to(device),  # [1, T]
+                  **PACKED_FORWARD)
+    if _takes_logits_to_keep(model):
+        out = model(**inputs, logits_to_keep=positions, **kwargs)
+        logits = out.logits[0]  # [M, V]
+    else:
+        out = model(**inputs, **kwargs)
+        logits = out.logits[0, positions]  # [M, V]
+    return logits, row, out
 
 
 def _all_positions(model, batch: PackedBatch, temperature: float, with_entropy: bool, chunk_tokens: int = 0):
     """The plain computation at every position: for a batch without completion tokens (an empty
     micro-batch on a distributed rank), whose forward must still reach every parameter."""
-    logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits  # [N, L, V]
-    return logprobs_from_logits(logits[:, :-1], batch.input_ids[:, 1:], temperature, with_entropy,
-                                chunk_tokens)  # [N, L-1]
+    device = model_device(model)
+    input_ids = batch.input_ids.to(device)  # [N, L]
+    logits = model(input_ids=input_ids, attention_mask=batch.attention_mask.to(device)).logits  # [N, L, V]
+    logprobs, entropy = logprobs_from_logits(logits[:, :-1], input_ids[:, 1:], temperature, with_entropy,
+                                             chunk_tokens)  # [N, L-1]
+    back = batch.input_ids.device
+    return logprobs.to(back), None if entropy is None else entropy.to(back)
 
 
 def log_distributions(model, batch: PackedBatch, temperature: float = 1.0) -> torch.Tensor:
     """log pi(. | s_t) over the whole vocabulary at every position: [N, L-1, V]. For a KL between whole
     distributions (TRPO's); a loss on the sampled tokens wants `token_logprobs`, which computes far less."""
-    logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits  # [N, L, V]
-    return log_softmax(logits[:, :-1], temperature)  # [N, L-1, V]
+    device = model_device(model)
+    logits = model(input_ids=batch.input_ids.to(device), attention_mask=batch.attention_mask.to(device)).logits  # [N, L, V]
+    return log_softmax(logits[:, :-1], temperature).to(batch.input_ids.device)  # [N, L-1, V]
 
 
 def log_softmax(logits: torch.Tensor, temperature: float) -> torch.Tensor:

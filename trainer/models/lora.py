@@ -70,6 +70,10 @@ class AdaptersOff(torch.nn.Module):
         super().__init__()
         self._policy = [policy]  # a list, so the policy is not a submodule: its parameters stay the policy's
 
+    @property
+    def device(self) -> torch.device:
+        return next(self._policy[0].parameters()).device
+
     def forward(self, *args, **kwargs):
         policy = self._policy[0]
         with policy.disable_adapter():

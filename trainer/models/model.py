@@ -113,6 +113,7 @@ def autocast_forward(model) -> None:
 
 
 def _enter_autocast(module, args):
+    module._autocast_device = next(module.parameters()).device.type  # train.device may have moved it since
     context = torch.autocast(module._autocast_device, dtype=torch.bfloat16)
     context.__enter__()
     module._autocast_stack.append(context)

@@ -56,9 +56,10 @@ class HFEngine:
         sampling = {} if params.greedy else dict(temperature=params.temperature, top_p=params.top_p, top_k=params.top_k)
         if params.greedy and n > 1:  # generate refuses several greedy returns; they would be identical anyway
             input_ids, attention_mask = input_ids.repeat_interleave(n, 0), attention_mask.repeat_interleave(n, 0)
+        device = next(self.model.parameters()).device  # train.device (trainer/device.py)
         out = self.model.generate(
-            input_ids=input_ids,
-            attention_mask=attention_mask,
+            input_ids=input_ids.to(device),
+            attention_mask=attention_mask.to(device),
             max_new_tokens=_room_left(self.model, width, params.max_new_tokens),
             num_return_sequences=1 if params.greedy else n,
             do_sample=not params.greedy,
@@ -72,10 +73,11 @@ class HFEngine:
         )
         self.model.train(was_training)
 
-        sequences = out.sequences[:, width:]  # [B*G, T]
+        sequences = out.sequences[:, width:].cpu()  # [B*G, T]
         scores = torch.stack(out.scores, dim=1).float()  # [B*G, T, V]
         # log p(x) = score(x) - logsumexp(scores): the sampled token's logprob without a [B*G, T, V] log-softmax.
-        token_logprobs = scores.gather(-1, sequences.unsqueeze(-1)).squeeze(-1) - scores.logsumexp(-1)  # [B*G, T]
+        picked = scores.gather(-1, out.sequences[:, width:].unsqueeze(-1)).squeeze(-1)  # [B*G, T]
+        token_logprobs = (picked - scores.logsumexp(-1)).cpu()  # [B*G, T]
 
         eos = tok.eos_token_id  # a property lookup on HF tokenizers: read once, not per row
         completion_ids, logprobs, truncated = [], [], []
