@@ -36,6 +36,7 @@ class CountdownEnv(Env):
         {"verifier": "countdown", "weight": 0.9, "gate": "format"},
         {"verifier": "format", "weight": 0.1},
     ]
+    difficulty_params: ClassVar[tuple[str, ...]] = ("num_numbers", "max_number")
 
     def __init__(
         self,
@@ -62,6 +63,15 @@ class CountdownEnv(Env):
         self.test_fraction = check_fraction(test_fraction, "countdown")
         self.prompt_template = prompt_template
         super().__init__(reward=reward, system_prompt=system_prompt)
+
+    def difficulty_ladder(self) -> list[dict]:
+        """Fewer numbers, then smaller ones, up to this configuration, then one number more (when allowed):
+        at num_numbers=3, max_number=20, [2 of 1..10], [2 of 1..20], [3 of 1..10], [3 of 1..20], [4 of 1..20]."""
+        smaller = sorted({min(10, self.max_number), self.max_number})
+        ladder = [{"num_numbers": k, "max_number": m} for k in range(2, self.num_numbers + 1) for m in smaller]
+        if self.num_numbers < 6:
+            ladder.append({"num_numbers": self.num_numbers + 1, "max_number": self.max_number})
+        return ladder
 
     def rows(self, split: str, n: int, seed: int = 0) -> list[dict]:
         self.check_rows_args(split, n)
