@@ -64,16 +64,16 @@ def _numbers(row) -> int:
 def test_countdown_ladder_levels_draw_train_rows_and_keep_the_test_split():
     cfg = _cfg({"name": "countdown", "num_numbers": 3, "max_number": 20})
     env = build_env(cfg.env)
-    assert env.difficulty_ladder() == [{"num_numbers": 2, "max_number": 10}, {"num_numbers": 2, "max_number": 20},
-                                       {"num_numbers": 3, "max_number": 10}, {"num_numbers": 3, "max_number": 20},
-                                       {"num_numbers": 4, "max_number": 20}]
+    assert env.difficulty_ladder() == [{"ops": ["+"]}, {"ops": ["+", "-"]}, {"ops": ["+", "-", "*"]},
+                                       {"ops": ["+", "-", "*", "/"]}, {"num_numbers": 4, "ops": ["+", "-", "*", "/"]}]
     curriculum = build_curriculum(cfg, env, build_env)
     train_env = curriculum.env
-    assert curriculum.level == 0
+    assert curriculum.level == 3  # start_level null: the configured task's level, so it moves only when it must
+    assert train_env.rows("train", 64, seed=5) == env.rows("train", 64, seed=5)
+    curriculum.controller.level = 0
     easy = train_env.rows("train", 64, seed=5)
-    assert all(_numbers(r) == 2 and max(r["numbers"]) <= 10 for r in easy)
-    assert train_env.rows("test", 20, seed=5) == env.rows("test", 20, seed=5)  # the target difficulty: 3 numbers
-    assert all(_numbers(r) == 3 for r in train_env.rows("test", 20, seed=5))
+    assert all(_numbers(r) == 3 and r["target"] == sum(r["numbers"]) for r in easy)  # ops [+]: the sum
+    assert train_env.rows("test", 20, seed=5) == env.rows("test", 20, seed=5)  # the target difficulty
     curriculum.controller.level = 4
     hard = train_env.rows("train", 64, seed=5)
     assert all(_numbers(r) == 4 for r in hard)
@@ -83,6 +83,8 @@ def test_countdown_ladder_levels_draw_train_rows_and_keep_the_test_split():
     assert [r.status.value for r in train_env.score([r["reference"] for r in easy[:8]], easy[:8])] == ["correct"] * 8
     assert train_env.rows("train", 8, seed=1) == build_env(OmegaConf.merge(cfg.env, {"num_numbers": 4})).rows(
         "train", 8, seed=1)
+    with pytest.raises(ConfigError, match="'ops' must list distinct operators"):
+        load_env("countdown", ops=["/"])
 
 
 def test_arithmetic_ladder_and_given_levels():
@@ -90,6 +92,9 @@ def test_arithmetic_ladder_and_given_levels():
     env = build_env(cfg.env)
     assert env.difficulty_ladder() == [{"digits": 1}, {"digits": 2}, {"digits": 3}]
     cfg.curriculum.levels = [{"digits": 1, "ops": ["+"]}, {"digits": 1, "ops": ["+", "*"]}, {"digits": 2}]
+    assert build_curriculum(cfg, env, build_env).level == 2  # {"digits": 2} leaves the configured task as it is
+    cfg.curriculum.levels[2] = {"digits": 3}
+    assert build_curriculum(cfg, env, build_env).level == 0  # no level is the configured task: the easiest
     cfg.curriculum.start_level = 1
     curriculum = build_curriculum(cfg, env, build_env)
     rows = curriculum.env.rows("train", 200, seed=0)
@@ -114,6 +119,7 @@ class _NoKnobs(Env):
     ({"band": [0.8, 0.2]}, r"curriculum.band=\[0.8, 0.2\]"),
     ({"window": 0}, r"curriculum.window=0"),
     ({"start_level": 5}, r"curriculum.start_level=5 must be in 0..4"),
+    ({"levels": [{"ops": ["+", "^"]}]}, r"levels\[0\] ops=\['\+', '\^'\]: countdown: 'ops' must list"),
 ])
 def test_bad_curriculum_config_is_named(change, message):
     cfg = _cfg({"name": "countdown", "num_numbers": 3, "max_number": 20}, **change)

@@ -219,7 +219,7 @@ class CurriculumConfig:
     levels: list = field(default_factory=list)
     band: list = field(default_factory=lambda: [0.2, 0.8])  # the step pass rate (status/correct) to keep within
     window: int = 4  # steps at a level whose mean pass rate decides a move; a level is held at least this long
-    start_level: Optional[int] = None  # index into the levels; null: 0, the easiest
+    start_level: Optional[int] = None  # index into the levels; null: the configured environment's level, else 0
 
 
 @dataclass

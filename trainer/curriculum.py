@@ -10,7 +10,8 @@ and keeps the rest of its configuration. After every step the controller reads t
 pass rates) and, once `window` steps have been seen at the current level, moves one level up when their
 mean is above the band, one level down when it is below, and stays otherwise. Hysteresis: after a move
 the window starts empty, so every level is held for at least `window` steps, and a single noisy step
-cannot move it.
+cannot move it. The run starts at `start_level`, by default the level that is the configured task (so a
+policy warm-started there stays there while its pass rate is in the band), else the easiest.
 
 What does not move: the held-out test prompts, the scoring and the prompt text are those of the configured
 environment (the target difficulty), so the eval measures the same task with or without a curriculum; the
@@ -146,12 +147,21 @@ def build_curriculum(cfg, env, build_env) -> Curriculum | None:
             level_envs.append(build_env(OmegaConf.merge(base, OmegaConf.create(dict(level)))))
         except (ConfigError, ValueError, TypeError) as error:
             raise ConfigError(f"curriculum.levels[{i}] {_brief(level)}: {error}") from None
-    start = 0 if spec.start_level is None else spec.start_level
+    start = configured_level(level_envs, env, params) if spec.start_level is None else spec.start_level
     if not 0 <= start < len(levels):
         raise ConfigError(f"curriculum.start_level={start} must be in 0..{len(levels) - 1} (the ladder has "
                           f"{len(levels)} levels)")
     controller = DifficultyController(len(levels), spec.band[0], spec.band[1], spec.window, start)
     return Curriculum(CurriculumEnv(env, level_envs, controller), [dict(level) for level in levels])
+
+
+def configured_level(level_envs: list, env, params: tuple[str, ...]) -> int:
+    """The first level whose environment has the configured one's difficulty parameters (the run starts at the
+    target difficulty and moves only when the pass rate leaves the band), else 0."""
+    for i, level_env in enumerate(level_envs):
+        if all(getattr(level_env, p, None) == getattr(env, p, None) for p in params):
+            return i
+    return 0
 
 
 def check_curriculum_config(cfg) -> None:
