@@ -93,6 +93,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--jobs", type=int, default=1, help="seeds run at once (each a fixed run, then its curriculum run)")
     parser.add_argument("--cache", type=Path, default=None, help="RLVR_CACHE for the warm starts (default: a fresh one)")
+    parser.add_argument("--arms", default=",".join(ARMS), help="with --model: the arms to run (e.g. curriculum)")
     parser.add_argument("--model", default=None, help="one warm-started model for every run (no warm starts)")
     parser.add_argument("--extra", nargs="*", default=[], help="overrides for both arms (e.g. model.warm_start.*)")
     parser.add_argument("--name", default="curriculum", help="results file bench/results/NAME.json")
@@ -128,7 +129,7 @@ def main() -> None:
     if args.model:  # both arms of every seed from one model: the runs are independent
         with tempfile.TemporaryDirectory(prefix="bench_curriculum_") as tmp:
             cache = args.cache or Path(tmp) / "cache"
-            jobs = [(arm, seed) for seed in seeds for arm in ARMS]
+            jobs = [(arm, seed) for seed in seeds for arm in args.arms.split(",")]
             with ThreadPoolExecutor(max_workers=args.jobs) as pool:
                 for result in pool.map(lambda job: run_arm(job[0], [f"model.name_or_path={args.model}"], job[1],
                                                            Path(tmp), cache), jobs):
