@@ -138,7 +138,8 @@ def main() -> None:
         common.paired_arms(seeds, args.jobs, args.cache, "bench_curriculum_", run_arm, ("fixed", []),
                            ("curriculum", []), save)
     print(table(results))
-    print(f"{len(seeds)} seeds x 2 arms, {args.steps} steps each, in {time.perf_counter() - began:.0f} s; "
+    arms = len(args.arms.split(",")) if args.model else len(ARMS)
+    print(f"{len(seeds)} seeds x {arms} arm(s), {args.steps} steps each, in {time.perf_counter() - began:.0f} s; "
           f"load average before {load_before}, at the end {common.load_average()}; {path}")
 
 
