@@ -212,3 +212,16 @@ def test_resume_gives_the_uninterrupted_level_sequence(tiny_lm_sft, tmp_path, co
         sample = json.loads(line)
         if levels[sample["step"] - 1] == 0:
             assert re.fullmatch(r"\d\+\d=", sample["prompt"][-1]["content"]), sample["prompt"]
+
+
+def test_zero_variance_share_is_logged_for_every_run():
+    import torch
+
+    from rlvr.trainer.rollout.sampling import reward_metrics
+    from rlvr.verifiers.result import Status, VerifyResult
+
+    rewards = torch.tensor([[1.0, 1.0, 1.0], [0.0, 1.0, 0.0], [0.1, 0.1, 0.1], [0.0, 0.1, 1.0]])  # [B=4, G=3]
+    results = [VerifyResult(float(r), Status.CORRECT if r == 1 else Status.INCORRECT, {}) for r in rewards.flatten()]
+    metrics = reward_metrics(rewards, results)
+    assert metrics["reward/zero_var_frac"] == 0.5  # groups 0 (all 1) and 2 (all 0.1) of 4
+    assert metrics["status/correct"] == 5 / 12  # the pass rate the curriculum reads: the mean of 3/3, 1/3, 0, 1/3
