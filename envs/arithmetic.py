@@ -35,6 +35,7 @@ class ArithmeticEnv(Env):
         {"verifier": "exact", "weight": 0.9, "gate": "format"},
         {"verifier": "format", "weight": 0.1},
     ]
+    difficulty_params: ClassVar[tuple[str, ...]] = ("digits", "ops")
 
     def __init__(
         self,
@@ -68,6 +69,10 @@ class ArithmeticEnv(Env):
         self.test_fraction = check_fraction(test_fraction, "arithmetic")
         self.prompt_template = prompt_template
         super().__init__(reward=reward, system_prompt=system_prompt)
+
+    def difficulty_ladder(self) -> list[dict]:
+        """1 digit up to this configuration's, then one digit more: at digits=2, digits 1, 2, 3."""
+        return [{"digits": d} for d in range(1, self.digits + 2)]
 
     def rows(self, split: str, n: int, seed: int = 0) -> list[dict]:
         self.check_rows_args(split, n)

@@ -30,6 +30,15 @@ class Env(abc.ABC):
     # (zero: no positive reward, a correct status becomes incorrect; keep: the verifiers' score).
     default_max_new_tokens: ClassVar[int] = 256
     truncated_reward: ClassVar[str] = "zero"
+    # The constructor parameters that set how hard a problem is, which a difficulty curriculum
+    # (`curriculum.enabled=true`, trainer/curriculum.py) may move; empty: the environment has none. A level
+    # sets some of them and keeps the rest of the environment (prompt, reward, split) as configured.
+    difficulty_params: ClassVar[tuple[str, ...]] = ()
+
+    def difficulty_ladder(self) -> list[dict]:
+        """The curriculum's levels when `curriculum.levels` is empty, easiest first: each a mapping over
+        `difficulty_params`. The base environment has none."""
+        return []
 
     def __init__(self, *, reward: list[dict] | None = None, system_prompt: str | None = None):
         if system_prompt is not None and not isinstance(system_prompt, str):

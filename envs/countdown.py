@@ -3,7 +3,9 @@
 Problems are generated backwards: random numbers in [1, max_number], then a random expression
 tree over all of them (+, -, *, and / only where it divides exactly); its value is the target,
 kept when it is an integer in [1, 1000]. That tree, parenthesised, is the row's reference
-solution, so every problem is solvable. A problem is identified by (sorted numbers, target);
+solution, so every problem is solvable. `ops` limits the operators the tree is built with (the
+solver may still use all four): with `["+"]` the target is the sum of the numbers, the easiest
+problem of its size, which makes it the curriculum's first knob. A problem is identified by (sorted numbers, target);
 train and test never share one (stable hash, see `split.py`).
 """
 
@@ -18,6 +20,7 @@ from rlvr.envs.split import check_fraction, draw_test, draw_train
 from rlvr.errors import ConfigError
 
 MAX_TARGET = 1000
+OPS = ("+", "-", "*", "/")
 MAX_GENERATION_TRIES = 10_000
 
 Problem = tuple[tuple[int, ...], int, str]  # numbers in prompt order, target, reference expression
@@ -36,12 +39,14 @@ class CountdownEnv(Env):
         {"verifier": "countdown", "weight": 0.9, "gate": "format"},
         {"verifier": "format", "weight": 0.1},
     ]
+    difficulty_params: ClassVar[tuple[str, ...]] = ("num_numbers", "max_number", "ops")
 
     def __init__(
         self,
         *,
         num_numbers: int = 3,
         max_number: int = 20,
+        ops: list[str] | tuple[str, ...] = OPS,
         test_fraction: float = 0.2,
         prompt_template: str = "Use {numbers} to make {target}. Each number once, + - * /.",
         reward: list[dict] | None = None,
@@ -51,6 +56,9 @@ class CountdownEnv(Env):
             raise ConfigError(f"countdown: 'num_numbers' must be an int in 2..6, got {num_numbers!r}")
         if isinstance(max_number, bool) or not isinstance(max_number, int) or not 1 <= max_number <= MAX_TARGET:
             raise ConfigError(f"countdown: 'max_number' must be an int in 1..{MAX_TARGET}, got {max_number!r}")
+        if isinstance(ops, str) or not list(ops) or any(op not in OPS for op in ops) or len(set(ops)) != len(list(ops)) \
+                or set(ops) == {"/"}:
+            raise ConfigError(f"countdown: 'ops' must list distinct operators from + - * / (not / alone), got {ops!r}")
         try:
             prompt_template.format(numbers="1, 2", target=3)
         except (KeyError, IndexError, ValueError) as e:
@@ -59,9 +67,21 @@ class CountdownEnv(Env):
             ) from e
         self.num_numbers = num_numbers
         self.max_number = max_number
+        self.ops = tuple(op for op in OPS if op in ops)  # in OPS's order: the default draws as before ops existed
         self.test_fraction = check_fraction(test_fraction, "countdown")
         self.prompt_template = prompt_template
         super().__init__(reward=reward, system_prompt=system_prompt)
+
+    def difficulty_ladder(self) -> list[dict]:
+        """This configuration's numbers with targets built from more and more operators (+; + -; + - *; then
+        this configuration's ops), then one number more (when allowed): at num_numbers=3 and all four ops,
+        sums, then + -, then + - *, then the configured task, then 4 numbers. The prompts keep their length and
+        shape at every level but the last, so a model warm-started on the configured task meets nothing new."""
+        ladder = [{"ops": list(OPS[:k])} for k in range(1, 4) if set(OPS[:k]) < set(self.ops)]
+        ladder.append({"ops": list(self.ops)})
+        if self.num_numbers < 6:
+            ladder.append({"num_numbers": self.num_numbers + 1, "ops": list(self.ops)})
+        return ladder
 
     def rows(self, split: str, n: int, seed: int = 0) -> list[dict]:
         self.check_rows_args(split, n)
@@ -71,7 +91,7 @@ class CountdownEnv(Env):
     def _draw(self, rng: random.Random) -> Problem:
         for _ in range(MAX_GENERATION_TRIES):
             numbers = tuple(rng.randint(1, self.max_number) for _ in range(self.num_numbers))
-            target, expr = random_expression(numbers, rng)
+            target, expr = random_expression(numbers, rng, self.ops)
             if 0 < target <= MAX_TARGET:
                 return numbers, target, expr
         raise RuntimeError(f"countdown: no target in 1..{MAX_TARGET} after {MAX_GENERATION_TRIES} tries")
@@ -89,13 +109,14 @@ class CountdownEnv(Env):
         }
 
 
-def random_expression(numbers: tuple[int, ...], rng: random.Random) -> tuple[int, str]:
-    """(value, text) of a random expression using every number once; / only where it divides exactly."""
+def random_expression(numbers: tuple[int, ...], rng: random.Random, ops: tuple[str, ...] = ("+", "-", "*", "/")
+                      ) -> tuple[int, str]:
+    """(value, text) of a random expression using every number once, with `ops`; / only where it divides exactly."""
     pool = [(n, str(n)) for n in numbers]
     while len(pool) > 1:
         i, j = rng.sample(range(len(pool)), 2)
         (x, ex), (y, ey) = pool[i], pool[j]
-        op = rng.choice(["+", "-", "*", "/"] if y != 0 and x % y == 0 else ["+", "-", "*"])
+        op = rng.choice([o for o in ops if o != "/" or (y != 0 and x % y == 0)])
         value = {"+": x + y, "-": x - y, "*": x * y, "/": x // y if y else 0}[op]
         pool = [p for k, p in enumerate(pool) if k not in (i, j)] + [(value, f"({ex}{op}{ey})")]
     value, text = pool[0]

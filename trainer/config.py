@@ -224,6 +224,19 @@ class TrainLoopConfig:
 
 
 @dataclass
+class CurriculumConfig:
+    """`curriculum.*`: a difficulty controller over the training prompts (trainer/curriculum.py); off by default."""
+
+    enabled: bool = False
+    # easiest first, each a mapping over the environment's difficulty parameters (countdown: num_numbers,
+    # max_number; arithmetic: digits, ops; reasoning_gym: config); empty: the environment's own ladder
+    levels: list = field(default_factory=list)
+    band: list = field(default_factory=lambda: [0.2, 0.8])  # the step pass rate (status/correct) to keep within
+    window: int = 4  # steps at a level whose mean pass rate decides a move; a level is held at least this long
+    start_level: Optional[int] = None  # index into the levels; null: the configured environment's level, else 0
+
+
+@dataclass
 class OptimConfig:
     lr: float = 1e-4
     weight_decay: float = 0.0
@@ -260,6 +273,7 @@ class RunConfig:
     optim: OptimConfig = field(default_factory=OptimConfig)
     trainer: StrategyConfig = field(default_factory=StrategyConfig)
     reward: RewardConfig = field(default_factory=RewardConfig)  # conf/reward/*.yaml, trainer/reward_config.py
+    curriculum: CurriculumConfig = field(default_factory=CurriculumConfig)  # trainer/curriculum.py
     seed: int = 0
     output_dir: str = "outputs/${now:%Y-%m-%d}/${now:%H-%M-%S}"
     resume: Optional[str] = None  # a run directory; continue from its last checkpoint

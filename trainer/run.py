@@ -25,6 +25,7 @@ from tqdm import tqdm
 
 from rlvr.errors import ConfigError
 from rlvr.trainer.algorithms import ALGORITHMS
+from rlvr.trainer.curriculum import build_curriculum
 from rlvr.trainer.checkpoint import latest_checkpoint, load_trainer_state, resume_conflicts, save_checkpoint
 from rlvr.trainer.device import resolve_device, use_device
 from rlvr.trainer.distributed import Parallel, QuietRunFiles, RankModel
@@ -79,6 +80,7 @@ def train(cfg, log=print) -> dict:
     validate_multi_turn(cfg, env)
     resolve_rollout_lengths(cfg.rollout, env)  # null: the environment's length and truncation rule
     check_reward_config(cfg.reward)
+    curriculum = build_curriculum(cfg, env, build_env)  # None unless curriculum.enabled (trainer/curriculum.py)
     if cfg.algo.get("overlong_buffer", 0) >= cfg.rollout.max_new_tokens:  # a key of the policy-gradient family
         raise ConfigError(f"algo.overlong_buffer={cfg.algo.overlong_buffer} must be < rollout.max_new_tokens="
                           f"{cfg.rollout.max_new_tokens} ({env.name}'s default unless set)")
@@ -135,6 +137,11 @@ def train(cfg, log=print) -> dict:
         start_step, algo_state = trainer_state["step"], trainer_state.get("algo_state", {})
         if critic is not None:  # "value_head": the key of checkpoints saved before the rename
             critic.load_state_dict(trainer_state["critic"] if "critic" in trainer_state else trainer_state["value_head"])
+        if curriculum is not None:
+            if "curriculum" in trainer_state:
+                curriculum.load_state_dict(trainer_state["curriculum"])
+            else:
+                log(f"{checkpoint.name} was trained without a curriculum; it starts now at level {curriculum.level}")
         files.truncate_after(start_step)
         log(f"resuming {run_dir} from {checkpoint.name}")
     files.write_config(cfg)
@@ -151,8 +158,9 @@ def train(cfg, log=print) -> dict:
                                         "seed": cfg.seed + parallel.rank}),
                           weights=lambda policy: for_engine(parallel.plain(policy), copies_weights))
     # with ranks, the step sees its rank's share of the prompts (trainer/distributed.py)
-    ctx = RunContext(parallel.local_config(cfg), parallel.shard_env(env), tokenizer, model, reference, engine, sampling,
-                     optimizer, scheduler, critic, algo_state)
+    train_env = curriculum.env if curriculum else env  # a curriculum: train prompts from its current level
+    ctx = RunContext(parallel.local_config(cfg), parallel.shard_env(train_env), tokenizer, model, reference, engine,
+                     sampling, optimizer, scheduler, critic, algo_state)
     completions = cfg.train.prompts_per_step * cfg.train.completions_per_prompt
     if algorithm.offline_data and cfg.data:  # offline: nothing is sampled in training
         per_step = (f"per step: {cfg.algo.pairs_per_step} preference pairs from data={cfg.data} (nothing is "
@@ -171,6 +179,8 @@ def train(cfg, log=print) -> dict:
                               getattr(plain.config, "max_position_embeddings", None))
     if warning and parallel.is_main:
         log(warning)
+    if curriculum is not None:
+        log(curriculum.describe())
 
     def held_out_eval() -> dict:
         if not parallel.is_main:  # rank 0 alone evaluates, on the plain model (no collective)
@@ -203,6 +213,8 @@ def train(cfg, log=print) -> dict:
         if ctx.rollouts is not None:
             metrics.update(ctx.rollouts.step_metrics(step))
         metrics = parallel.reduce_metrics(metrics, completions // parallel.world_size)
+        if curriculum is not None:  # on the reduced metrics: every rank moves alike
+            metrics.update(curriculum.observe(metrics))
         if step % cfg.train.eval_every == 0 or step == cfg.train.steps:
             metrics.update(held_out_eval())
         files.log_metrics(metrics)
@@ -217,6 +229,8 @@ def train(cfg, log=print) -> dict:
         bar.set_postfix(postfix, refresh=False)
         if step % cfg.train.save_every == 0 or step == cfg.train.steps:
             extra = {"base_model": base_path, "algo_state": dict(ctx.state)}
+            if curriculum is not None:
+                extra["curriculum"] = curriculum.state_dict()
             if critic is not None:
                 extra["critic"] = critic.state_dict()
             weights, optimizer_state = parallel.plain(model), parallel.optimizer_state(model, optimizer)  # collectives

@@ -202,7 +202,9 @@ def packed_engine_logprobs(rollout, width: int) -> torch.Tensor:
 
 
 def reward_metrics(rewards: torch.Tensor, results) -> dict:
-    metrics = {"reward/mean": rewards.mean().item(), "reward/std": rewards.std().item()}
+    metrics = {"reward/mean": rewards.mean().item(), "reward/std": rewards.std().item(),
+               # groups whose G rewards are all equal: zero advantage, no gradient (algos/advantages.py)
+               "reward/zero_var_frac": (rewards == rewards[:, :1]).all(dim=1).float().mean().item()}
     components: dict[str, list[float]] = {}
     for result in results:
         for name, part in result.details.get("components", {}).items():

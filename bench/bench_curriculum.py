@@ -1,0 +1,147 @@
+"""Does a difficulty curriculum cut the zero-variance groups and raise held-out accuracy on `countdown`?
+
+    python bench/bench_curriculum.py [--seeds 0,1,2] [--steps 200] [--jobs 1] [--cache DIR] [--model DIR]
+                                     [--extra KEY=V ...]
+    python bench/bench_curriculum.py --report       # the table of bench/results/curriculum.json, running nothing
+
+Per seed, two runs of `rlvr train` with `COUNTDOWN` (GRPO on countdown, 3 numbers of 1..20, from the tiny model's
+warm start on that task), equal steps, same seed:
+  fixed       every training prompt at the configured difficulty
+  curriculum  `curriculum.enabled=true` (countdown's ladder: 2 numbers of 1..10 up to 4 numbers of 1..20, band
+              [0.2, 0.8] unless --extra sets curriculum.*), starting from the very same warm-started model (`model.name_or_path` = the first
+              run's cached tiny model)
+With `--model DIR` (a warm-started tiny model, e.g. a cached `RLVR_CACHE/tiny/KEY`) every run of every seed starts
+from that one model, so the seeds vary the RL sampling only, and no warm start is built.
+The held-out eval is the same 200 test prompts at the configured difficulty in both arms. The table gives, per arm,
+mean and sample standard deviation over seeds of: the share of training groups whose 8 rewards were all equal
+(`reward/zero_var_frac`, mean over steps), the training pass rate (`status/correct`), held-out greedy accuracy
+before and after, and the curriculum's levels. Writes bench/results/curriculum.json after every run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import common
+
+RESULTS = common.RESULTS
+COUNTDOWN = ["env=countdown", "rollout=hf", "train.eval_prompts=200"]
+CURRICULUM = ["curriculum.enabled=true"]  # the defaults: band [0.2, 0.8], window 4; --extra curriculum.*=V changes them
+ARMS = {"fixed": [], "curriculum": CURRICULUM}
+
+
+def run(arm: str, overrides: list[str], seed: int, workdir: Path, cache: Path, steps: int, extra: list[str]) -> dict:
+    child = common.rlvr_train([*COUNTDOWN, *extra, *ARMS[arm], *overrides, f"train.steps={steps}",
+                               f"train.save_every={steps}", f"train.eval_every={max(1, steps // 2)}", f"seed={seed}"],
+                              workdir / f"{arm}-seed{seed}", cache)
+    if "error" in child:
+        return {"arm": arm, "seed": seed, "error": child["error"]}
+    history = child["history"]
+    evals = [m for m in history if "eval/accuracy" in m]
+    trained = [m for m in history if "reward/mean" in m]
+    return {"arm": arm, "seed": seed, "steps": steps, "run_s": child["run_s"],
+            "zero_var": [m["reward/zero_var_frac"] for m in trained],
+            "pass_rate": [m.get("status/correct", 0.0) for m in trained],
+            "levels": [m["curriculum/level"] for m in trained if "curriculum/level" in m],
+            "evals": [[m["step"], m["eval/accuracy"]] for m in evals],
+            "accuracy_before": evals[0]["eval/accuracy"], "accuracy_after": evals[-1]["eval/accuracy"],
+            "warm_start": child["warm_start"]}
+
+
+def _levels(rows: list[dict]) -> str:
+    if not any(r["levels"] for r in rows):
+        return "-"
+    return "; ".join(f"s{r['seed']}: {min(r['levels'])}-{max(r['levels'])}, last {r['levels'][-1]}" for r in rows)
+
+
+def table(results: list[dict]) -> str:
+    ok = [r for r in results if "error" not in r]
+    lines = ["| arm | seeds | zero-variance groups % | train pass rate % | held-out accuracy % before | after "
+             "| change (pts) | curriculum levels (min-max, last) |", "|---|---|---|---|---|---|---|---|"]
+    for arm in ARMS:
+        rows = sorted((r for r in ok if r["arm"] == arm), key=lambda r: r["seed"])
+        if not rows:
+            continue
+        zero = common.mean_sd([100 * statistics.mean(r["zero_var"]) for r in rows])
+        passed = common.mean_sd([100 * statistics.mean(r["pass_rate"]) for r in rows])
+        before, after = (common.mean_sd([100 * r[k] for r in rows]) for k in ("accuracy_before", "accuracy_after"))
+        change = common.mean_sd([100 * (r["accuracy_after"] - r["accuracy_before"]) for r in rows])
+        lines.append(f"| {arm} | {len(rows)} | {zero} | {passed} | {before} | {after} | {change} | {_levels(rows)} |")
+    pairs = {(r["seed"], r["arm"]): r for r in ok}
+    seeds = sorted({s for s, _ in pairs if (s, "fixed") in pairs and (s, "curriculum") in pairs})
+    if seeds:
+        diff = [100 * (pairs[s, "curriculum"]["accuracy_after"] - pairs[s, "fixed"]["accuracy_after"]) for s in seeds]
+        zero = [100 * (statistics.mean(pairs[s, "curriculum"]["zero_var"]) - statistics.mean(pairs[s, "fixed"]["zero_var"]))
+                for s in seeds]
+        lines.append(f"\nPaired by seed (curriculum - fixed): held-out accuracy {common.mean_sd(diff)} pts "
+                     f"({', '.join(f'{d:+.1f}' for d in diff)}); zero-variance groups {common.mean_sd(zero)} pts "
+                     f"({', '.join(f'{d:+.1f}' for d in zero)})")
+    failed = [r for r in results if "error" in r]
+    return "\n".join(lines) + "".join(f"\nFAILED {r['arm']} seed {r['seed']}: {r['error'][-300:]}" for r in failed)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--jobs", type=int, default=1, help="seeds run at once (each a fixed run, then its curriculum run)")
+    parser.add_argument("--cache", type=Path, default=None, help="RLVR_CACHE for the warm starts (default: a fresh one)")
+    parser.add_argument("--arms", default=",".join(ARMS), help="with --model: the arms to run (e.g. curriculum)")
+    parser.add_argument("--model", default=None, help="one warm-started model for every run (no warm starts)")
+    parser.add_argument("--extra", nargs="*", default=[], help="overrides for both arms (e.g. model.warm_start.*)")
+    parser.add_argument("--name", default="curriculum", help="results file bench/results/NAME.json")
+    parser.add_argument("--report", action="store_true")
+    args = parser.parse_args()
+    path = RESULTS / f"{args.name}.json"
+    if args.report:
+        print(table(json.loads(path.read_text())["runs"]))
+        return
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    seeds = [int(s) for s in args.seeds.split(",")]
+    results: list[dict] = []
+    began, load_before = time.perf_counter(), common.load_average()
+
+    def save(result: dict) -> None:
+        results.append(result)
+        if "error" in result:
+            print(f"{result['arm']} seed {result['seed']}: FAILED {result['error'][-300:]}", flush=True)
+        else:
+            print(f"{result['arm']} seed {result['seed']}: zero-variance groups "
+                  f"{100 * statistics.mean(result['zero_var']):.0f}%, held-out accuracy "
+                  f"{100 * result['accuracy_before']:.1f}% -> {100 * result['accuracy_after']:.1f}%, levels "
+                  f"{result['levels'][::10] or '-'} in {result['run_s']:.0f} s (load {os.getloadavg()[0]:.1f})",
+                  flush=True)
+        common.write_json(args.name, {"seeds": seeds, "steps": args.steps, "model": args.model,
+                                      "config": [*COUNTDOWN, *args.extra],
+                                      "arms": ARMS, "seconds": round(time.perf_counter() - began, 1),
+                                      "runs": results}, load_before)
+
+    def run_arm(arm, overrides, seed, workdir, cache):
+        return run(arm, overrides, seed, workdir, cache, args.steps, args.extra)
+
+    if args.model:  # both arms of every seed from one model: the runs are independent
+        with tempfile.TemporaryDirectory(prefix="bench_curriculum_") as tmp:
+            cache = args.cache or Path(tmp) / "cache"
+            jobs = [(arm, seed) for seed in seeds for arm in args.arms.split(",")]
+            with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+                for result in pool.map(lambda job: run_arm(job[0], [f"model.name_or_path={args.model}"], job[1],
+                                                           Path(tmp), cache), jobs):
+                    save(result)
+    else:
+        common.paired_arms(seeds, args.jobs, args.cache, "bench_curriculum_", run_arm, ("fixed", []),
+                           ("curriculum", []), save)
+    print(table(results))
+    arms = len(args.arms.split(",")) if args.model else len(ARMS)
+    print(f"{len(seeds)} seeds x {arms} arm(s), {args.steps} steps each, in {time.perf_counter() - began:.0f} s; "
+          f"load average before {load_before}, at the end {common.load_average()}; {path}")
+
+
+if __name__ == "__main__":
+    main()

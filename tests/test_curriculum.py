@@ -1,0 +1,227 @@
+"""The difficulty curriculum (trainer/curriculum.py): the controller's moves derived by hand, its state across a
+save and load, the ladders of countdown, arithmetic and reasoning-gym, train rows drawn at the level while the
+test rows stay at the configured difficulty, bad levels refused by name, and a real `rlvr train` run whose resume
+gives the uninterrupted run's level sequence."""
+
+import json
+import re
+
+import pytest
+from omegaconf import OmegaConf
+
+from rlvr.envs import load_env
+from rlvr.envs.base import Env
+from rlvr.envs.split import is_test
+from rlvr.errors import ConfigError
+from rlvr.trainer.curriculum import DifficultyController, build_curriculum
+from rlvr.trainer.env_config import build_env
+
+
+def test_controller_moves_by_window_mean_with_hysteresis():
+    c = DifficultyController(num_levels=3, low=0.2, high=0.8, window=2)
+    # (pass rate, move): the window must fill at a level before it moves; a move empties it
+    steps = [(0.9, 0),   # window [0.9]: not full
+             (0.9, +1),  # mean 0.9 > 0.8: level 0 -> 1, window emptied
+             (1.0, 0),   # [1.0]: not full (one high step at the new level is not enough)
+             (0.5, 0),   # mean 0.75: in band
+             (0.9, 0),   # [0.5, 0.9] mean 0.7: in band
+             (0.8, +1),  # [0.9, 0.8] mean 0.85 > 0.8: 1 -> 2
+             (0.9, 0), (0.9, 0), (0.9, 0),  # top level: cannot move up, the window slides
+             (0.1, 0),   # [0.9, 0.1] mean 0.5: in band
+             (0.0, -1),  # [0.1, 0.0] mean 0.05 < 0.2: 2 -> 1
+             (0.0, 0), (0.0, -1),  # 1 -> 0
+             (0.0, 0), (0.0, 0)]   # bottom: stays
+    levels = []
+    for pass_rate, move in steps:
+        assert c.observe(pass_rate) == move, (pass_rate, levels)
+        levels.append(c.level)
+    assert levels == [0, 1, 1, 1, 1, 2, 2, 2, 2, 2, 1, 1, 0, 0, 0]
+
+
+def test_controller_state_round_trip_continues_the_same_sequence():
+    rates = [0.9, 0.85, 0.95, 0.7, 0.1, 0.05, 0.9, 0.9, 0.95, 0.3, 0.0, 0.1, 0.99, 0.9, 0.95, 0.85]
+    whole = DifficultyController(5, 0.2, 0.8, 3)
+    uninterrupted = [(whole.observe(r), whole.level) for r in rates]
+    first = DifficultyController(5, 0.2, 0.8, 3)
+    before = [(first.observe(r), first.level) for r in rates[:7]]  # stops with a part-filled window
+    state = json.loads(json.dumps(first.state_dict()))  # what a checkpoint holds, no shared objects
+    second = DifficultyController(5, 0.2, 0.8, 3)
+    second.load_state_dict(state)
+    assert before + [(second.observe(r), second.level) for r in rates[7:]] == uninterrupted
+    assert len({level for _, level in uninterrupted}) > 2, "the sequence should visit several levels"
+
+
+def _cfg(env: dict, **curriculum):
+    return OmegaConf.create({"env": env, "rollout": {"max_staleness": 0}, "data": None,
+                             "curriculum": {"enabled": True, "levels": [], "band": [0.2, 0.8], "window": 4,
+                                            "start_level": None, **curriculum}})
+
+
+def _numbers(row) -> int:
+    return len(row["numbers"])
+
+
+def test_countdown_ladder_levels_draw_train_rows_and_keep_the_test_split():
+    cfg = _cfg({"name": "countdown", "num_numbers": 3, "max_number": 20})
+    env = build_env(cfg.env)
+    assert env.difficulty_ladder() == [{"ops": ["+"]}, {"ops": ["+", "-"]}, {"ops": ["+", "-", "*"]},
+                                       {"ops": ["+", "-", "*", "/"]}, {"num_numbers": 4, "ops": ["+", "-", "*", "/"]}]
+    curriculum = build_curriculum(cfg, env, build_env)
+    train_env = curriculum.env
+    assert curriculum.level == 3  # start_level null: the configured task's level, so it moves only when it must
+    assert train_env.rows("train", 64, seed=5) == env.rows("train", 64, seed=5)
+    curriculum.controller.level = 0
+    easy = train_env.rows("train", 64, seed=5)
+    assert all(_numbers(r) == 3 and r["target"] == sum(r["numbers"]) for r in easy)  # ops [+]: the sum
+    assert train_env.rows("test", 20, seed=5) == env.rows("test", 20, seed=5)  # the target difficulty
+    curriculum.controller.level = 4
+    hard = train_env.rows("train", 64, seed=5)
+    assert all(_numbers(r) == 4 for r in hard)
+    for row in easy + hard:  # no level draws a held-out problem (one hash for all levels)
+        assert not is_test(row["id"].removeprefix("countdown/"), env.test_fraction)
+    # a level's rows are scored by the configured environment's verifiers: each reference is correct
+    assert [r.status.value for r in train_env.score([r["reference"] for r in easy[:8]], easy[:8])] == ["correct"] * 8
+    assert train_env.rows("train", 8, seed=1) == build_env(OmegaConf.merge(cfg.env, {"num_numbers": 4})).rows(
+        "train", 8, seed=1)
+    with pytest.raises(ConfigError, match="'ops' must list distinct operators"):
+        load_env("countdown", ops=["/"])
+
+
+def test_arithmetic_ladder_and_given_levels():
+    cfg = _cfg({"name": "arithmetic", "digits": 2, "ops": ["+"]})
+    env = build_env(cfg.env)
+    assert env.difficulty_ladder() == [{"digits": 1}, {"digits": 2}, {"digits": 3}]
+    cfg.curriculum.levels = [{"digits": 1, "ops": ["+"]}, {"digits": 1, "ops": ["+", "*"]}, {"digits": 2}]
+    assert build_curriculum(cfg, env, build_env).level == 2  # {"digits": 2} leaves the configured task as it is
+    cfg.curriculum.levels[2] = {"digits": 3}
+    assert build_curriculum(cfg, env, build_env).level == 0  # no level is the configured task: the easiest
+    cfg.curriculum.start_level = 1
+    curriculum = build_curriculum(cfg, env, build_env)
+    rows = curriculum.env.rows("train", 200, seed=0)
+    assert {r["op"] for r in rows} == {"+", "*"} and max(max(r["a"], r["b"]) for r in rows) <= 9
+    metrics = curriculum.observe({"status/correct": 0.5})
+    assert metrics == {"curriculum/level": 1, "curriculum/pass_rate": 0.5, "curriculum/move": 0}
+    assert curriculum.observe({})["curriculum/pass_rate"] == 0.0  # no completion correct: the status is absent
+
+
+class _NoKnobs(Env):
+    name = "no_knobs"
+    default_reward = [{"verifier": "format"}]
+
+    def rows(self, split, n, seed=0):
+        return []
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"levels": [{"prompt_template": "{numbers}{target}"}]}, r"levels\[0\]: 'prompt_template' is not a difficulty"),
+    ({"levels": [{"num_numbers": 3}, {"num_numbers": 9}]}, r"levels\[1\] num_numbers=9: countdown: 'num_numbers'"),
+    ({"levels": [{"num_numbers": 3}, {}]}, r"levels\[1\] must be a non-empty mapping"),
+    ({"band": [0.8, 0.2]}, r"curriculum.band=\[0.8, 0.2\]"),
+    ({"window": 0}, r"curriculum.window=0"),
+    ({"start_level": 5}, r"curriculum.start_level=5 must be in 0..4"),
+    ({"levels": [{"ops": ["+", "^"]}]}, r"levels\[0\] ops=\['\+', '\^'\]: countdown: 'ops' must list"),
+])
+def test_bad_curriculum_config_is_named(change, message):
+    cfg = _cfg({"name": "countdown", "num_numbers": 3, "max_number": 20}, **change)
+    with pytest.raises(ConfigError, match=message):
+        build_curriculum(cfg, build_env(cfg.env), build_env)
+
+
+def test_refused_where_it_cannot_steer():
+    with pytest.raises(ConfigError, match="'no_knobs' has no difficulty parameters"):
+        build_curriculum(_cfg({"name": "no_knobs"}), _NoKnobs(), build_env)
+    cfg = _cfg({"name": "countdown"})
+    cfg.rollout.max_staleness = 1
+    with pytest.raises(ConfigError, match="rollout.max_staleness=1"):
+        build_curriculum(cfg, build_env(cfg.env), build_env)
+    off = _cfg({"name": "countdown"}, enabled=False)
+    assert build_curriculum(off, build_env(off.env), build_env) is None
+
+
+def test_reasoning_gym_ladder_from_its_curriculum():
+    pytest.importorskip("reasoning_gym")
+    env = load_env("reasoning_gym", task="leg_counting", pool_size=200)
+    ladder = env.difficulty_ladder()
+    assert len(ladder) > 3 and set(ladder[0]) == {"config"}
+    maxima = [level["config"]["max_animals"] for level in ladder]
+    assert maxima == sorted(maxima) and maxima[0] < maxima[-1]  # harder going up: more animals
+    cfg = _cfg({"name": "reasoning_gym", "task": "leg_counting", "pool_size": 200}, start_level=0)
+    curriculum = build_curriculum(cfg, env, build_env)
+    rows = curriculum.env.rows("train", 20, seed=0)
+    assert all(r["rg_entry"]["metadata"]["num_animals"] <= maxima[0] for r in rows)
+    assert [r.reward for r in curriculum.env.score([r["reference"] for r in rows], rows)] == [1.0] * 20
+
+
+def test_reasoning_gym_composite_with_weights_and_its_ladder():
+    pytest.importorskip("reasoning_gym")
+    config = {"datasets": [{"name": "leg_counting", "weight": 3, "config": {"max_animals": 3}},
+                           {"name": "basic_arithmetic", "weight": 1, "config": {}}]}
+    env = load_env("reasoning_gym", task="composite", config=config, pool_size=400)
+    rows = env.rows("train", 400, seed=0)
+    tasks = [r["rg_task"] for r in rows]
+    assert set(tasks) == {"leg_counting", "basic_arithmetic"}
+    assert 0.6 < tasks.count("leg_counting") / len(tasks) < 0.9  # weights 3:1
+    assert all(r["rg_config"] == {"max_animals": 3} for r in rows if r["rg_task"] == "leg_counting")
+    assert [r.reward for r in env.score([r["reference"] for r in rows[:30]], rows[:30])] == [1.0] * 30
+    ladder = env.difficulty_ladder()
+    legs = [level["config"]["datasets"][0]["config"]["max_animals"] for level in ladder]
+    assert legs == sorted(legs) and legs[0] < legs[-1]
+    assert all(level["config"]["datasets"][1]["weight"] == 1 for level in ladder)  # weights kept at every level
+    cfg = _cfg({"name": "reasoning_gym", "task": "composite", "config": config, "pool_size": 100})
+    assert len(build_curriculum(cfg, env, build_env).levels) == len(ladder)
+    with pytest.raises(ConfigError, match=r"config.datasets\[1\]: 'weight' must be a number > 0"):
+        load_env("reasoning_gym", task="composite",
+                 config={"datasets": [{"name": "leg_counting", "weight": 1}, {"name": "gcd", "weight": 0}]})
+
+
+# ---- a real run: the level sequence after a resume equals the uninterrupted run's --------------------------------
+
+STEPS = 6
+
+
+def _overrides(tiny_lm, *extra):
+    return [f"model.name_or_path={tiny_lm.path}", "rollout=hf", "env=arithmetic", "env.digits=1",
+            "train.prompts_per_step=4", "train.completions_per_prompt=4", "train.eval_every=100",
+            "train.eval_prompts=4", "threads=1", "curriculum.enabled=true", "curriculum.window=1",
+            "curriculum.start_level=1", "curriculum.levels=[{digits:1},{digits:2}]",
+            # a band no pass rate of 16 completions but exactly 0.5 sits in: the level moves whenever it can
+            "curriculum.band=[0.5,0.5001]", *extra]
+
+
+@pytest.mark.slow
+def test_resume_gives_the_uninterrupted_level_sequence(tiny_lm_sft, tmp_path, compose_train):
+    from rlvr.trainer.run import train
+
+    quiet = lambda *_: None  # noqa: E731
+    train(compose_train(_overrides(tiny_lm_sft, f"output_dir={tmp_path / 'A'}", f"train.steps={STEPS}")), log=quiet)
+    train(compose_train(_overrides(tiny_lm_sft, f"output_dir={tmp_path / 'B'}", "train.steps=3")), log=quiet)
+    train(compose_train(_overrides(tiny_lm_sft, f"output_dir={tmp_path / 'B'}", f"resume={tmp_path / 'B'}",
+                                   f"train.steps={STEPS}")), log=quiet)
+
+    def history(run):
+        lines = [json.loads(line) for line in (tmp_path / run / "metrics.jsonl").read_text().splitlines()]
+        return [(m["step"], m["curriculum/level"], m["curriculum/move"], m["reward/mean"]) for m in lines
+                if "curriculum/level" in m]
+
+    a, b = history("A"), history("B")
+    assert [s for s, *_ in a] == list(range(1, STEPS + 1))
+    assert a == b
+    levels = [level for _, level, _, _ in a]
+    assert levels[0] == 1 and len(set(levels)) > 1, f"the band should move the level: {levels}"
+    for line in (tmp_path / "A" / "samples.jsonl").read_text().splitlines():  # level 0: one-digit prompts only
+        sample = json.loads(line)
+        if levels[sample["step"] - 1] == 0:
+            assert re.fullmatch(r"\d\+\d=", sample["prompt"][-1]["content"]), sample["prompt"]
+
+
+def test_zero_variance_share_is_logged_for_every_run():
+    import torch
+
+    from rlvr.trainer.rollout.sampling import reward_metrics
+    from rlvr.verifiers.result import Status, VerifyResult
+
+    rewards = torch.tensor([[1.0, 1.0, 1.0], [0.0, 1.0, 0.0], [0.1, 0.1, 0.1], [0.0, 0.1, 1.0]])  # [B=4, G=3]
+    results = [VerifyResult(float(r), Status.CORRECT if r == 1 else Status.INCORRECT, {}) for r in rewards.flatten()]
+    metrics = reward_metrics(rewards, results)
+    assert metrics["reward/zero_var_frac"] == 0.5  # groups 0 (all 1) and 2 (all 0.1) of 4
+    assert metrics["status/correct"] == 5 / 12  # the pass rate the curriculum reads: the mean of 3/3, 1/3, 0, 1/3
