@@ -26,10 +26,12 @@ import common
 
 RESULTS = common.RESULTS
 # keep in step with the Makefile's demo-tools target
-DEMO_TOOLS = ["env=tool_multiply", "env.digits=3", "env.sandbox_backend=local", "env.max_turns=2", "rollout=hf",
+DEMO_TOOLS = ["env=tool_multiply", "env.digits=3", "env.sandbox_backend=local", "env.max_turns=2",
+              "env.reference_tool_fraction=0.3", "env.reference_tool_mechanics=true", "rollout=hf",
               "model.arch.hidden_size=64", "model.arch.num_layers=2", "model.arch.intermediate_size=192",
               "model.arch.max_positions=192", "model.warm_start.lr=3e-3", "model.warm_start.batch_size=16",
-              "model.warm_start.eval_rows=50", "optim.lr=3e-4", "train.eval_prompts=100", "train.eval_every=10"]
+              "model.warm_start.stop_on=transcripts", "model.warm_start.target_accuracy=[0.9,1.0]",
+              "model.warm_start.eval_rows=100", "optim.lr=3e-4", "train.eval_prompts=100", "train.eval_every=10"]
 
 
 def run(arm: str, overrides: list[str], seed: int, workdir: Path, cache: Path, steps: int) -> dict:
