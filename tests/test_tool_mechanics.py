@@ -130,4 +130,4 @@ def test_make_demo_tools_runs_the_benchmark_config():
     words = shlex.split(recipe.replace("\\\n", " "))
     overrides = [w for w in words[2:] if w not in ("$(ARGS)",)]
     assert words[1] == "train"
-    assert overrides == [*DEMO_TOOLS, "train.steps=20", "train.save_every=20"]
+    assert overrides == [*DEMO_TOOLS, "train.steps=40", "train.save_every=40"]
