@@ -31,10 +31,12 @@ demo: $(VENV)/.base
 # from the tiny model's tool-use warm start; prints the before/after table. The no-tool baseline and
 # the seeds: bench/bench_tools.py (keep its DEMO_TOOLS in step with this line).
 demo-tools: $(VENV)/.base
-	$(BIN)/rlvr train env=tool_multiply env.digits=3 env.sandbox_backend=local env.max_turns=2 rollout=hf \
+	$(BIN)/rlvr train env=tool_multiply env.digits=3 env.sandbox_backend=local env.max_turns=2 \
+	  env.reference_tool_fraction=0.3 env.reference_tool_mechanics=true rollout=hf \
 	  model.arch.hidden_size=64 model.arch.num_layers=2 model.arch.intermediate_size=192 model.arch.max_positions=192 \
-	  model.warm_start.lr=3e-3 model.warm_start.batch_size=16 model.warm_start.eval_rows=50 optim.lr=3e-4 \
-	  train.eval_prompts=100 train.eval_every=10 train.steps=20 train.save_every=20 $(ARGS)
+	  model.warm_start.lr=3e-3 model.warm_start.batch_size=16 model.warm_start.stop_on=transcripts \
+	  model.warm_start.target_accuracy=[0.9,1.0] model.warm_start.eval_rows=100 optim.lr=3e-4 \
+	  train.eval_prompts=100 train.eval_every=10 train.steps=40 train.save_every=40 $(ARGS)
 
 # Docker engine (installed and started when missing) and the sandbox image (built when absent):
 # the code verifier's tests run against them.

@@ -1,10 +1,11 @@
 """Does the python tool help GRPO on `tool_multiply`? Tool vs no tool, same warm start, same budget, over seeds.
 
-    python bench/bench_tools.py [--seeds 0,1,2] [--steps 20] [--jobs 1] [--cache DIR]
+    python bench/bench_tools.py [--seeds 0,1,2] [--steps 40] [--jobs 1] [--cache DIR]
     python bench/bench_tools.py --report        # the table of bench/results/tools.json, running nothing
 
 Per seed, two runs of `rlvr train` with `DEMO_TOOLS` (the `make demo-tools` config: 3-digit factors, the local
-sandbox backend, at most 2 assistant turns):
+sandbox backend, at most 2 assistant turns; a warm start that calls the tool on 0.3 of its rows, teaches the call's
+mechanics on every row and stops at 90% teacher-forced tool-transcript accuracy, README "Multi-turn environments"):
   tool     env.tools_enabled=true; `model=tiny` builds the seed's tool-use warm start (trainer/models/transcripts.py)
   no tool  env.tools_enabled=false (same prompt; every call answered "no tools available"), starting from the very
            same warm-started model (`model.name_or_path` = the tool run's cached tiny model), same steps and seed
@@ -26,10 +27,12 @@ import common
 
 RESULTS = common.RESULTS
 # keep in step with the Makefile's demo-tools target
-DEMO_TOOLS = ["env=tool_multiply", "env.digits=3", "env.sandbox_backend=local", "env.max_turns=2", "rollout=hf",
+DEMO_TOOLS = ["env=tool_multiply", "env.digits=3", "env.sandbox_backend=local", "env.max_turns=2",
+              "env.reference_tool_fraction=0.3", "env.reference_tool_mechanics=true", "rollout=hf",
               "model.arch.hidden_size=64", "model.arch.num_layers=2", "model.arch.intermediate_size=192",
               "model.arch.max_positions=192", "model.warm_start.lr=3e-3", "model.warm_start.batch_size=16",
-              "model.warm_start.eval_rows=50", "optim.lr=3e-4", "train.eval_prompts=100", "train.eval_every=10"]
+              "model.warm_start.stop_on=transcripts", "model.warm_start.target_accuracy=[0.9,1.0]",
+              "model.warm_start.eval_rows=100", "optim.lr=3e-4", "train.eval_prompts=100", "train.eval_every=10"]
 
 
 def run(arm: str, overrides: list[str], seed: int, workdir: Path, cache: Path, steps: int) -> dict:
@@ -66,7 +69,7 @@ def table(results: list[dict]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", default="0,1,2")
-    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--jobs", type=int, default=1, help="seeds run at once (each a tool run, then its no-tool run)")
     parser.add_argument("--cache", type=Path, default=None, help="RLVR_CACHE for the warm starts (default: a fresh one)")
     parser.add_argument("--report", action="store_true")

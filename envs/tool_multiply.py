@@ -21,6 +21,10 @@ the rest, and on every row when `tools_enabled` is false, it is the one-turn dir
 that always called the tool would leave RL nothing to learn; one that never did would give GRPO no tool
 call to reinforce. A tiny model cannot multiply 3-digit numbers in its head, so its direct answers are
 mostly wrong and its tool answers mostly right: sampled groups mix both and GRPO raises the tool's share.
+With `reference_tool_mechanics` the warm start also learns the tool transcript of every row that answers
+directly, all but its first token (`reference_mechanics`): how to call the tool is then taught on every row,
+whether to call it on the `reference_tool_fraction` share alone, so a small share (greedy decoding answers
+directly) still comes with a call that copies its operands and its output right when sampling picks it.
 The observation is computed exactly (`str(a * b)`, what the sandbox prints for that code; a sandbox test
 checks the two agree) so that building the warm start never starts a sandbox.
 """
@@ -57,7 +61,8 @@ class ToolMultiplyEnv(MultiTurnEnv):
     def __init__(self, *, digits: int = 4, test_fraction: float = 0.2, max_turns: int = 3,
                  max_total_tokens: int | None = None, max_tool_output_chars: int = 200, sandbox_backend: str = "docker",
                  tool_timeout_s: float = 5.0, tool_memory_mb: int = 256, tools_enabled: bool = True,
-                 reference_tool_fraction: float = 0.5, reward: list[dict] | None = None, system_prompt: str | None = None):
+                 reference_tool_fraction: float = 0.5, reference_tool_mechanics: bool = False,
+                 reward: list[dict] | None = None, system_prompt: str | None = None):
         if isinstance(digits, bool) or not isinstance(digits, int) or digits < 1:
             raise ConfigError(f"tool_multiply: 'digits' must be an int >= 1, got {digits!r}")
         if sandbox_backend not in BACKENDS:
@@ -65,13 +70,15 @@ class ToolMultiplyEnv(MultiTurnEnv):
         for field, value in (("tool_timeout_s", tool_timeout_s), ("tool_memory_mb", tool_memory_mb)):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
                 raise ConfigError(f"tool_multiply: {field!r} must be a positive number, got {value!r}")
-        if not isinstance(tools_enabled, bool):
-            raise ConfigError(f"tool_multiply: 'tools_enabled' must be true or false, got {tools_enabled!r}")
+        for field, flag in (("tools_enabled", tools_enabled), ("reference_tool_mechanics", reference_tool_mechanics)):
+            if not isinstance(flag, bool):
+                raise ConfigError(f"tool_multiply: {field!r} must be true or false, got {flag!r}")
         if (isinstance(reference_tool_fraction, bool) or not isinstance(reference_tool_fraction, (int, float))
                 or not 0.0 <= reference_tool_fraction <= 1.0):
             raise ConfigError(f"tool_multiply: 'reference_tool_fraction' must be a number in [0, 1], "
                               f"got {reference_tool_fraction!r}")
         self.tools_enabled, self.reference_tool_fraction = tools_enabled, float(reference_tool_fraction)
+        self.reference_tool_mechanics = reference_tool_mechanics
         self.tool_limits = TOOL_LIMITS.with_(wall_s=float(tool_timeout_s), cpu_s=float(tool_timeout_s),
                                              memory_bytes=int(tool_memory_mb * MiB))
         self.digits, self.sandbox_backend = digits, sandbox_backend
@@ -97,8 +104,21 @@ class ToolMultiplyEnv(MultiTurnEnv):
 
     def reference_trajectory(self, row: dict) -> list[dict]:
         """The warm start's assistant and tool messages for `row` (module docstring: which rows use the tool)."""
-        if not self.tools_enabled or _unit_hash(row["id"]) >= self.reference_tool_fraction:
+        if not self._calls_tool(row):
             return [{"role": "assistant", "content": row["reference"]}]
+        return self._tool_trajectory(row)
+
+    def reference_mechanics(self, row: dict) -> list[dict] | None:
+        """The tool transcript of a row whose reference answers directly, when `reference_tool_mechanics` is on: the
+        warm start trains all of it but the first token, the choice `reference_trajectory` makes."""
+        if not self.reference_tool_mechanics or not self.tools_enabled or self._calls_tool(row):
+            return None
+        return self._tool_trajectory(row)
+
+    def _calls_tool(self, row: dict) -> bool:
+        return self.tools_enabled and _unit_hash(row["id"]) < self.reference_tool_fraction
+
+    def _tool_trajectory(self, row: dict) -> list[dict]:
         code = f"print({row['a']}*{row['b']})"
         call = json.dumps({"name": "python", "arguments": {"code": code}})
         return [{"role": "assistant", "content": f"<tool_call>{call}</tool_call>"},

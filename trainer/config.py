@@ -133,6 +133,7 @@ class WarmStartConfig:
     eval_every: int = 25
     eval_rows: int = 200
     max_new_tokens: int | None = None  # validation decoding; None = the env's rollout length cut to the context
+    stop_on: str = "greedy"  # greedy: validation accuracy; transcripts: teacher-forced tool transcripts (warm_start.py)
 
 
 @dataclass

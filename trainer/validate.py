@@ -88,6 +88,8 @@ def validate_train_config(cfg) -> None:
     band = list(cfg.model.warm_start.target_accuracy)
     need(len(band) == 2 and 0 <= band[0] <= band[1] <= 1,
          f"model.warm_start.target_accuracy={band} must be [low, high] with 0 <= low <= high <= 1")
+    need(cfg.model.warm_start.stop_on in ("greedy", "transcripts"),
+         f"model.warm_start.stop_on={cfg.model.warm_start.stop_on!r} must be greedy or transcripts")
     _validate_dpo(cfg)
     _validate_strategy(cfg)
     _refuse_unread_keys(cfg)

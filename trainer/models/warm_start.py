@@ -19,6 +19,13 @@ cut to the model's context; README "Models").
 A multi-turn environment with `reference_trajectory` (envs/tool_multiply.py) is warm-started on whole
 transcripts (tool calls, masked tool outputs, answers; trainer/models/transcripts.py) instead of
 `reference`; the validation check then runs the agent loop, tools included, as the held-out eval does.
+
+`stop_on=transcripts` (such environments only) stops by another measure: the share of the validation rows'
+tool transcripts the model reproduces token for token under teacher forcing, all but the first token (the
+choice to call the tool; `transcript_accuracy`). A warm start that calls the tool on a small share of rows
+(`env.reference_tool_fraction`) answers directly at greedy decoding, so greedy accuracy stays near 0 however
+well it has learned to copy operands into the call and the tool's output into the answer; this measure reads
+exactly that copying, decodes nothing and runs no tool.
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ import torch
 
 from rlvr.trainer.evaluation.evaluate import evaluate_greedy
 from rlvr.trainer.models.logprobs import pack, token_logprobs
-from rlvr.trainer.models.transcripts import has_transcripts, transcript_ids
+from rlvr.trainer.models.transcripts import has_transcripts, tool_transcripts, transcript_accuracy, warm_start_examples
 from rlvr.trainer.rollout.prompts import prompt_lengths, render_prompts
 from rlvr.trainer.rollout.hf import HFEngine
 
@@ -37,12 +44,14 @@ VALIDATION_SEED = 1_000_003  # a train-split draw distinct from the training str
 
 
 def warm_start(model, tokenizer, env, *, target_accuracy: list[float], max_steps: int, batch_size: int,
-               lr: float, eval_every: int, eval_rows: int, max_new_tokens: int | None, seed: int, log=print) -> dict:
+               lr: float, eval_every: int, eval_rows: int, max_new_tokens: int | None, seed: int,
+               stop_on: str = "greedy", log=print) -> dict:
     low, high = target_accuracy
     val_rows = env.rows("train", eval_rows, seed=VALIDATION_SEED)
     if max_new_tokens is None:
         max_new_tokens = validation_length(model, tokenizer, env, val_rows)
     engine = HFEngine(model, tokenizer)
+    measure, measured = _validation_measure(model, tokenizer, env, val_rows, engine, max_new_tokens, stop_on)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
     history, start = [], time.time()
     accuracy, best, step, gave_up = 0.0, 0.0, 0, False
@@ -52,7 +61,9 @@ def warm_start(model, tokenizer, env, *, target_accuracy: list[float], max_steps
         rows = env.rows("train", batch_size, seed=seed * 1_000_000 + step)
         prompt_ids = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in render_prompts(tokenizer, env, rows)]
         if transcripts:  # multi-turn: whole conversations, the environment's tokens masked out
-            target_ids, masks = map(list, zip(*(transcript_ids(tokenizer, env, r) for r in rows)))
+            examples = [(p, e) for p, r in zip(prompt_ids, rows) for e in warm_start_examples(tokenizer, env, r)]
+            prompt_ids = [p for p, _ in examples]
+            target_ids, masks = [e[0] for _, e in examples], [e[1] for _, e in examples]
         else:
             target_ids = [tokenizer(r["reference"], add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
                           for r in rows]
@@ -65,10 +76,10 @@ def warm_start(model, tokenizer, env, *, target_accuracy: list[float], max_steps
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         if step % eval_every == 0:
-            accuracy = evaluate_greedy(engine, env, val_rows, max_new_tokens)["accuracy"]
+            accuracy = measure()
             best = max(best, accuracy)
             history.append({"step": step, "loss": round(loss.item(), 4), "val_accuracy": accuracy})
-            log(f"warm start: step {step}/{max_steps} loss {loss.item():.3f} validation accuracy {accuracy:.1%} "
+            log(f"warm start: step {step}/{max_steps} loss {loss.item():.3f} validation {measured} {accuracy:.1%} "
                 f"(target {low:.0%}); {_progress(time.time() - start, step, max_steps)}")
             if accuracy >= low:
                 break
@@ -86,8 +97,34 @@ def warm_start(model, tokenizer, env, *, target_accuracy: list[float], max_steps
         log(f"warm start: reached max_steps={max_steps} at validation accuracy {accuracy:.1%}, below {low:.0%}")
     elif accuracy > high:
         log(f"warm start: overshot the band, validation accuracy {accuracy:.1%} > {high:.0%}")
-    return {"steps": step, "val_accuracy": accuracy, "seconds": round(time.time() - start, 1),
+    return {"steps": step, "val_accuracy": accuracy, "seconds": round(time.time() - start, 1), "stop_on": stop_on,
             "target_accuracy": [low, high], "out_of_reach": gave_up, "history": history}
+
+
+def _validation_measure(model, tokenizer, env, val_rows, engine, max_new_tokens: int, stop_on: str):
+    """(the function the stopping rule reads, its name in the log) for `stop_on` (module docstring)."""
+    if stop_on == "greedy":
+        return (lambda: evaluate_greedy(engine, env, val_rows, max_new_tokens)["accuracy"]), "accuracy"
+    if stop_on != "transcripts":
+        raise ValueError(f"model.warm_start.stop_on must be greedy or transcripts, got {stop_on!r}")
+    if not has_transcripts(env):
+        raise ValueError(f"model.warm_start.stop_on=transcripts needs an environment with reference_trajectory; "
+                         f"{env.name} has none (use stop_on=greedy)")
+    pairs = tool_transcripts(tokenizer, env, val_rows)
+    if not pairs:
+        raise ValueError(f"model.warm_start.stop_on=transcripts: none of the {len(val_rows)} validation rows of "
+                         f"{env.name} has a tool transcript (raise model.warm_start.eval_rows or the env's tool share)")
+    prompts = [tokenizer(p, add_special_tokens=False)["input_ids"]
+               for p in render_prompts(tokenizer, env, [row for row, _ in pairs])]
+
+    def measure() -> float:
+        model.eval()
+        try:
+            return transcript_accuracy(model, prompts, [t for _, t in pairs], tokenizer.pad_token_id)
+        finally:
+            model.train()
+
+    return measure, f"tool-transcript accuracy ({len(pairs)} rows, teacher-forced)"
 
 
 def validation_length(model, tokenizer, env, val_rows) -> int:
