@@ -18,7 +18,6 @@ bench/results/canary.json after every run and prints a markdown table.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -80,17 +79,11 @@ def table(results: list[dict]) -> str:
         per = "; ".join(f"s{r['seed']}: " + " / ".join("-" if v is None else f"{100 * v:.0f}" for v in w)
                         for r, w in zip(rows, per_seed))
         lines.append(f"| {arm} | {len(rows)} | " + " | ".join(cols) + f" | {acc[0]} | {acc[1]} | {per} |")
-    failed = [r for r in results if "error" in r]
-    return "\n".join(lines) + "".join(f"\nFAILED {r['arm']} seed {r['seed']}: {r['error'][-300:]}" for r in failed)
+    return "\n".join(lines) + common.failures(results)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seeds", default="0,1,2")
-    parser.add_argument("--steps", type=int, default=30)
-    parser.add_argument("--jobs", type=int, default=1, help="seeds run at once (each a no-screen run, then its screened run)")
-    parser.add_argument("--cache", type=Path, default=None, help="RLVR_CACHE for the warm starts (default: a fresh one)")
-    parser.add_argument("--report", action="store_true")
+    parser = common.arms_parser(__doc__, steps=30, pair="a no-screen run, then its screened run")
     args = parser.parse_args()
     path = RESULTS / "canary.json"
     if args.report:

@@ -20,7 +20,6 @@ before and after, and the curriculum's levels. Writes bench/results/curriculum.j
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -83,21 +82,15 @@ def table(results: list[dict]) -> str:
         lines.append(f"\nPaired by seed (curriculum - fixed): held-out accuracy {common.mean_sd(diff)} pts "
                      f"({', '.join(f'{d:+.1f}' for d in diff)}); zero-variance groups {common.mean_sd(zero)} pts "
                      f"({', '.join(f'{d:+.1f}' for d in zero)})")
-    failed = [r for r in results if "error" in r]
-    return "\n".join(lines) + "".join(f"\nFAILED {r['arm']} seed {r['seed']}: {r['error'][-300:]}" for r in failed)
+    return "\n".join(lines) + common.failures(results)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seeds", default="0,1,2")
-    parser.add_argument("--steps", type=int, default=200)
-    parser.add_argument("--jobs", type=int, default=1, help="seeds run at once (each a fixed run, then its curriculum run)")
-    parser.add_argument("--cache", type=Path, default=None, help="RLVR_CACHE for the warm starts (default: a fresh one)")
+    parser = common.arms_parser(__doc__, steps=200, pair="a fixed run, then its curriculum run")
     parser.add_argument("--arms", default=",".join(ARMS), help="with --model: the arms to run (e.g. curriculum)")
     parser.add_argument("--model", default=None, help="one warm-started model for every run (no warm starts)")
     parser.add_argument("--extra", nargs="*", default=[], help="overrides for both arms (e.g. model.warm_start.*)")
     parser.add_argument("--name", default="curriculum", help="results file bench/results/NAME.json")
-    parser.add_argument("--report", action="store_true")
     args = parser.parse_args()
     path = RESULTS / f"{args.name}.json"
     if args.report:

@@ -17,7 +17,6 @@ run and prints a markdown table.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import time
@@ -62,17 +61,11 @@ def table(results: list[dict]) -> str:
         rise = [a - b for b, a in zip(*cols)]
         per = ", ".join(f"s{r['seed']}: {100 * r['accuracy_before']:.0f} -> {100 * r['accuracy_after']:.0f}" for r in rows)
         lines.append(f"| {arm} | {len(rows)} | {common.mean_sd(cols[0])} | {common.mean_sd(cols[1])} | {common.mean_sd(rise)} | {per} |")
-    failed = [r for r in results if "error" in r]
-    return "\n".join(lines) + "".join(f"\nFAILED {r['arm']} seed {r['seed']}: {r['error'][-300:]}" for r in failed)
+    return "\n".join(lines) + common.failures(results)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seeds", default="0,1,2")
-    parser.add_argument("--steps", type=int, default=40)
-    parser.add_argument("--jobs", type=int, default=1, help="seeds run at once (each a tool run, then its no-tool run)")
-    parser.add_argument("--cache", type=Path, default=None, help="RLVR_CACHE for the warm starts (default: a fresh one)")
-    parser.add_argument("--report", action="store_true")
+    parser = common.arms_parser(__doc__, steps=40, pair="a tool run, then its no-tool run")
     args = parser.parse_args()
     path = RESULTS / "tools.json"
     if args.report:

@@ -8,6 +8,7 @@ pick what they measure.
 
 from __future__ import annotations
 
+import argparse
 import importlib.metadata
 import json
 import os
@@ -178,3 +179,19 @@ def agg_plot():
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def arms_parser(doc: str, steps: int, pair: str) -> argparse.ArgumentParser:
+    """The command line of a paired-arms benchmark: --seeds, --steps, --jobs, --cache, --report."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--steps", type=int, default=steps)
+    parser.add_argument("--jobs", type=int, default=1, help=f"seeds run at once (each {pair})")
+    parser.add_argument("--cache", type=Path, default=None, help="RLVR_CACHE for the warm starts (default: a fresh one)")
+    parser.add_argument("--report", action="store_true")
+    return parser
+
+
+def failures(results: list[dict]) -> str:
+    """A table's footer: a line per run that failed, with the end of its error."""
+    return "".join(f"\nFAILED {r['arm']} seed {r['seed']}: {r['error'][-300:]}" for r in results if "error" in r)
