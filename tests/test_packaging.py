@@ -77,6 +77,7 @@ def test_wheel_every_conf_yaml(wheel):
 @pytest.mark.parametrize("folder", ["envs", "verifiers", "trainer", "sandboxes", "conf"])
 def test_bare_folder_import_fails(folder, tmp_path):
     code = f"import sys; sys.path.insert(0, {str(ROOT)!r}); import {folder}"
-    result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
+    # -S: without site-packages, where the test extras install PyPI's `verifiers` (a bare import hands over to it)
+    result = subprocess.run([sys.executable, "-S", "-c", code], cwd=tmp_path, capture_output=True, text=True)
     assert result.returncode != 0
     assert "ImportError" in result.stderr and f"rlvr.{folder}" in result.stderr

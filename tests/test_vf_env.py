@@ -22,7 +22,8 @@ from rlvr.verifiers.result import Status
 
 pytest.importorskip("verifiers.v1")
 
-PACKAGE = "rlvr_test_vf_sums"
+# a name per xdist worker: each worker's module fixture installs and uninstalls its own copy
+PACKAGE = f"rlvr_test_vf_sums_{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
 TASKSET = '''
 import time
 
