@@ -8,7 +8,6 @@ tags of the asynchronous loop are checked on the server engine too. Two servers 
 (vLLM's CPU attention refuses 16) start in about a minute on 2 shared cores: one run, marked slow."""
 
 import json
-import threading
 
 import pytest
 
@@ -32,8 +31,10 @@ OVERRIDES = [
 
 @pytest.fixture
 def watched(monkeypatch):
-    """The run's ServerEngine, every generate call's prompts and rollout, and a kill of server 0 shortly after
-    the third generate call starts (its requests in flight, or sent to a dead server just after)."""
+    """The run's ServerEngine, every generate call's prompts and rollout, and a kill of server 0 as the third
+    generate call begins: the process is dead before the call's requests go out, while the engine still counts it
+    live, so requests must fail on it and be resent. (A kill on a timer raced the call: on a loaded machine the
+    call could finish first and the next weight push found the dead server, so no request failed.)"""
     log = {"engines": [], "calls": [], "killed": None}
     init, generate_ids = ServerEngine.__init__, ServerEngine.generate_ids
 
@@ -45,7 +46,8 @@ def watched(monkeypatch):
         if len(log["calls"]) == 2 and log["killed"] is None:
             victim = self.processes[0]
             log["killed"] = victim.url
-            threading.Timer(0.05, victim.kill).start()
+            victim.kill()
+            victim.process.wait(timeout=30)
         rollout = generate_ids(self, encoded, params)
         log["calls"].append((encoded, params.n, rollout))
         return rollout
