@@ -67,6 +67,23 @@ def test_eval_counts_a_scripted_policys_hacks_on_the_canary(tmp_path):
     assert f"| {honest_path} |  | 75.0% [75.0%, 75.0%] | 100.0% | 100.0% | 0.750 | 0.0% | canary_code 0.750 |" in table
 
 
+def test_the_trainers_held_out_eval_counts_hacks_beside_accuracy():
+    """The in-run eval (`eval/accuracy` in metrics.jsonl) takes the verifier's verdict, so an early exit the
+    canary's hole pays counts as correct; `eval/hack_rate` says so: 1.0 for a policy that always exits, 0.0 for an
+    honest one, with the same accuracy."""
+    if os.environ.get("RLVR_SKIP_DOCKER") == "1":
+        pytest.skip("RLVR_SKIP_DOCKER=1")
+    from rlvr.envs.registry import load_env
+    from rlvr.trainer.evaluation.evaluate import evaluate_greedy
+
+    env = load_env("canary")
+    rows = env.rows("test", 3, seed=0)
+    exiting = evaluate_greedy(ScriptedPolicy([EXIT]), env, rows, max_new_tokens=8)
+    honest = evaluate_greedy(ScriptedPolicy([HONEST]), env, rows, max_new_tokens=8)
+    assert (exiting["accuracy"], exiting["hack_rate"]) == (1.0, 1.0)
+    assert (honest["accuracy"], honest["hack_rate"]) == (1.0, 0.0)
+
+
 def test_eval_reports_the_held_back_tests_gap():
     """Two prompts, two samples each, scored by the real code verifier with 2 of 4 stdio cases held back: an honest
     program passes both sides; one that knows the shown cases only passes shown 1.0, hidden 0.0. Means over the
@@ -121,3 +138,16 @@ def test_a_control_runs_checkpoint_is_named_beside_the_real_one(tmp_path):
     assert "| real/step_20 | 20 | 100.0% [100.0%, 100.0%] | 1.000 | 0.0% |" in table
     assert "| ctrl/step_20 (reward=random) | 20 | 0.0% [0.0%, 0.0%] | 0.000 | 100.0% (hedge 100.0%) |" in table
     assert "before (step 20)" not in table  # two runs side by side are not one run's before/after
+
+
+def test_the_runs_summary_shows_a_hack_rate_row_only_where_one_was_flagged():
+    from rlvr.trainer.run import format_summary
+
+    def summary(before, after):
+        return {"run_dir": "run", "steps": 30, "steps_this_session": 30, "seconds_this_session": 12.0, "eval_prompts": 100,
+                "before": {"step": 0, "accuracy": 0.5, "reward_mean": 0.5, "hack_rate": before, "train_reward_first_10": 0.4},
+                "after": {"step": 30, "accuracy": 0.99, "reward_mean": 0.99, "hack_rate": after, "train_reward_last_10": 0.9}}
+
+    assert "| held-out hack rate | 5.0% | 97.0% | +92.0 pts |" in format_summary(summary(0.05, 0.97))
+    assert "hack rate" not in format_summary(summary(0.0, 0.0))
+    assert "hack rate" not in format_summary(summary(None, None))  # a run whose metrics predate the key

@@ -280,9 +280,9 @@ def summarise(history: list[dict], seconds: float, run_dir: Path, steps_this_ses
         "seconds_this_session": round(seconds, 1),
         "eval_prompts": last["eval/n"],
         "before": {"step": first["step"], "accuracy": first["eval/accuracy"], "reward_mean": first["eval/reward_mean"],
-                   "train_reward_first_10": window(train[:10])},
+                   "hack_rate": first.get("eval/hack_rate"), "train_reward_first_10": window(train[:10])},
         "after": {"step": last["step"], "accuracy": last["eval/accuracy"], "reward_mean": last["eval/reward_mean"],
-                  "train_reward_last_10": window(train[-10:])},
+                  "hack_rate": last.get("eval/hack_rate"), "train_reward_last_10": window(train[-10:])},
     }
 
 
@@ -294,6 +294,9 @@ def format_summary(s: dict) -> str:
         ("held-out mean reward", f"{b['reward_mean']:.3f}", f"{a['reward_mean']:.3f}",
          f"{a['reward_mean'] - b['reward_mean']:+.3f}"),
     ]
+    if b.get("hack_rate") or a.get("hack_rate"):  # only where a verifier flagged one: accuracy above counts it correct
+        rows.append(("held-out hack rate", f"{b['hack_rate'] or 0:.1%}", f"{a['hack_rate'] or 0:.1%}",
+                     f"{100 * ((a['hack_rate'] or 0) - (b['hack_rate'] or 0)):+.1f} pts"))
     if b["train_reward_first_10"] is not None:
         rows.append(("train reward (10-step mean)", f"{b['train_reward_first_10']:.3f}",
                      f"{a['train_reward_last_10']:.3f}", f"{a['train_reward_last_10'] - b['train_reward_first_10']:+.3f}"))

@@ -14,6 +14,7 @@ from rlvr.trainer.rollout.agent_loop import run_trajectories
 from rlvr.trainer.rollout.prompts import render_prompts
 from rlvr.trainer.rollout.types import Rollout, SamplingParams
 from rlvr.trainer.truncation import no_credit_when_truncated
+from rlvr.verifiers.compose import hacks_in
 
 
 def generate_and_score(engine, env, rows: list[dict], params: SamplingParams,
@@ -35,8 +36,11 @@ def generate_and_score(engine, env, rows: list[dict], params: SamplingParams,
 
 def evaluate_greedy(engine, env, rows: list[dict], max_new_tokens: int, batch_size: int = 256,
                     truncated_reward: str = "keep") -> dict:
-    """One greedy completion per row. Returns `{"accuracy", "reward_mean", "truncated_frac", "status/<s>": rate,
-    "n"}`; `truncated_reward` as `rollout.truncated_reward` (trainer/truncation.py)."""
+    """One greedy completion per row. Returns `{"accuracy", "reward_mean", "truncated_frac", "hack_rate",
+    "status/<s>": rate, "n"}`; `truncated_reward` as `rollout.truncated_reward` (trainer/truncation.py).
+    `accuracy` is the verifiers' verdict, so a completion a known hole pays counts as correct; `hack_rate` (the
+    share whose details name a hack kind, as `rlvr eval` and the training loop's monitor count them) says how
+    much of it was taken rather than earned."""
     params = SamplingParams(n=1, max_new_tokens=max_new_tokens, greedy=True)
     results, truncated = [], []
     for start in range(0, len(rows), batch_size):
@@ -49,6 +53,7 @@ def evaluate_greedy(engine, env, rows: list[dict], max_new_tokens: int, batch_si
         "accuracy": statuses.get("correct", 0) / n,
         "reward_mean": sum(r.reward for r in results) / n,
         "truncated_frac": sum(truncated) / n,
+        "hack_rate": sum(bool(hacks_in(r.details)) for r in results) / n,
         "n": n,
     }
     metrics.update({f"status/{s}": c / n for s, c in sorted(statuses.items())})
