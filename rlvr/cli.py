@@ -204,6 +204,7 @@ def _eval(overrides: list[str]) -> int:
 def _verify(overrides: list[str]) -> int:
     from omegaconf import OmegaConf
 
+    from rlvr.sandboxes.hosts import apply_hosts
     from rlvr.verifiers.batch import exit_code, format_summary, register_schema, verify_file
     from rlvr.errors import ConfigError
 
@@ -214,6 +215,7 @@ def _verify(overrides: list[str]) -> int:
         if missing:
             raise ConfigError(f"{' and '.join(f'{k}=' for k in missing)} missing: rlvr verify input=IN.jsonl "
                               f"output=OUT.jsonl [verifier=math] (record format: rlvr verify --help)")
+        apply_hosts(cfg.sandbox.hosts)
         summary = verify_file(cfg.input, cfg.output, verifier_name=cfg.verifier, workers=cfg.workers,
                               verifier_params=OmegaConf.to_container(cfg.params, resolve=True))
         print(format_summary(summary))
@@ -311,13 +313,25 @@ def _sandbox(args: list[str]) -> int:
     build.add_argument("--force", action="store_true", help="rebuild even when the image exists")
     doctor = sub.add_parser("doctor", help="engine, image, and a table of adversarial probes with their outcome")
     doctor.add_argument("--backend", choices=["docker", "local"], default="docker")
+    for command in (build, doctor):
+        command.add_argument("--hosts", default=None, metavar="H1,H2",
+                             help="Docker engines (local, unix://, tcp://, ssh://), comma-separated; default: "
+                                  "RLVR_SANDBOX_HOSTS, else the local engine (README: several Docker engines)")
     options = parser.parse_args(args)
+    from rlvr.errors import ConfigError
+    from rlvr.sandboxes.hosts import apply_hosts
+
+    try:
+        hosts = apply_hosts([h.strip() for h in options.hosts.split(",")] if options.hosts else [], "--hosts")
+    except ConfigError as error:
+        print(f"rlvr sandbox {options.action}: {error}", file=sys.stderr)
+        return 2
     if options.action == "build":
-        from rlvr.sandboxes.docker_backend import SandboxUnavailable, docker_client
-        from rlvr.sandboxes.image import ensure_image
+        from rlvr.sandboxes.docker_backend import SandboxUnavailable
+        from rlvr.sandboxes.image import ensure_image_on_hosts
 
         try:
-            print(ensure_image(docker_client(), builder=options.builder, force=options.force))
+            print(ensure_image_on_hosts(hosts, builder=options.builder, force=options.force))
         except (SandboxUnavailable, RuntimeError) as error:
             print(f"rlvr sandbox build: {error}", file=sys.stderr)
             return 1

@@ -15,12 +15,15 @@ Host and supervisor talk over the container's attached stdin/stdout: one JSON li
 Every job carries a fresh id that the reply must echo; a reply with another id, a reply or a
 supervisor stderr past its cap (base.reply_cap, STDERR_CAP) destroys the container.
 Containers are reused through the warm pool (pool.py); `warm=False` gives a fresh container per
-run (the "cold" mode the benchmark compares against).
+run (the "cold" mode the benchmark compares against). The engines are `hosts` (hosts.py; default: the
+local one), each with its own pool; fleet.py spreads runs over them and takes a vanished one out.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import logging
 import os
 import socket
 import struct
@@ -40,6 +43,15 @@ from rlvr.sandboxes.base import (
     agent_source,
     reply_cap,
 )
+from rlvr.sandboxes.fleet import Engine, Fleet
+from rlvr.sandboxes.hosts import (  # SandboxUnavailable: importable from here, as it always was
+    LOCAL,
+    SandboxUnavailable,
+    check_hosts,
+    configured_hosts,
+    connect,
+    describe,
+)
 from rlvr.sandboxes.image import image_present, image_tag
 from rlvr.sandboxes.pool import (
     INSTANCE_LABEL,
@@ -56,10 +68,7 @@ USER = "0:0"  # the supervisor; it runs programs as PROGRAM_UID and checkers as 
 PROGRAM_UID, CHECKER_UID = 65534, 65533
 CAPABILITIES = ["CHOWN", "DAC_OVERRIDE", "FOWNER", "KILL", "SETUID", "SETGID"]
 WORKDIR = "/sandbox"
-
-
-class SandboxUnavailable(RuntimeError):
-    """The engine or the image is missing: a setup problem, reported with the command that fixes it."""
+log = logging.getLogger("rlvr.sandboxes")
 
 
 class AgentGone(Exception):
@@ -70,21 +79,9 @@ class AgentTimeout(Exception):
     """No reply from the supervisor in time."""
 
 
-def docker_client(timeout: float = 60.0):
-    """A docker SDK client for the local engine, or SandboxUnavailable saying how to start one."""
-    try:
-        import docker
-    except ImportError as error:
-        raise SandboxUnavailable("the `docker` Python package is missing: pip install 'docker>=7'") from error
-    try:
-        client = docker.from_env(timeout=int(timeout), max_pool_size=64)
-        client.ping()
-    except Exception as error:
-        raise SandboxUnavailable(
-            f"Docker engine not reachable ({error.__class__.__name__}: {str(error)[:200]}); start it with "
-            "`bash sandboxes/setup_docker.sh` (or `make docker`), or use the local backend"
-        ) from error
-    return client
+def docker_client(timeout: float = 60.0, host: str = LOCAL):
+    """A docker SDK client for `host` (default: the local engine), or SandboxUnavailable saying what to do."""
+    return connect(host, timeout)
 
 
 class AgentContainer:
@@ -202,80 +199,118 @@ class AgentContainer:
 class DockerSandbox:
     """`run(program, stdin, limits)` in containers from the warm pool (or a fresh one per run, `warm=False`).
 
-    `pool_size` bounds how many runs execute at once (default: the number of CPUs). The engine and
-    image are checked on first use; SandboxUnavailable says what to run when either is missing.
+    `hosts`: the Docker engines to run on (hosts.py: `unix://`, `tcp://`, `ssh://` base URLs or `local`);
+    None reads RLVR_SANDBOX_HOSTS (what `sandbox.hosts` of a command exported), else the local engine.
+    `pool_size` bounds how many runs execute at once on each host (default: the number of CPUs here);
+    `capacity` is the total over hosts. Runs go to the least loaded host that is up (fleet.py); a host
+    that goes away is marked down and its runs are run again elsewhere. Engines and image are checked
+    on first use; SandboxUnavailable says what to run when either is missing.
     """
 
     def __init__(self, limits: Limits | None = None, pool_size: int | None = None, warm: bool = True,
-                 image: str | None = None):
+                 image: str | None = None, hosts: list[str] | None = None):
         self.limits = limits or Limits()
+        self.hosts = (check_hosts(hosts, "DockerSandbox(hosts=...)") or [LOCAL]) if hosts is not None \
+            else configured_hosts()
         self.pool_size = pool_size or os.cpu_count() or 2
+        self.capacity = self.pool_size * len(self.hosts)
         self.warm, self.image = warm, image
-        self._client = None
-        self._pool: WarmPool | None = None
+        self._fleet: Fleet | None = None
         self._lock = threading.Lock()
         self._owner = owner_id()
         self.instance = uuid.uuid4().hex[:12]  # labels this sandbox's containers among its process's
 
-    def _ensure_pool(self) -> WarmPool:
+    def _ensure_fleet(self) -> Fleet:
         with self._lock:
-            if self._pool is None:
-                client = docker_client()
+            if self._fleet is None:
                 image = self.image or image_tag()
-                if not image_present(client, image):
-                    raise SandboxUnavailable(f"sandbox image {image} is not built: run `rlvr sandbox build`")
-                sweep_leaked(client)
-                self._client, self.image = client, image
-                self._pool = WarmPool(self._create, self.pool_size, warm=self.warm)
-            return self._pool
+                engines, unreachable = [], []
+                for host in self.hosts:
+                    try:
+                        client = connect(host)
+                    except SandboxUnavailable as error:
+                        if len(self.hosts) == 1:
+                            raise
+                        log.warning("sandbox host %s is down at start: %s", describe(host), error)
+                        unreachable.append(str(error))
+                        continue
+                    if not image_present(client, image):
+                        where = f" on {describe(host)}" if len(self.hosts) > 1 else ""
+                        raise SandboxUnavailable(f"sandbox image {image} is not built{where}: run `rlvr sandbox build`"
+                                                 + (" with the same sandbox.hosts" if where else ""))
+                    sweep_leaked(client)
+                    pool = WarmPool(functools.partial(self._create, client), self.pool_size, warm=self.warm)
+                    engines.append(Engine(host, client, pool))
+                if not engines:
+                    raise SandboxUnavailable("no sandbox host is reachable: " + "; ".join(unreachable))
+                self.image, self._fleet = image, Fleet(engines)
+            return self._fleet
 
-    def _create(self, key: tuple) -> AgentContainer:
+    def _create(self, client, key: tuple) -> AgentContainer:
         memory_bytes, pids, cpus, tmpfs_bytes = key
         limits = Limits(memory_bytes=memory_bytes, pids=pids, cpus=cpus, tmpfs_bytes=tmpfs_bytes)
-        return AgentContainer(self._client, self.image, limits, self._owner, one_job=not self.warm, instance=self.instance)
+        return AgentContainer(client, self.image, limits, self._owner, one_job=not self.warm, instance=self.instance)
 
     def warmup(self, limits: Limits | None = None) -> None:
-        """Start `pool_size` idle containers now, so the first runs do not pay for container start."""
+        """Start `pool_size` idle containers on every host now, so the first runs do not pay for container start."""
         if self.warm:
-            self._ensure_pool().warmup(_container_key(limits or self.limits))
+            for engine in self._ensure_fleet().engines:
+                if not engine.down:
+                    engine.pool.warmup(_container_key(limits or self.limits))
 
     def run(self, program: str, stdin: str = "", limits: Limits | None = None,
             checker: Checker | None = None) -> Execution:
         limits = limits or self.limits
-        pool = self._ensure_pool()
+        fleet = self._ensure_fleet()
         job = {"job_id": uuid.uuid4().hex, "program": program, "stdin": stdin, "limits": limits.to_json()}
         if checker is not None:
             job["checker"] = {"program": checker.program, "input": checker.input}
         start = time.monotonic()
+        while True:  # once per engine at most: each pass either returns or marks its engine down
+            with fleet.checkout() as engine:
+                execution, lost = self._run_on(engine, job, limits, start)
+            if lost is None:
+                return execution
+            fleet.mark_down(engine, lost)
+
+    def _run_on(self, engine: Engine, job: dict[str, Any], limits: Limits,
+                start: float) -> tuple[Execution | None, str | None]:
+        """(the execution, None), or (None, why) when the engine went away and the run has no verdict."""
         try:
-            with pool.container(_container_key(limits)) as box:
+            with engine.pool.container(_container_key(limits)) as box:
                 try:
                     reply = box.request(job, timeout=limits.wall_s + HOST_GRACE_S, reply_cap=reply_cap(limits))
                 except AgentTimeout:
                     box.dirty = True
+                    if not engine.answers():
+                        return None, f"no reply within {limits.wall_s + HOST_GRACE_S:.0f}s and no answer to a ping"
                     return Execution.failure(
                         f"sandbox: no reply within {limits.wall_s + HOST_GRACE_S:.0f}s; container killed",
-                        ExecStatus.TIMEOUT, time.monotonic() - start)
+                        ExecStatus.TIMEOUT, time.monotonic() - start), None
                 except AgentGone as gone:
                     box.dirty = True
-                    return _supervisor_died(box.state(), str(gone), time.monotonic() - start)
+                    if not engine.answers():
+                        return None, f"the stream broke ({str(gone)[:80]}) and no answer to a ping"
+                    return _supervisor_died(box.state(), str(gone), time.monotonic() - start), None
                 except BaseException:
                     box.dirty = True  # e.g. KeyboardInterrupt mid-reply: the stream is out of step now
                     raise
                 box.dirty = box.dirty or bool(reply.get("dirty", True))
-                return Execution.from_agent(reply)
+                return Execution.from_agent(reply), None
         except SandboxUnavailable:
             raise
         except Exception as error:  # engine hiccup: this run failed, the caller decides what that means
+            if not engine.answers():
+                return None, f"{error.__class__.__name__}: {str(error)[:80]} and no answer to a ping"
             return Execution.failure(f"sandbox error: {error.__class__.__name__}: {error}",
-                                     wall_s=time.monotonic() - start)
+                                     wall_s=time.monotonic() - start), None
 
     def close(self) -> None:
-        """Remove every container this sandbox started."""
+        """Remove every container this sandbox started, on every host."""
         with self._lock:
-            pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.close()
+            fleet, self._fleet = self._fleet, None
+        if fleet is not None:
+            fleet.close()
 
 
 def ipc_sysctls(limits: Limits) -> dict[str, str]:

@@ -14,26 +14,28 @@ import time
 from collections.abc import Callable, Iterable
 
 from rlvr.sandboxes.factory import get_sandbox
+from rlvr.sandboxes.hosts import LOCAL, configured_hosts, describe, hosts_env
 from rlvr.sandboxes.probes import PROBES, HostFixtures, run_probe
 
 Row = tuple[str, str, bool, str]  # probe, outcome, contained, note
 
 
-def engine_report(log: Callable[[str], None] = print) -> bool:
-    """Print engine and image state; True when both are ready."""
+def engine_report(log: Callable[[str], None] = print, host: str = LOCAL, named: bool = False) -> bool:
+    """Print the state of `host`'s engine and image (`named`: the host's name on each line); True when both are ready."""
     from rlvr.sandboxes.docker_backend import SandboxUnavailable, docker_client
     from rlvr.sandboxes.image import image_present, image_tag
 
+    where = f"{describe(host)} " if named else ""
     try:
-        client = docker_client(timeout=10)
+        client = docker_client(timeout=10, host=host)
     except SandboxUnavailable as error:
-        log(f"engine:  NOT REACHABLE - {error}")
+        log(f"engine:  {where}NOT REACHABLE - {error}")
         return False
     version = client.version()
-    log(f"engine:  reachable (Docker {version.get('Version')}, API {version.get('ApiVersion')})")
+    log(f"engine:  {where}reachable (Docker {version.get('Version')}, API {version.get('ApiVersion')})")
     tag = image_tag()
     present = image_present(client, tag)
-    log(f"image:   {tag} {'present' if present else 'MISSING - run `rlvr sandbox build`'}")
+    log(f"image:   {where}{tag} {'present' if present else 'MISSING - run `rlvr sandbox build`'}")
     return present
 
 
@@ -67,19 +69,33 @@ def print_table(rows: Iterable[Row], log: Callable[[str], None] = print) -> bool
 
 def doctor(backend: str = "docker", extra_rows: Callable[[], Iterable[Row]] | None = None,
            log: Callable[[str], None] = print) -> int:
-    """The whole report; exit code 0 when everything is ready and contained."""
-    if backend == "docker" and not engine_report(log):
-        return 1
+    """The whole report; exit code 0 when everything is ready and contained. Docker: every host of
+    RLVR_SANDBOX_HOSTS (hosts.py) in turn, each with its own probe tables; local: this machine."""
     if backend == "local":
         for line in local_limitations():
             log(f"NOT CONTAINED (local backend): {line}")
-    log(f"\nadversarial probes ({backend} backend; each followed by a run that must find a clean sandbox):\n")
+        return _probe_report(backend, extra_rows, log)
+    hosts = configured_hosts()
+    ready = [engine_report(log, host, named=len(hosts) > 1) for host in hosts]
+    if not all(ready):
+        return 1
+    code = 0
+    for host in hosts:
+        with hosts_env([host]):  # the probes' sandboxes (and the code verifier's) run on this host alone
+            code |= _probe_report(backend, extra_rows, log, host if len(hosts) > 1 else None)
+    return code
+
+
+def _probe_report(backend: str, extra_rows: Callable[[], Iterable[Row]] | None, log: Callable[[str], None],
+                  host: str | None = None) -> int:
+    on = f" on {describe(host)}" if host else ""
+    log(f"\nadversarial probes ({backend} backend{on}; each followed by a run that must find a clean sandbox):\n")
     ok = print_table(probe_rows(backend), log)
     if extra_rows is not None:
-        log("\ncode verifier (a completion that cheats must not pass):\n")
+        log(f"\ncode verifier{on} (a completion that cheats must not pass):\n")
         ok &= print_table(extra_rows(), log)
-    leftovers = _leftover_containers() if backend == "docker" else []
-    log(f"\nleft behind by this doctor: {', '.join(leftovers) if leftovers else 'no containers'}")
+    leftovers = _leftover_containers(host=host or LOCAL) if backend == "docker" else []
+    log(f"\nleft behind by this doctor{on}: {', '.join(leftovers) if leftovers else 'no containers'}")
     return 0 if ok and not leftovers else 1
 
 
@@ -104,12 +120,12 @@ def local_limitations() -> list[str]:
     return lines
 
 
-def _leftover_containers(owner: str | None = None) -> list[str]:
-    """This process's sandbox containers (`owner`: another owner id) still present once --rm is done."""
+def _leftover_containers(owner: str | None = None, host: str = LOCAL) -> list[str]:
+    """This process's sandbox containers (`owner`: another owner id) on `host` still present once --rm is done."""
     from rlvr.sandboxes.docker_backend import docker_client
     from rlvr.sandboxes.pool import OWNER_LABEL, list_sandboxes, owner_id
 
-    client = docker_client(timeout=10)
+    client = docker_client(timeout=10, host=host)
     label = f"{OWNER_LABEL}={owner or owner_id()}"
     deadline = time.monotonic() + 10
     while True:  # --rm removal finishes a moment after the kill

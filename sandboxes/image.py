@@ -67,6 +67,35 @@ def ensure_image(client, builder: str = "auto", log: Callable[[str], None] = pri
     return tag
 
 
+def ensure_image_on_hosts(hosts: list[str], builder: str = "auto", log: Callable[[str], None] = print,
+                          force: bool = False) -> str:
+    """The image on every host: built (when absent, or `force`) on the first, then copied to each other host
+    that lacks it, engine to engine (`docker save | docker load` through the SDK, streamed; no registry)."""
+    from rlvr.sandboxes.hosts import connect, describe
+
+    clients = [connect(host) for host in hosts]  # every engine answers before anything is built
+    if len(hosts) > 1:
+        log(f"building on {describe(hosts[0])}")
+    tag = ensure_image(clients[0], builder=builder, log=log, force=force)
+    for host, client in zip(hosts[1:], clients[1:]):
+        if not force and image_present(client, tag):
+            log(f"image {tag} present on {describe(host)}")
+            continue
+        log(f"copying {tag} from {describe(hosts[0])} to {describe(host)}")
+        copy_image(clients[0], client, tag)
+    return tag
+
+
+def copy_image(source, target, tag: str) -> None:
+    """`tag` from engine `source` to engine `target`, streamed (the image is never whole in memory here)."""
+    stream = source.api.get_image(tag)  # an iterator over the tar of `docker save`
+    for line in target.api.load_image(stream):  # `docker load`'s progress, read to the end so the load completes
+        if isinstance(line, dict) and line.get("error"):
+            raise RuntimeError(f"docker load of {tag} failed: {line['error']}")
+    if not image_present(target, tag):
+        raise RuntimeError(f"docker load did not produce {tag}")
+
+
 def build_from_dockerfile(client, tag: str, log: Callable[[str], None]) -> None:
     import io
 

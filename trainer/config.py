@@ -18,6 +18,7 @@ from typing import Any, Optional
 
 from hydra.core.config_store import ConfigStore
 
+from rlvr.sandboxes.hosts import SandboxConfig
 from rlvr.trainer.reward_config import RewardConfig
 
 
@@ -275,6 +276,7 @@ class RunConfig:
     trainer: StrategyConfig = field(default_factory=StrategyConfig)
     reward: RewardConfig = field(default_factory=RewardConfig)  # conf/reward/*.yaml, trainer/reward_config.py
     curriculum: CurriculumConfig = field(default_factory=CurriculumConfig)  # trainer/curriculum.py
+    sandbox: SandboxConfig = field(default_factory=SandboxConfig)  # Docker engines for code (rlvr.sandboxes.hosts)
     seed: int = 0
     output_dir: str = "outputs/${now:%Y-%m-%d}/${now:%H-%M-%S}"
     resume: Optional[str] = None  # a run directory; continue from its last checkpoint

@@ -24,6 +24,7 @@ from omegaconf import OmegaConf
 from tqdm import tqdm
 
 from rlvr.errors import ConfigError
+from rlvr.sandboxes.hosts import apply_hosts
 from rlvr.trainer.algorithms import ALGORITHMS
 from rlvr.trainer.curriculum import build_curriculum
 from rlvr.trainer.checkpoint import latest_checkpoint, load_trainer_state, resume_conflicts, save_checkpoint
@@ -65,6 +66,7 @@ class RunContext:
 
 def train(cfg, log=print) -> dict:
     validate_train_config(cfg)
+    apply_hosts(cfg.sandbox.hosts)  # every code sandbox of this run, and of its worker processes, uses them
     device = resolve_device(cfg.train.device)  # train.device: auto -> this rank's GPU when there is one
     use_device(device)  # before NCCL starts: each rank on its own GPU
     parallel = Parallel.from_env(cfg.trainer.strategy)  # under torchrun: joins the process group

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from rlvr.errors import ConfigError, UnknownNameError
+from rlvr.sandboxes.hosts import SandboxConfig
 from rlvr.verifiers.registry import build_verifier
 from rlvr.verifiers.result import Status, VerifyResult
 
@@ -42,6 +43,7 @@ class VerifyConfig:
     verifier: Optional[str] = None  # null: each record's "verifier" field
     workers: Optional[int] = None  # null: all cores
     params: Any = field(default_factory=dict)  # keyword arguments for the verifier
+    sandbox: SandboxConfig = field(default_factory=SandboxConfig)  # Docker engines for code (rlvr.sandboxes.hosts)
 
 
 def register_schema() -> None:

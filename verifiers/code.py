@@ -124,7 +124,8 @@ class CodeVerifier:
                      progress: Callable[[int], None] | None = None) -> list[VerifyResult]:
         """One VerifyResult per (completion, record), in input order; `progress(k)` as k more finish.
 
-        Records run concurrently on `workers` threads (default: the verifier's, else the CPU count);
+        Records run concurrently on `workers` threads (default: all the sandbox runs at once: the verifier's `workers`
+        on each Docker host, else the CPU count);
         the sandbox bounds how many programs execute at once.
         """
         if len(completions) != len(records):
@@ -140,7 +141,7 @@ class CodeVerifier:
         if progress is not None and len(pending) < len(records):
             progress(len(records) - len(pending))
         if pending:
-            n_threads = min(len(pending), workers or self.workers or _default_workers(self.sandbox))
+            n_threads = min(len(pending), workers or _default_workers(self.sandbox, self.workers))
             sandbox = self.sandbox
             with ThreadPoolExecutor(max_workers=n_threads, thread_name_prefix="rlvr-code") as pool:
                 try:
@@ -341,8 +342,10 @@ def _clip(value: Any, n: int = 200) -> Any:
     return value
 
 
-def _default_workers(sandbox) -> int:
-    return int(getattr(sandbox, "pool_size", 0) or 2)
+def _default_workers(sandbox, workers: int | None) -> int:
+    """As many threads as the sandbox runs programs at once: a Docker sandbox's `capacity` (its `workers`
+    containers on each of its hosts), else `workers`, else 2."""
+    return int(getattr(sandbox, "capacity", 0) or workers or getattr(sandbox, "pool_size", 0) or 2)
 
 
 def probe_rows(backend: str = "docker"):

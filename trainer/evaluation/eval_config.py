@@ -18,6 +18,7 @@ from typing import Any, Optional
 
 from hydra.core.config_store import ConfigStore
 
+from rlvr.sandboxes.hosts import SandboxConfig
 from rlvr.trainer.config import RolloutConfig
 
 
@@ -46,6 +47,7 @@ class EvalConfig:
     endpoint: Optional[str] = None  # an OpenAI-compatible server's base URL (http://HOST:PORT/v1); null: load the model
     served_model: Optional[str] = None  # with endpoint: the server's model name; null: the first of its GET /models
     request_timeout_s: float = 300.0  # with endpoint: the longest one request may take
+    sandbox: SandboxConfig = field(default_factory=SandboxConfig)  # Docker engines for code (rlvr.sandboxes.hosts)
 
 
 def register_eval_schema() -> None:

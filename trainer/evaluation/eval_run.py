@@ -30,6 +30,7 @@ from omegaconf import OmegaConf
 from tqdm import tqdm
 
 from rlvr.errors import ConfigError
+from rlvr.sandboxes.hosts import apply_hosts
 from rlvr.trainer.evaluation.eval_report import write_reports
 from rlvr.trainer.evaluation.evaluate import generate_and_score
 from rlvr.trainer.evaluation.specs import EnvSpec, ModelSpec, build_spec_env, env_specs_of, model_specs, select_rows
@@ -44,6 +45,7 @@ SETTINGS = "eval_settings.json"
 def run_eval(cfg, log=print, engine_factory: Callable | None = None) -> dict:
     """The command. `engine_factory(ModelSpec) -> engine` replaces model loading (tests use stand-ins)."""
     _validate(cfg)
+    apply_hosts(cfg.sandbox.hosts)  # every code sandbox of this command uses them
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     models, env_specs = model_specs(cfg), env_specs_of(cfg)

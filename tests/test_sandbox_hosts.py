@@ -1,0 +1,280 @@
+"""`sandbox.hosts`: code verification over several Docker engines, and an engine that goes away mid-batch.
+
+The second engine is a real dockerd started here on its own unix socket, data root and exec root
+(short paths: the exec root holds containerd's socket, whose path length is bounded), beside the
+machine's default engine, which these tests never stop, reconfigure or remove images from. The image
+reaches it the way a user's would: `rlvr sandbox build --hosts local,unix://...` copies it engine to engine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from rlvr.errors import ConfigError
+from rlvr.sandboxes.hosts import HOSTS_ENV, LOCAL, apply_hosts, check_hosts, configured_hosts
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+# ---- hosts as a user writes them (no engine needed) ----
+
+@pytest.mark.parametrize("bad, says", [
+    ("ftp://box", "no scheme"), ("tcp://", "names no host"), ("unix://relative.sock", "unix:///ABSOLUTE/PATH"),
+    ("ssh://me@box:22x", "not a host URL"), ("", "non-empty string"), (7, "non-empty string"),
+    ("tcp://box:2376/v1", "only tcp://HOST[:PORT]"),
+])
+def test_a_bad_host_names_the_field_and_the_value(bad, says):
+    with pytest.raises(ConfigError, match="sandbox.hosts\\[1\\]") as caught:
+        check_hosts(["local", bad])
+    assert says in str(caught.value) and (repr(bad) in str(caught.value) or bad == "")
+
+
+def test_hosts_as_a_user_writes_them_are_taken():
+    hosts = ["local", "unix:///var/run/docker.sock", "tcp://10.0.0.2:2376", "ssh://me@gpu-box", "ssh://me@gpu-box:2222"]
+    assert check_hosts(hosts) == hosts
+    with pytest.raises(ConfigError, match="listed twice"):
+        check_hosts(["local", "local"])
+    with pytest.raises(ConfigError, match="must be a list"):
+        check_hosts("tcp://box:2376")
+
+
+def test_apply_exports_the_hosts_for_worker_processes(monkeypatch):
+    monkeypatch.delenv(HOSTS_ENV, raising=False)
+    assert apply_hosts([]) == [LOCAL]  # empty: the local engine, and nothing exported
+    assert HOSTS_ENV not in os.environ
+    assert apply_hosts(["local", "unix:///tmp/x.sock"]) == ["local", "unix:///tmp/x.sock"]
+    child = subprocess.run([sys.executable, "-c", "from rlvr.sandboxes.hosts import configured_hosts; "
+                            "print(configured_hosts())"], capture_output=True, text=True, check=True)
+    assert child.stdout.strip() == "['local', 'unix:///tmp/x.sock']"
+    assert apply_hosts([]) == ["local", "unix:///tmp/x.sock"]  # an empty key leaves an exported list alone
+    monkeypatch.setenv(HOSTS_ENV, "local, ssh://me@box2")  # a hand-exported comma list reads too
+    assert configured_hosts() == ["local", "ssh://me@box2"]
+
+
+def test_every_command_config_has_the_key_and_refuses_a_bad_host(tmp_path, monkeypatch, capsys):
+    from hydra import compose, initialize_config_module
+
+    from rlvr.cli import main
+    from rlvr.trainer.config import register_schemas
+    from rlvr.trainer.evaluation.eval_config import register_eval_schema
+    from rlvr.verifiers.batch import register_schema
+
+    register_schemas(), register_eval_schema(), register_schema()
+    with initialize_config_module(config_module="rlvr.conf", version_base="1.3"):
+        for name in ("train", "eval", "verify"):
+            cfg = compose(config_name=name, overrides=["input=a", "output=b"] if name == "verify" else [])
+            assert list(cfg.sandbox.hosts) == [], name
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "in.jsonl").write_text(json.dumps({"verifier": "exact", "completion": "1", "answer": "1"}) + "\n")
+    with pytest.raises(SystemExit) as stopped:
+        main(["verify", "input=in.jsonl", "output=out.jsonl", "sandbox.hosts=[local,tpc://box:2376]"])
+    assert "sandbox.hosts[1]" in str(stopped.value) and "'tpc://box:2376'" in str(stopped.value)
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+# ---- a second real engine ----
+
+class SecondEngine:
+    """A dockerd of our own: `unix://DIR/d.sock`, data and exec roots under DIR; killed and cleaned up by the test."""
+
+    def __init__(self):
+        self.dir = Path(tempfile.mkdtemp(prefix="rd", dir="/tmp"))
+        self.host = f"unix://{self.dir}/d.sock"
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        import docker
+
+        command = ["dockerd", "--host", self.host, "--data-root", str(self.dir / "data"), "--exec-root",
+                   str(self.dir / "x"), "--pidfile", str(self.dir / "pid"), "--iptables=false", "--ip6tables=false",
+                   "--bridge=none"]
+        with open(self.dir / "log", "ab") as log:
+            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        for _ in range(300):  # liveness: up to a minute for the engine to answer
+            if self.process.poll() is not None:
+                raise RuntimeError(f"dockerd exited {self.process.returncode}: {(self.dir / 'log').read_text()[-2000:]}")
+            try:
+                docker.DockerClient(base_url=self.host, timeout=5).ping()
+                return
+            except Exception:
+                time.sleep(0.2)
+        raise RuntimeError(f"dockerd did not answer: {(self.dir / 'log').read_text()[-2000:]}")
+
+    def client(self):
+        import docker
+
+        return docker.DockerClient(base_url=self.host, timeout=60)
+
+    def kill(self) -> None:
+        """SIGKILL: the engine vanishes mid-call (its containers are left to the restart in `remove`)."""
+        os.kill(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()  # dockerd stops its containers and its containerd
+            try:
+                self.process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def remove(self, was_killed: bool) -> None:
+        """Stop the engine; after a SIGKILL start it once more on the same roots, which removes the dead
+        engine's containers and shims, then stop it; unmount what is left under DIR and delete DIR."""
+        if was_killed:
+            try:
+                self.start()
+            except RuntimeError:
+                pass
+        self.stop()
+        mounts = [line.split()[1] for line in Path("/proc/mounts").read_text().splitlines()
+                  if line.split()[1].startswith(str(self.dir))]
+        for mount in sorted(mounts, key=len, reverse=True):
+            subprocess.run(["umount", "-l", mount], capture_output=True)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@pytest.fixture
+def second_engine():
+    from tests.test_sandbox_docker import require_docker
+
+    require_docker()
+    if os.geteuid() != 0 or shutil.which("dockerd") is None:
+        pytest.skip("a second engine needs root and dockerd (Debian's docker.io)")
+    engine = SecondEngine()
+    killed = False
+    original_kill = engine.kill
+
+    def kill() -> None:
+        nonlocal killed
+        killed = True
+        original_kill()
+
+    engine.kill = kill
+    try:
+        engine.start()
+        built = subprocess.run([sys.executable, "-m", "rlvr", "sandbox", "build", "--hosts", f"local,{engine.host}"],
+                               capture_output=True, text=True, cwd=REPO, timeout=600)
+        assert built.returncode == 0, built.stderr[-2000:]
+        assert "copying" in built.stdout, built.stdout
+        yield engine
+    finally:
+        engine.remove(was_killed=killed)
+
+
+def _code(program: str) -> str:
+    return f"```python\n{program}\n```"
+
+
+def _records(n: int, pause_s: float = 0.0) -> list[dict]:
+    """n code records whose verdicts are known by construction: correct, incorrect, runtime_error in turn."""
+    pause = f"import time; time.sleep({pause_s})\n" if pause_s else ""
+    programs = [pause + "a, b = map(int, input().split()); print(a + b)",
+                pause + "a, b = map(int, input().split()); print(a - b)",
+                pause + "raise SystemExit('no')"]
+    records = []
+    for i in range(n):
+        records.append({"id": i, "verifier": "code", "completion": _code(programs[i % 3]),
+                        "tests": {"kind": "stdio", "cases": [{"stdin": f"{i} 2\n", "stdout": f"{i + 2}\n"}]}})
+    return records
+
+
+EXPECTED = ["correct", "incorrect", "runtime_error"]
+
+
+def _created(client, since: float) -> int:
+    """Sandbox containers this engine created since `since` (its own event log)."""
+    events = client.api.events(since=int(since), until=int(time.time()) + 1, decode=True,
+                               filters={"type": "container", "event": "create", "label": "rlvr.sandbox"})
+    return sum(1 for _ in events)
+
+
+def _verify(tmp_path: Path, records: list[dict], *overrides: str) -> list[dict]:
+    src, dst = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in records))
+    env = {k: v for k, v in os.environ.items() if k != HOSTS_ENV}
+    done = subprocess.run([sys.executable, "-m", "rlvr", "verify", f"input={src}", f"output={dst}", "workers=4",
+                           "+params.workers=2", *overrides], capture_output=True, text=True, cwd=tmp_path, env=env,
+                          timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return [json.loads(line) for line in dst.read_text().splitlines()]
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("sandbox")
+def test_two_engines_give_the_verdicts_of_one_and_both_run_containers(second_engine, tmp_path):
+    from tests.test_sandbox_docker import require_docker
+
+    local, second = require_docker(), second_engine.client()
+    records = _records(12)
+    one = _verify(tmp_path, records)
+    time.sleep(1.1)  # the engines' event clocks count whole seconds here
+    since = time.time()
+    two = _verify(tmp_path, records, f"sandbox.hosts=[local,{second_engine.host}]")
+    assert [(r["status"], r["reward"]) for r in two] == [(r["status"], r["reward"]) for r in one]
+    assert [r["status"] for r in two] == [EXPECTED[i % 3] for i in range(12)]
+    on_local, on_second = _created(local, since), _created(second, since)
+    assert on_local >= 1 and on_second >= 1, (on_local, on_second)
+    from tests.test_sandbox_docker import wait_until_gone
+    from rlvr.sandboxes.pool import LABEL
+
+    assert wait_until_gone(second, LABEL) == []  # the command removed its containers on both engines
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("sandbox")
+def test_an_engine_killed_mid_batch_costs_no_verdict_and_leaves_nothing(second_engine, monkeypatch, caplog):
+    from tests.test_sandbox_docker import require_docker, wait_until_gone
+    from rlvr.sandboxes.pool import INSTANCE_LABEL
+    from rlvr.verifiers.code import CodeVerifier
+
+    local = require_docker()
+    monkeypatch.setenv(HOSTS_ENV, json.dumps([LOCAL, second_engine.host]))  # as `sandbox.hosts` exports it
+    records = _records(18, pause_s=1.0)
+    verifier = CodeVerifier(timeout_s=10, workers=2)  # 2 containers per engine, 4 runs at once
+    assert verifier.sandbox.hosts == [LOCAL, second_engine.host] and verifier.sandbox.capacity == 4
+    finished = 0
+
+    def progress(k: int) -> None:
+        nonlocal finished
+        finished += k
+        if finished >= 4 and second_engine.process.poll() is None:
+            second_engine.kill()  # runs are in flight on it now: each takes a second or more
+
+    with caplog.at_level("WARNING", logger="rlvr.sandboxes"):
+        try:
+            results = verifier.verify_batch([r["completion"] for r in records], records, progress=progress)
+            instance = verifier.sandbox.instance
+        finally:
+            verifier.close()
+    assert [r.status.value for r in results] == [EXPECTED[i % 3] for i in range(18)], [r.details for r in results]
+    down = [r.getMessage() for r in caplog.records if "is down" in r.getMessage()]
+    assert len(down) == 1 and second_engine.host in down[0], down  # one line, naming the host
+    assert wait_until_gone(local, f"{INSTANCE_LABEL}={instance}") == []
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("sandbox")
+def test_no_engine_left_is_a_clear_error(second_engine, monkeypatch):
+    from rlvr.sandboxes.base import Limits
+    from rlvr.sandboxes.docker_backend import DockerSandbox, SandboxUnavailable
+
+    sandbox = DockerSandbox(pool_size=1, hosts=[second_engine.host])
+    try:
+        assert sandbox.run("print(6 * 7)", limits=Limits(wall_s=5)).stdout == "42\n"
+        second_engine.kill()
+        with pytest.raises(SandboxUnavailable, match="every sandbox host is down: " + second_engine.host):
+            sandbox.run("print(6 * 7)", limits=Limits(wall_s=5))
+    finally:
+        sandbox.close()
