@@ -191,10 +191,10 @@ class WarmPool:
 
     def _start_refill(self, key: Hashable) -> threading.Thread:
         t = threading.Thread(target=self._refill, args=(key,), daemon=True)
-        with self._lock:
+        with self._lock:  # started under the lock: `close` never sees (and joins) a thread not yet started
             self._refills.add(t)
             self._pending[key] = self._pending.get(key, 0) + 1
-        t.start()
+            t.start()
         return t
 
     def _refill(self, key: Hashable) -> None:

@@ -129,20 +129,75 @@ class SecondEngine:
                 self.process.kill()
                 self.process.wait()
 
-    def remove(self, was_killed: bool) -> None:
-        """Stop the engine; after a SIGKILL start it once more on the same roots, which removes the dead
-        engine's containers and shims, then stop it; unmount what is left under DIR and delete DIR."""
+    def remove(self, was_killed: bool) -> list[int]:
+        """Stop the engine; after a SIGKILL start it once more on the same roots (it removes what it can of
+        the dead engine's containers), then stop it. Whatever still runs from DIR (a shim of the killed
+        engine and its container) is killed by pid, its cgroups removed; what is mounted under DIR is
+        unmounted and DIR deleted. Returns the pids the last step had to kill."""
         if was_killed:
             try:
                 self.start()
             except RuntimeError:
                 pass
         self.stop()
+        stragglers = _processes_mentioning(str(self.dir))
+        for pid, args in stragglers.items():
+            for child in reversed(_descendants(pid)):
+                _kill(child)
+            _kill(pid)
+            if "-id" in args:
+                container = args[args.index("-id") + 1]
+                for cgroup in Path("/sys/fs/cgroup").glob(f"**/docker/{container}"):
+                    for _ in range(50):  # the kernel frees a cgroup a moment after its last process
+                        try:
+                            cgroup.rmdir()
+                            break
+                        except OSError:
+                            time.sleep(0.1)
         mounts = [line.split()[1] for line in Path("/proc/mounts").read_text().splitlines()
                   if line.split()[1].startswith(str(self.dir))]
         for mount in sorted(mounts, key=len, reverse=True):
             subprocess.run(["umount", "-l", mount], capture_output=True)
         shutil.rmtree(self.dir, ignore_errors=True)
+        return sorted(stragglers)
+
+
+def _processes_mentioning(text: str) -> dict[int, list[str]]:
+    """pid -> argv of every process whose command line contains `text` (our own dirs: only ours match)."""
+    found = {}
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                args = proc.joinpath("cmdline").read_bytes().decode(errors="replace").split("\0")
+            except OSError:
+                continue
+            if any(text in a for a in args):
+                found[int(proc.name)] = args
+    return found
+
+
+def _descendants(pid: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                ppid = int(proc.joinpath("stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(proc.name))
+    order, stack = [], [pid]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            order.append(child)
+            stack.append(child)
+    return order
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 @pytest.fixture
@@ -170,7 +225,8 @@ def second_engine():
         assert "copying" in built.stdout, built.stdout
         yield engine
     finally:
-        engine.remove(was_killed=killed)
+        stragglers = engine.remove(was_killed=killed)
+        print(f"second engine removed; processes its restart left and the teardown killed: {stragglers}")
 
 
 def _code(program: str) -> str:
