@@ -75,9 +75,9 @@ def ensure_image_on_hosts(hosts: list[str], builder: str = "auto", log: Callable
 
     clients = [connect(host) for host in hosts]  # every engine answers before anything is built
     if len(hosts) > 1:
-        log(f"building on {describe(hosts[0])}")
+        log(f"first host: {describe(hosts[0])} (built there when absent, then copied to the others)")
     tag = ensure_image(clients[0], builder=builder, log=log, force=force)
-    for host, client in zip(hosts[1:], clients[1:]):
+    for host, client in zip(hosts[1:], clients[1:], strict=True):
         if not force and image_present(client, tag):
             log(f"image {tag} present on {describe(host)}")
             continue

@@ -125,7 +125,7 @@ def test_cli_typo_key_is_refused(capsys):
 
 
 def test_config_schema_keys():
-    assert set(VerifyConfig.__dataclass_fields__) == {"input", "output", "verifier", "workers", "params"}
+    assert set(VerifyConfig.__dataclass_fields__) == {"input", "output", "verifier", "workers", "params", "sandbox"}
 
 
 def test_ten_thousand_records(tmp_path):
