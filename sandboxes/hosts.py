@@ -2,9 +2,10 @@
 
 A host is what the Docker SDK takes as `base_url`: `unix:///var/run/docker.sock`, `tcp://HOST:2376`
 (TLS from the usual DOCKER_TLS_VERIFY / DOCKER_CERT_PATH environment, as `docker` reads it), `ssh://USER@HOST`
-(the SDK's paramiko transport: `pip install paramiko`), or `local`: the engine `docker.from_env()` finds
+(the SDK's paramiko transport: `pip install 'rlvr[ssh]'`), or `local`: the engine `docker.from_env()` finds
 (DOCKER_HOST, else the local socket). An empty list means `local` alone, which is what rlvr did before
-hosts existed.
+hosts existed. Not the SDK's other SSH mode (`use_ssh_client`, the `ssh` binary): its socket reads a pipe
+and ignores timeouts, so the host could not enforce a run's wall clock (docker_backend.AgentContainer).
 
 Why the SDK's own connections rather than a distributed engine such as Ray: no new dependency, the same
 hardened `create_container` call on every host (docker_backend.py), and every engine is reached the way
@@ -20,6 +21,7 @@ exported by the user as it is.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 from collections.abc import Iterator
@@ -128,6 +130,9 @@ def connect(host: str, timeout: float = 60.0):
         from docker.utils import kwargs_from_env
     except ImportError as error:
         raise SandboxUnavailable("the `docker` Python package is missing: pip install 'docker>=7'") from error
+    if host != LOCAL and urlsplit(host).scheme == "ssh" and importlib.util.find_spec("paramiko") is None:
+        raise SandboxUnavailable(f"sandbox host {host}: ssh:// engines go through the Docker SDK's paramiko "
+                                 f"transport: pip install 'rlvr[ssh]' (or paramiko)")
     try:
         if host == LOCAL:
             client = docker.from_env(timeout=int(timeout), max_pool_size=64)
@@ -136,9 +141,6 @@ def connect(host: str, timeout: float = 60.0):
             client = docker.DockerClient(base_url=host, tls=tls or False, timeout=int(timeout), max_pool_size=64)
         client.ping()
     except Exception as error:
-        if host != LOCAL and urlsplit(host).scheme == "ssh" and isinstance(error, ImportError):
-            raise SandboxUnavailable(f"sandbox host {host}: ssh:// hosts use the Docker SDK's paramiko transport: "
-                                     f"pip install paramiko") from error
         fix = ("start it with `bash sandboxes/setup_docker.sh` (or `make docker`), or use the local backend"
                if host == LOCAL else "check that the engine runs there and that this machine may reach it")
         raise SandboxUnavailable(f"Docker engine {describe(host)} not reachable ({error.__class__.__name__}: "
