@@ -75,11 +75,26 @@ def test_every_command_config_has_the_key_and_refuses_a_bad_host(tmp_path, monke
             cfg = compose(config_name=name, overrides=["input=a", "output=b"] if name == "verify" else [])
             assert list(cfg.sandbox.hosts) == [], name
     monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(HOSTS_ENV, raising=False)
     (tmp_path / "in.jsonl").write_text(json.dumps({"verifier": "exact", "completion": "1", "answer": "1"}) + "\n")
-    with pytest.raises(SystemExit) as stopped:
-        main(["verify", "input=in.jsonl", "output=out.jsonl", "sandbox.hosts=[local,tpc://box:2376]"])
-    assert "sandbox.hosts[1]" in str(stopped.value) and "'tpc://box:2376'" in str(stopped.value)
-    assert not (tmp_path / "out.jsonl").exists()
+    commands = [["verify", "input=in.jsonl", "output=out.jsonl"], ["train", f"output_dir={tmp_path / 'run'}"],
+                ["eval", "model.name_or_path=tiny", f"output_dir={tmp_path / 'eval'}"]]
+    for command in commands:
+        with pytest.raises(SystemExit) as stopped:
+            main([*command, "sandbox.hosts=[local,tpc://box:2376]"])
+        assert str(stopped.value).startswith(f"rlvr {command[0]}: sandbox.hosts[1]: 'tpc://box:2376'"), stopped.value
+    assert not (tmp_path / "out.jsonl").exists() and HOSTS_ENV not in os.environ
+
+
+def test_an_ssh_host_without_paramiko_says_what_to_install(monkeypatch):
+    import importlib.util
+
+    from rlvr.sandboxes.hosts import SandboxUnavailable, connect
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "paramiko" else real(name, *a))
+    with pytest.raises(SandboxUnavailable, match=r"ssh://me@box3: .*pip install 'rlvr\[ssh\]'"):
+        connect("ssh://me@box3")
 
 
 # ---- a second real engine ----
