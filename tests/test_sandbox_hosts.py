@@ -176,7 +176,7 @@ def _processes_mentioning(text: str) -> dict[int, list[str]]:
     """pid -> argv of every process whose command line contains `text` (our own dirs: only ours match)."""
     found = {}
     for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
+        if proc.name.isdigit() and int(proc.name) != os.getpid():
             try:
                 args = proc.joinpath("cmdline").read_bytes().decode(errors="replace").split("\0")
             except OSError:
