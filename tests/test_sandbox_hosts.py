@@ -271,21 +271,29 @@ def _verify(tmp_path: Path, records: list[dict], *overrides: str) -> list[dict]:
 @pytest.mark.slow
 @pytest.mark.xdist_group("sandbox")
 def test_two_engines_give_the_verdicts_of_one_and_both_run_containers(second_engine, tmp_path):
-    from tests.test_sandbox_docker import require_docker
+    """Also: the janitor runs on every host (a dead owner's container on the second engine is removed)."""
+    from tests.test_sandbox_docker import require_docker, wait_until_gone
+    from rlvr.sandboxes.base import Limits
+    from rlvr.sandboxes.docker_backend import AgentContainer
+    from rlvr.sandboxes.image import image_tag
+    from rlvr.sandboxes.pool import LABEL, OWNER_LABEL, owner_id
 
     local, second = require_docker(), second_engine.client()
     records = _records(12)
     one = _verify(tmp_path, records)
+    dead_owner = owner_id().rsplit(":", 2)[0] + ":999999999:0"  # a process of this machine that is gone
+    leaked = AgentContainer(second, image_tag(), Limits(), dead_owner, one_job=False)
     time.sleep(1.1)  # the engines' event clocks count whole seconds here
     since = time.time()
-    two = _verify(tmp_path, records, f"sandbox.hosts=[local,{second_engine.host}]")
+    try:
+        two = _verify(tmp_path, records, f"sandbox.hosts=[local,{second_engine.host}]")
+        assert wait_until_gone(second, f"{OWNER_LABEL}={dead_owner}") == []  # the janitor ran on the second host too
+    finally:
+        leaked.destroy()
     assert [(r["status"], r["reward"]) for r in two] == [(r["status"], r["reward"]) for r in one]
     assert [r["status"] for r in two] == [EXPECTED[i % 3] for i in range(12)]
     on_local, on_second = _created(local, since), _created(second, since)
     assert on_local >= 1 and on_second >= 1, (on_local, on_second)
-    from tests.test_sandbox_docker import wait_until_gone
-    from rlvr.sandboxes.pool import LABEL
-
     assert wait_until_gone(second, LABEL) == []  # the command removed its containers on both engines
 
 
