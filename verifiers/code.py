@@ -22,6 +22,9 @@ timeout, memory_limit, output_limit, unparsable (no code), error (bad record or 
 failure; the message says which). If the sandbox cannot start at all (no engine, no image),
 SandboxUnavailable is raised instead of scoring every completion 0.
 
+Where it runs: `backend="docker"` on the engines of RLVR_SANDBOX_HOSTS (what a command's `sandbox.hosts`
+exports; default the local engine), `workers` containers on each (rlvr.sandboxes.hosts, fleet.py).
+
 Held-back tests: a record may carry `hidden_tests` (more `stdio` or `call` cases of the tests' kind, which
 the prompt does not show); the reward comes from `tests` alone (`hidden_reward="shown"`) or from both
 (`"both"`), and details hold `shown_pass`, `hidden_pass` and `hidden_gap`. Not done for `assert` tests.
