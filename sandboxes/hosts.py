@@ -136,15 +136,34 @@ def connect(host: str, timeout: float = 60.0):
     try:
         if host == LOCAL:
             client = docker.from_env(timeout=int(timeout), max_pool_size=64)
+        elif urlsplit(host).scheme in ("tcp", "https") and kwargs_from_env().get("tls"):
+            client = _tls_client(host, kwargs_from_env()["tls"], timeout)
         else:
-            tls = kwargs_from_env().get("tls") if urlsplit(host).scheme in ("tcp", "https") else None
-            client = docker.DockerClient(base_url=host, tls=tls or False, timeout=int(timeout), max_pool_size=64)
+            client = docker.DockerClient(base_url=host, timeout=int(timeout), max_pool_size=64)
         client.ping()
     except Exception as error:
         fix = ("start it with `bash sandboxes/setup_docker.sh` (or `make docker`), or use the local backend"
                if host == LOCAL else "check that the engine runs there and that this machine may reach it")
         raise SandboxUnavailable(f"Docker engine {describe(host)} not reachable ({error.__class__.__name__}: "
                                  f"{str(error)[:200]}); {fix}") from error
+    return client
+
+
+def _tls_client(host: str, tls, timeout: float):
+    """A client for a TLS engine that verifies it with the CA of DOCKER_CERT_PATH even when REQUESTS_CA_BUNDLE
+    is set: requests lets that variable override a session's own CA file, so the SDK alone fails to verify
+    an engine whose CA is not in that bundle (docker/docker-py#2433, open; it failed so here)."""
+    import docker
+
+    class EngineCA(docker.APIClient):
+        def merge_environment_settings(self, url, proxies, stream, verify, cert):
+            settings = super().merge_environment_settings(url, proxies, stream, verify, cert)
+            if isinstance(self.verify, str) and verify is None:  # the engine's CA file, set from DOCKER_CERT_PATH
+                settings["verify"] = self.verify
+            return settings
+
+    client = docker.DockerClient.__new__(docker.DockerClient)  # DockerClient.__init__ only builds `api`
+    client.api = EngineCA(base_url=host, tls=tls, timeout=int(timeout), max_pool_size=64)
     return client
 
 

@@ -100,17 +100,30 @@ def test_an_ssh_host_without_paramiko_says_what_to_install(monkeypatch):
 # ---- a second real engine ----
 
 class SecondEngine:
-    """A dockerd of our own: `unix://DIR/d.sock`, data and exec roots under DIR; killed and cleaned up by the test."""
+    """A dockerd of our own, data and exec roots under DIR, killed and cleaned up by the test. It listens on
+    `unix://DIR/d.sock`, or with `tls` on `tcp://127.0.0.1:PORT` with --tlsverify and certificates made here
+    by openssl (a CA, the engine's, a client's in DIR/certs, named as DOCKER_CERT_PATH expects)."""
 
-    def __init__(self):
+    def __init__(self, tls: bool = False):
         self.dir = Path(tempfile.mkdtemp(prefix="rd", dir="/tmp"))
-        self.host = f"unix://{self.dir}/d.sock"
         self.process: subprocess.Popen | None = None
+        self.tls_env: dict[str, str] = {}
+        self.listen = [f"unix://{self.dir}/d.sock"]
+        if tls:
+            import socket
+
+            with socket.socket() as probe:
+                probe.bind(("127.0.0.1", 0))
+                port = probe.getsockname()[1]
+            certs = self.dir / "certs"
+            _make_certificates(certs)
+            self.tls_env = {"DOCKER_TLS_VERIFY": "1", "DOCKER_CERT_PATH": str(certs)}
+            self.listen = [f"tcp://127.0.0.1:{port}", "--tlsverify", "--tlscacert", str(certs / "ca.pem"),
+                           "--tlscert", str(certs / "server-cert.pem"), "--tlskey", str(certs / "server-key.pem")]
+        self.host = self.listen[0]
 
     def start(self) -> None:
-        import docker
-
-        command = ["dockerd", "--host", self.host, "--data-root", str(self.dir / "data"), "--exec-root",
+        command = ["dockerd", "--host", *self.listen, "--data-root", str(self.dir / "data"), "--exec-root",
                    str(self.dir / "x"), "--pidfile", str(self.dir / "pid"), "--iptables=false", "--ip6tables=false",
                    "--bridge=none"]
         with open(self.dir / "log", "ab") as log:
@@ -119,7 +132,7 @@ class SecondEngine:
             if self.process.poll() is not None:
                 raise RuntimeError(f"dockerd exited {self.process.returncode}: {(self.dir / 'log').read_text()[-2000:]}")
             try:
-                docker.DockerClient(base_url=self.host, timeout=5).ping()
+                self.client().ping()
                 return
             except Exception:
                 time.sleep(0.2)
@@ -128,7 +141,14 @@ class SecondEngine:
     def client(self):
         import docker
 
-        return docker.DockerClient(base_url=self.host, timeout=60)
+        if not self.tls_env:
+            return docker.DockerClient(base_url=self.host, timeout=5)
+        from rlvr.sandboxes.hosts import _tls_client
+
+        certs = Path(self.tls_env["DOCKER_CERT_PATH"])
+        tls = docker.tls.TLSConfig(client_cert=(str(certs / "cert.pem"), str(certs / "key.pem")),
+                                   ca_cert=str(certs / "ca.pem"), verify=True)
+        return _tls_client(self.host, tls, 5)
 
     def kill(self) -> None:
         """SIGKILL: the engine vanishes mid-call (its containers keep running, orphaned, until `remove`)."""
@@ -172,6 +192,25 @@ class SecondEngine:
         return sorted(stragglers)
 
 
+def _make_certificates(certs: Path) -> None:
+    """A CA, a server certificate for 127.0.0.1 and a client certificate, as `dockerd --tlsverify` and
+    DOCKER_CERT_PATH (ca.pem, cert.pem, key.pem) expect them."""
+    certs.mkdir(parents=True)
+
+    def openssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=certs, check=True, capture_output=True)
+
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca-key.pem", "-out", "ca.pem", "-days", "1",
+            "-subj", "/CN=rlvr-test-ca")
+    for name, subject, usage in (("server", "/CN=127.0.0.1", "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth"),
+                                 ("client", "/CN=rlvr-test", "extendedKeyUsage=clientAuth")):
+        key, cert = ("server-key.pem", "server-cert.pem") if name == "server" else ("key.pem", "cert.pem")
+        (certs / f"{name}.ext").write_text(usage + "\n")
+        openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", f"{name}.csr", "-subj", subject)
+        openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca-key.pem", "-CAcreateserial",
+                "-out", cert, "-days", "1", "-extfile", f"{name}.ext")
+
+
 def _processes_mentioning(text: str) -> dict[int, list[str]]:
     """pid -> argv of every process whose command line contains `text` (our own dirs: only ours match)."""
     found = {}
@@ -210,24 +249,33 @@ def _kill(pid: int) -> None:
         pass
 
 
-@pytest.fixture
-def second_engine():
+def _second_engine(tls: bool = False):
     from tests.test_sandbox_docker import require_docker
 
     require_docker()
-    if os.geteuid() != 0 or shutil.which("dockerd") is None:
-        pytest.skip("a second engine needs root and dockerd (Debian's docker.io)")
-    engine = SecondEngine()
+    if os.geteuid() != 0 or shutil.which("dockerd") is None or (tls and shutil.which("openssl") is None):
+        pytest.skip("a second engine needs root and dockerd (Debian's docker.io), and openssl for TLS")
+    engine = SecondEngine(tls=tls)
     try:
         engine.start()
         built = subprocess.run([sys.executable, "-m", "rlvr", "sandbox", "build", "--hosts", f"local,{engine.host}"],
-                               capture_output=True, text=True, cwd=REPO, timeout=600)
+                               capture_output=True, text=True, cwd=REPO, timeout=600, env={**os.environ, **engine.tls_env})
         assert built.returncode == 0, built.stderr[-2000:]
         assert "copying" in built.stdout, built.stdout
         yield engine
     finally:
         stragglers = engine.remove()
         print(f"second engine removed; its processes the teardown killed by pid: {stragglers}")
+
+
+@pytest.fixture
+def second_engine():
+    yield from _second_engine()
+
+
+@pytest.fixture
+def tls_engine():
+    yield from _second_engine(tls=True)
 
 
 def _code(program: str) -> str:
@@ -257,10 +305,10 @@ def _created(client, since: float) -> int:
     return sum(1 for _ in events)
 
 
-def _verify(tmp_path: Path, records: list[dict], *overrides: str) -> list[dict]:
+def _verify(tmp_path: Path, records: list[dict], *overrides: str, env: dict | None = None) -> list[dict]:
     src, dst = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     src.write_text("".join(json.dumps(r) + "\n" for r in records))
-    env = {k: v for k, v in os.environ.items() if k != HOSTS_ENV}
+    env = {**{k: v for k, v in os.environ.items() if k != HOSTS_ENV}, **(env or {})}
     done = subprocess.run([sys.executable, "-m", "rlvr", "verify", f"input={src}", f"output={dst}", "workers=4",
                            "+params.workers=2", *overrides], capture_output=True, text=True, cwd=tmp_path, env=env,
                           timeout=900)
@@ -343,3 +391,19 @@ def test_no_engine_left_is_a_clear_error(second_engine, monkeypatch):
             sandbox.run("print(6 * 7)", limits=Limits(wall_s=5))
     finally:
         sandbox.close()
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("sandbox")
+def test_a_tcp_engine_with_tls_gives_the_same_verdicts(tls_engine, tmp_path):
+    """tcp:// with TLS from DOCKER_TLS_VERIFY / DOCKER_CERT_PATH, with REQUESTS_CA_BUNDLE pointing elsewhere
+    (a CA bundle without the engine's CA: the SDK alone then fails to verify the engine)."""
+    import certifi
+
+    records = _records(9)
+    env = {**tls_engine.tls_env, "REQUESTS_CA_BUNDLE": certifi.where()}
+    time.sleep(1.1)  # the engine's event clock counts whole seconds here
+    since = time.time()
+    two = _verify(tmp_path, records, f"sandbox.hosts=[local,{tls_engine.host}]", env=env)
+    assert [r["status"] for r in two] == [EXPECTED[i % 3] for i in range(9)]
+    assert _created(tls_engine.client(), since) >= 1
