@@ -1,7 +1,8 @@
 """Which Docker engines the sandbox runs on: `sandbox.hosts`, checked, applied process-wide, connected.
 
 A host is what the Docker SDK takes as `base_url`: `unix:///var/run/docker.sock`, `tcp://HOST:2376`
-(TLS from the usual DOCKER_TLS_VERIFY / DOCKER_CERT_PATH environment, as `docker` reads it), `ssh://USER@HOST`
+(TLS from the usual DOCKER_TLS_VERIFY / DOCKER_CERT_PATH environment, as `docker` reads it: one certificate
+directory for every tcp:// host), `ssh://USER@HOST`
 (the SDK's paramiko transport: `pip install 'rlvr[ssh]'`), or `local`: the engine `docker.from_env()` finds
 (DOCKER_HOST, else the local socket). An empty list means `local` alone, which is what rlvr did before
 hosts existed. Not the SDK's other SSH mode (`use_ssh_client`, the `ssh` binary): its socket reads a pipe
