@@ -17,7 +17,8 @@ commands:
             `rlvr envs new NAME [--dir D] [--multi-turn]` scaffolds a pip-installable environment plugin
   verify    score a JSONL file offline: input=IN.jsonl output=OUT.jsonl [verifier=math] [workers=N];
             exit code = number of records with status "error" (max 255)
-  sandbox   `rlvr sandbox build` builds the code sandbox's image; `rlvr sandbox doctor` checks it
+  sandbox   `rlvr sandbox build` builds the code sandbox's image; `rlvr sandbox doctor` checks it;
+            `--hosts local,ssh://me@box2` for several Docker engines (train, eval, verify: sandbox.hosts=[...])
 
 With no overrides, `rlvr train` warm-starts a tiny model on `arithmetic` and trains it with GRPO
 on the CPU. Run directories go to outputs/<date>/<time>/ unless output_dir=DIR is given.
