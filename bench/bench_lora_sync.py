@@ -1,7 +1,7 @@
 """LoRA weight sync to vLLM: merged full weights (`rollout.lora_sync=merged`) vs the adapter alone (`adapter`).
 
     python bench/bench_lora_sync.py [--sizes 30m,250m] [--r 16] [--syncs 3] [--prompts 8] [--group 4]
-                                    [--max-new-tokens 32] [--repeats 2] [--threads 1]
+                                    [--max-new-tokens 32] [--repeats 2] [--threads 1] [--profile]
 
 One randomly initialised Qwen2-shaped policy per size (the 512-token tokenizer of the tiny model) with
 rank-r adapters on every linear layer (peft "all-linear", alpha = 2r). Each arm starts its own
@@ -14,6 +14,7 @@ the peft files and loading them under a new LoRARequest. Bytes per sync: the sta
 `engine.generate` (prompts x G, temperature 1, random init, so rows run to max tokens), best of
 `--repeats` after a warm-up call: the base with the merged weights vs the base plus vLLM's LoRA
 kernels. The last check: vLLM's logprobs after the last sync vs the trainer's (peft, fp32).
+`--profile` prints where one generate with the adapter spends its time (cProfile, top functions by own time).
 Both arms run one after the other in this process. Prints the table and writes
 bench/results/lora_sync.json.
 """
@@ -27,7 +28,7 @@ import time
 import torch
 
 import common
-from bench_rollout import SIZES, tokens_per_s
+from bench_rollout import SIZES, profile, tokens_per_s
 
 SIZES = {**SIZES, "250m": dict(hidden_size=1024, num_layers=24, num_heads=16, num_kv_heads=2,
                                intermediate_size=2816, max_positions=256)}
@@ -62,7 +63,7 @@ def logprob_diff(policy, rollout, tokenizer) -> float:
                for i, lp in enumerate(rollout.logprobs))
 
 
-def run_arm(mode: str, policy, tokenizer, prompts, params, syncs: int, repeats: int) -> dict:
+def run_arm(mode: str, policy, tokenizer, prompts, params, syncs: int, repeats: int, show_profile: bool) -> dict:
     from dataclasses import replace
 
     from rlvr.trainer.models.lora import for_engine
@@ -81,6 +82,8 @@ def run_arm(mode: str, policy, tokenizer, prompts, params, syncs: int, repeats: 
         engine_s.append(engine.last_sync_s)
         sync_bytes.append(engine.last_sync_bytes)
     rate, mean_len = tokens_per_s(engine, prompts, params, repeats)
+    if show_profile and adapter:
+        print(f"--- vLLM generate with the adapter\n{profile(engine, prompts, params, top=12)}")
     diff = logprob_diff(policy, engine.generate(prompts[:2], replace(params, n=2)), tokenizer)
     engine.shutdown()
     return {"startup_s": startup, "sync_s": statistics.median(sync_s), "sync_s_all": sync_s,
@@ -98,6 +101,7 @@ def main() -> None:
     parser.add_argument("--max-new-tokens", type=int, default=32)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     load_before = common.load_average()
@@ -120,7 +124,7 @@ def main() -> None:
         policy = lora_policy(size, tokenizer, args.r)
         base_m = sum(p.numel() for n, p in policy.named_parameters() if "lora_" not in n) / 1e6
         adapter_m = sum(p.numel() for n, p in policy.named_parameters() if "lora_" in n) / 1e6
-        arms = {mode: run_arm(mode, policy, tokenizer, prompts, params, args.syncs, args.repeats)
+        arms = {mode: run_arm(mode, policy, tokenizer, prompts, params, args.syncs, args.repeats, args.profile)
                 for mode in ("merged", "adapter")}
         merged, adapter = arms["merged"], arms["adapter"]
         results.append({"size": size, "base_params_m": base_m, "adapter_params_m": adapter_m, **arms})
