@@ -184,6 +184,9 @@ class RolloutConfig:
     tensor_parallel_size: int = 1
     enable_sleep_mode: bool = False  # free vLLM's GPU memory during the update (sleep/wake)
     dtype: str = "float32"  # vLLM's compute dtype; float32 keeps its logprobs within 1e-3 of the trainer's
+    # With model.lora, what each sync pushes to vLLM: merged (W + alpha/r B A, full weights) | adapter (the adapter
+    # alone, served by vLLM's LoRA support; rollout=vllm only). Measured: BENCHMARKS.md "LoRA sync".
+    lora_sync: str = "merged"
     # Asynchronous rollouts (rollout/async_rollouts.py): a producer samples and scores up to this many steps ahead
     # of the trainer; a trained sample is at most this many versions old. 0: the synchronous loop.
     max_staleness: int = 0

@@ -154,11 +154,13 @@ def train(cfg, log=print) -> dict:
     sampling = SamplingParams(n=cfg.train.completions_per_prompt, max_new_tokens=cfg.rollout.max_new_tokens,
                               temperature=cfg.rollout.temperature, top_p=cfg.rollout.top_p, top_k=cfg.rollout.top_k,
                               stop=tuple(cfg.rollout.stop))
-    copies_weights = engine_class(cfg.rollout.engine).copies_weights  # vLLM: LoRA adapters reach it merged
-    engine = PolicyEngine(build_engine(cfg.rollout.engine, for_engine(plain, copies_weights), tokenizer,
+    # vLLM: LoRA adapters reach it merged, or as the adapter alone (rollout.lora_sync=adapter)
+    copies_weights = engine_class(cfg.rollout.engine).copies_weights
+    adapter_sync = cfg.rollout.lora_sync == "adapter"
+    engine = PolicyEngine(build_engine(cfg.rollout.engine, for_engine(plain, copies_weights, adapter_sync), tokenizer,
                                        {**OmegaConf.to_container(cfg.rollout, resolve=True),
                                         "seed": cfg.seed + parallel.rank}),
-                          weights=lambda policy: for_engine(parallel.plain(policy), copies_weights))
+                          weights=lambda policy: for_engine(parallel.plain(policy), copies_weights, adapter_sync))
     # with ranks, the step sees its rank's share of the prompts (trainer/distributed.py)
     train_env = curriculum.env if curriculum else env  # a curriculum: train prompts from its current level
     ctx = RunContext(parallel.local_config(cfg), parallel.shard_env(train_env), tokenizer, model, reference, engine,

@@ -43,6 +43,7 @@ def validate_train_config(cfg) -> None:
     need(cfg.rollout.importance_cap is None or cfg.rollout.importance_cap >= 1,
          f"rollout.importance_cap={cfg.rollout.importance_cap} must be >= 1 (or null to turn the correction off)")
     validate_async(cfg, need)
+    validate_lora_sync(cfg, need)
     need(0 < cfg.rollout.gpu_memory_utilization <= 1,
          f"rollout.gpu_memory_utilization={cfg.rollout.gpu_memory_utilization} must be in (0, 1]")
     need(cfg.rollout.tensor_parallel_size >= 1,
@@ -194,6 +195,21 @@ def validate_multi_turn(cfg, env) -> None:
     if cfg.algo.get("overlong_buffer", 0):
         raise ConfigError(f"algo.overlong_buffer={cfg.algo.overlong_buffer}: env={env.name} is multi-turn and the "
                           f"overlong penalty does not yet tell sampled tokens from the environment's; set it to 0")
+
+
+def validate_lora_sync(cfg, need) -> None:
+    """`rollout.lora_sync` (rollout/vllm.py): adapter sync needs adapters and the colocated vLLM engine."""
+    mode = cfg.rollout.lora_sync
+    need(mode in ("merged", "adapter"), f"rollout.lora_sync={mode!r}; choose one of merged, adapter")
+    if mode == "merged":
+        return
+    need(cfg.model.lora.r > 0, "rollout.lora_sync=adapter needs LoRA adapters to sync: set model.lora.r > 0")
+    need(cfg.rollout.engine in ("vllm", "auto"),
+         f"rollout.lora_sync=adapter runs with rollout=vllm; rollout={cfg.rollout.engine} "
+         + ("samples from the adapter model itself" if cfg.rollout.engine == "hf"
+            else "pushes merged weights only (adapter loading on servers is not supported yet)"))
+    need(cfg.rollout.max_staleness == 0, f"rollout.lora_sync=adapter runs with the synchronous loop; "
+         f"rollout.max_staleness={cfg.rollout.max_staleness} publishes merged weight snapshots")
 
 
 def validate_async(cfg, need) -> None:

@@ -10,7 +10,10 @@
     model): merging on a copy keeps the training model's base weights exact.
   * An engine that copies weights (vLLM) starts from, and is synced with, the merged model
     (`for_engine`, applied by trainer/rollout/weights.py); Hugging Face generate samples from the
-    adapter model directly.
+    adapter model directly. With `rollout.lora_sync=adapter` vLLM is handed the adapter model
+    itself: it keeps the frozen base weights it started from and loads only the adapter at each
+    sync (rollout/vllm.py; vLLM's LoRA support). Merged stays the default: BENCHMARKS.md
+    ("LoRA sync") measures both.
   * Defaults: r = 0 (LoRA off; `model.lora.r=16` is a usual start), alpha = 32 (alpha / r = 2 at
     r = 16, as in common QLoRA / TRL recipes; the LoRA paper sets alpha to the first r it tries
     and does not tune it), dropout 0 (the paper uses
@@ -80,7 +83,11 @@ class AdaptersOff(torch.nn.Module):
             return policy(*args, **kwargs)
 
 
-def for_engine(model, copies_weights: bool):
+def for_engine(model, copies_weights: bool, adapter_sync: bool = False):
     """The module an engine is handed: for an adapter model and an engine that copies weights (vLLM),
-    the merged model, built on a copy; else `model` itself (HF generate samples from the adapter model)."""
-    return merged_copy(model) if copies_weights and is_lora(model) else model
+    the merged model, built on a copy, or with `adapter_sync` (rollout.lora_sync=adapter) the adapter
+    model itself, whose adapter the engine loads; else `model` itself (HF generate samples from the
+    adapter model)."""
+    if not (copies_weights and is_lora(model)):
+        return model
+    return model if adapter_sync else merged_copy(model)

