@@ -65,6 +65,7 @@ BENCH_ARGS_bench_dpo_vs_grpo ?= --seeds 0
 BENCH_ARGS_bench_envs ?= --envs arithmetic
 BENCH_ARGS_bench_grpo_trl ?= --rounds 1
 BENCH_ARGS_bench_learning ?= --budget-s 45
+BENCH_ARGS_bench_lora_sync ?= --sizes 30m --syncs 2 --repeats 1
 BENCH_ARGS_bench_math ?= --synthetic 500
 BENCH_ARGS_bench_rollout ?= --repeats 1 --grpo-steps 0 --max-new-tokens 32
 BENCH_ARGS_bench_sandbox ?= --runs 100
