@@ -106,14 +106,9 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     load_before = common.load_average()
 
-    from rlvr.envs import load_env
-    from rlvr.trainer.models.tiny_model import tokenizer_corpus, train_tokenizer
-    from rlvr.trainer.rollout.prompts import render_prompts
     from rlvr.trainer.rollout.types import SamplingParams
 
-    env = load_env("arithmetic", digits=1, ops=["+"])
-    tokenizer = train_tokenizer(tokenizer_corpus(env, 500, 0), 512)
-    prompts = render_prompts(tokenizer, env, env.rows("train", args.prompts, seed=0))
+    _, tokenizer, prompts = common.arithmetic_prompts(args.prompts)
     params = SamplingParams(n=args.group, max_new_tokens=args.max_new_tokens)
     print(common.machine_line())
     print(f"torch {args.threads} thread(s); LoRA r={args.r}, alpha={2 * args.r}, all-linear; median of {args.syncs} "

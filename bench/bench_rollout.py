@@ -115,16 +115,11 @@ def main() -> None:
 
     import vllm
 
-    from rlvr.envs import load_env
-    from rlvr.trainer.rollout.prompts import render_prompts
-    from rlvr.trainer.rollout.types import SamplingParams
     from rlvr.trainer.rollout.hf import HFEngine
+    from rlvr.trainer.rollout.types import SamplingParams
     from rlvr.trainer.rollout.vllm import VLLMEngine
-    from rlvr.trainer.models.tiny_model import tokenizer_corpus, train_tokenizer
 
-    env = load_env("arithmetic", digits=1, ops=["+"])
-    tokenizer = train_tokenizer(tokenizer_corpus(env, 500, 0), 512)
-    prompts = render_prompts(tokenizer, env, env.rows("train", args.prompts, seed=0))
+    env, tokenizer, prompts = common.arithmetic_prompts(args.prompts)
     params = SamplingParams(n=args.group, max_new_tokens=args.max_new_tokens)
     print(common.machine_line())
     print(f"torch {args.threads} thread(s), vllm {vllm.__version__}; batch {args.prompts} prompts x {args.group}, "

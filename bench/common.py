@@ -152,6 +152,18 @@ def last_line(child: dict) -> str:
     return f"exit {child['returncode']}: " + (lines[-1][-300:] if lines else "no output")
 
 
+def arithmetic_prompts(n: int):
+    """The rollout benches' workload: a tokenizer trained on 1-digit `+` arithmetic and `n` rendered train
+    prompts of it. Returns (env, tokenizer, prompts)."""
+    from rlvr.envs import load_env
+    from rlvr.trainer.models.tiny_model import tokenizer_corpus, train_tokenizer
+    from rlvr.trainer.rollout.prompts import render_prompts
+
+    env = load_env("arithmetic", digits=1, ops=["+"])
+    tokenizer = train_tokenizer(tokenizer_corpus(env, 500, 0), 512)
+    return env, tokenizer, render_prompts(tokenizer, env, env.rows("train", n, seed=0))
+
+
 def median_time(fn, repeats: int, warmup: int = 1) -> tuple[float, list[float]]:
     """(median seconds, every measured time) of fn() over `repeats` calls after `warmup` calls."""
     for _ in range(warmup):
