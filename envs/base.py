@@ -65,6 +65,11 @@ class Env(abc.ABC):
             raise ValueError(f"score got {len(completions)} completions for {len(rows)} rows; pass one row per completion")
         return self.verifier.verify_batch(list(completions), list(rows))
 
+    def shutdown(self) -> None:
+        """Stop what scoring started (sandboxes and warm containers, worker processes); the next score starts
+        them again. `rlvr train` calls it when a run ends; they also stop when the process exits."""
+        self.verifier.close()
+
     def messages(self, row: dict) -> list[dict]:
         """The prompt as chat messages: the system prompt (when set) then the row's messages."""
         system = [{"role": "system", "content": self.system_prompt}] if self.system_prompt is not None else []

@@ -110,6 +110,10 @@ class CodeFeedbackEnv(MultiTurnEnv):
                                             stop_at_first_failure=self.turn_reward_weight == 0)
             return self._runner
 
+    def shutdown(self) -> None:
+        super().shutdown()
+        self.close_sandbox()
+
     def close_sandbox(self) -> None:
         """Stop the feedback sandbox (the reward's code verifier owns its own)."""
         with self._lock:

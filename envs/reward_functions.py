@@ -97,10 +97,7 @@ class RewardFunction:
 
     def close(self) -> None:
         """Stop what the verifiers hold (the code verifier's sandbox and its warm containers, math workers)."""
-        for component in self.composite.components:
-            close = getattr(component.verifier, "close", None)
-            if close is not None:
-                close()
+        self.composite.close()
 
     def __enter__(self) -> "RewardFunction":
         return self

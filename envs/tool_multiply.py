@@ -132,6 +132,10 @@ class ToolMultiplyEnv(MultiTurnEnv):
                 self._sandbox = get_sandbox(self.sandbox_backend)
             return self._sandbox
 
+    def shutdown(self) -> None:
+        super().shutdown()
+        self.close_sandbox()
+
     def close_sandbox(self) -> None:
         """Remove the sandbox's containers (the next tool call starts a new one)."""
         with self._lock:

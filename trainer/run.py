@@ -242,6 +242,7 @@ def train(cfg, log=print) -> dict:
             if parallel.is_main:
                 save_checkpoint(run_dir, step, weights, tokenizer, optimizer, scheduler, extra, optimizer_state)
     bar.close()
+    env.shutdown()  # the sandboxes' warm containers and the verifiers' workers go now, not at interpreter exit
     engine.shutdown()  # vLLM tears down its process groups: before ours goes, not at exit after it
     parallel.close()
     if not parallel.is_main:

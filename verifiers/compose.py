@@ -52,6 +52,14 @@ class Composite:
     def component_names(self) -> list[str]:
         return [c.name for c in self.components]
 
+    def close(self) -> None:
+        """Stop what the components hold (the code verifier's sandbox and warm containers, math and vf worker
+        processes); each starts again on its next use."""
+        for component in self.components:
+            close = getattr(component.verifier, "close", None)
+            if close is not None:
+                close()
+
     def __call__(self, completion: str, record: Mapping[str, Any]) -> VerifyResult:
         return self._combine({c.name: c.verifier(completion, record) for c in self.components})
 
