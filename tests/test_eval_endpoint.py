@@ -20,11 +20,11 @@ from rlvr.trainer.rollout.prompts import render_prompts
 from rlvr.trainer.rollout.server import ServerEngine, ServerError
 from rlvr.trainer.rollout.types import SamplingParams
 from rlvr.trainer.rollout.server_process import VLLMServer, free_port
+from tests.vllm_model import VLLM_ARCH
 
 pytestmark = pytest.mark.xdist_group("vllm")  # a starting vLLM server takes both cores
 
 ARITH = ["env.digits=1", "env.ops=[+]", "temperature=0", "n_prompts=23", "rollout.max_new_tokens=16"]
-VLLM_ARCH = dict(hidden_size=64, num_layers=2, num_heads=2, num_kv_heads=1, intermediate_size=128, max_positions=128)
 
 
 def quiet(*_):

@@ -14,14 +14,13 @@ import pytest
 import torch
 
 from rlvr.errors import ConfigError
-from rlvr.trainer.models.logprobs import pack, token_logprobs
 from rlvr.trainer.rollout.prompts import render_prompts
 from rlvr.trainer.rollout.types import SamplingParams
+from tests.vllm_model import VLLM_ARCH, max_logprob_diff
 
 peft = pytest.importorskip("peft")  # the lora extra, installed by `make test`
 pytestmark = pytest.mark.xdist_group("vllm")  # one xdist worker: a starting vLLM engine takes both cores
 
-VLLM_ARCH = dict(hidden_size=64, num_layers=2, num_heads=2, num_kv_heads=1, intermediate_size=128, max_positions=128)
 
 
 @pytest.fixture(scope="module")
@@ -50,14 +49,6 @@ def prompts(tiny_lm, arith_env):
     return render_prompts(tiny_lm.tokenizer, arith_env, arith_env.rows("train", 3, seed=0))
 
 
-def _logprob_diff(model, rollout, tokenizer, temperature) -> float:
-    batch = pack(rollout.prompt_ids, rollout.completion_ids, tokenizer.pad_token_id)
-    with torch.no_grad():
-        logprobs, _ = token_logprobs(model, batch, temperature)  # [N, L-1]
-    return max((logprobs[i][batch.completion_mask[i].bool()] - engine_logprobs).abs().max().item()
-               for i, engine_logprobs in enumerate(rollout.logprobs))
-
-
 def _perturb_adapters(model, scale: float, seed: int) -> None:
     generator = torch.Generator().manual_seed(seed)
     with torch.no_grad():
@@ -72,9 +63,9 @@ def test_adapter_logprobs_equal_trainer_logprobs(engine, policy, tiny_lm, prompt
     of the same tokens are far off, so the adapter is applied."""
     params = SamplingParams(n=4, max_new_tokens=16, temperature=temperature)
     rollout = engine.generate(prompts, params)
-    assert _logprob_diff(policy, rollout, tiny_lm.tokenizer, temperature) <= 1e-3
+    assert max_logprob_diff(policy, rollout, tiny_lm.tokenizer, temperature) <= 1e-3
     with policy.disable_adapter():
-        assert _logprob_diff(policy, rollout, tiny_lm.tokenizer, temperature) > 0.1
+        assert max_logprob_diff(policy, rollout, tiny_lm.tokenizer, temperature) > 0.1
 
 
 def test_adapter_sync_follows_the_policy_and_holds_one_adapter(engine, policy, tiny_lm, prompts):
@@ -86,7 +77,7 @@ def test_adapter_sync_follows_the_policy_and_holds_one_adapter(engine, policy, t
     try:
         engine.sync_weights(changed)
         rollout = engine.generate(prompts, SamplingParams(n=4, max_new_tokens=16))
-        assert _logprob_diff(changed, rollout, tiny_lm.tokenizer, 1.0) <= 1e-3
+        assert max_logprob_diff(changed, rollout, tiny_lm.tokenizer, 1.0) <= 1e-3
         assert engine.generate(prompts, greedy).completion_ids != before.completion_ids
         assert engine.llm.llm_engine.list_loras() == {engine._lora.lora_int_id} != {first.lora_int_id}
         adapters = sorted(p.name for p in Path(engine._model_dir).glob("adapter-v*"))

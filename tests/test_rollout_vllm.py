@@ -13,16 +13,15 @@ import sys
 import pytest
 import torch
 
-from rlvr.trainer.models.logprobs import pack, token_logprobs
 from rlvr.trainer.rollout.prompts import render_prompts
 from rlvr.trainer.rollout.factory import build_engine
 from rlvr.trainer.rollout.types import SamplingParams
 from rlvr.trainer.rollout.hf import HFEngine
 from rlvr.errors import ConfigError
+from tests.vllm_model import VLLM_ARCH, max_logprob_diff
 
 pytestmark = pytest.mark.xdist_group("vllm")  # one xdist worker: a starting vLLM engine takes both cores
 
-VLLM_ARCH = dict(hidden_size=64, num_layers=2, num_heads=2, num_kv_heads=1, intermediate_size=128, max_positions=128)
 
 
 @pytest.fixture(scope="module")
@@ -51,18 +50,6 @@ def prompts(tiny_lm, arith_env):
     return render_prompts(tiny_lm.tokenizer, arith_env, arith_env.rows("train", 3, seed=0))
 
 
-def _max_logprob_diff(model, rollout, tokenizer, temperature):
-    batch = pack(rollout.prompt_ids, rollout.completion_ids, tokenizer.pad_token_id)
-    with torch.no_grad():
-        logprobs, _ = token_logprobs(model, batch, temperature)  # [N, L-1]
-    diffs = []
-    for i, engine_logprobs in enumerate(rollout.logprobs):
-        mask = batch.completion_mask[i].bool()
-        assert int(mask.sum()) == len(rollout.completion_ids[i]) == len(engine_logprobs)
-        diffs.append((logprobs[i][mask] - engine_logprobs).abs().max().item())
-    return max(diffs)
-
-
 @pytest.mark.parametrize("temperature", [1.0, 0.7])
 def test_logprobs_after_sync_equal_trainer_logprobs(engine, sft_model, tiny_lm, prompts, temperature):
     noisy = copy.deepcopy(sft_model)
@@ -73,7 +60,7 @@ def test_logprobs_after_sync_equal_trainer_logprobs(engine, sft_model, tiny_lm, 
         engine.sync_weights(noisy)
         assert engine.last_sync_s > 0
         rollout = engine.generate(prompts, SamplingParams(n=4, max_new_tokens=16, temperature=temperature))
-        assert _max_logprob_diff(noisy, rollout, tiny_lm.tokenizer, temperature) <= 1e-3
+        assert max_logprob_diff(noisy, rollout, tiny_lm.tokenizer, temperature) <= 1e-3
     finally:
         engine.sync_weights(sft_model)
 
