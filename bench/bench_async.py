@@ -37,6 +37,7 @@ from pathlib import Path
 
 import common
 import env_samples
+from rlvr.trainer.models.tiny_model import cache_root
 
 COMMON = [  # bench_algorithms.py's warm start and task, GRPO's preset (the engine is each arm's)
     "algo=grpo", "model.warm_start.target_accuracy=[0.3,0.6]", "model.warm_start.lr=3e-3",
@@ -78,7 +79,7 @@ def run(env: list[str], name: str, k: int, seed: int, steps: int, eval_prompts: 
     if proc.returncode != 0:
         raise RuntimeError(f"{name} {engine} k={k} seed={seed} failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
     summary = json.loads((out / "summary.json").read_text())
-    warm_start = common._warm_start_dir(proc.stdout + proc.stderr)
+    warm_start = common.warm_start_dir(proc.stdout + proc.stderr)
     history = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     train = [m for m in history if "reward/mean" in m]
     if k:
@@ -161,7 +162,7 @@ def main() -> None:
     args = parser.parse_args()
     seeds, ks = [int(s) for s in args.seeds.split(",")], [int(k) for k in args.ks.split(",") if k]
     server_ks = [int(k) for k in args.server_ks.split(",") if k]
-    data_dir = args.data_dir or Path(os.environ.get("RLVR_CACHE", Path.home() / ".cache" / "rlvr")) / "bench_data"
+    data_dir = args.data_dir or cache_root() / "bench_data"
     env = env_overrides(args.env, data_dir.resolve())
     rows, load_before = [], common.load_average()
     print(common.machine_line(), f"load average before: {load_before}", flush=True)

@@ -108,11 +108,11 @@ def rlvr_train(overrides: list[str], out: Path, cache: Path) -> dict:
     if proc.returncode != 0:
         return {"error": proc.stderr[-2000:] or proc.stdout[-2000:]}
     history = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
-    return {"history": history, "warm_start": _warm_start_dir(proc.stdout + proc.stderr),
+    return {"history": history, "warm_start": warm_start_dir(proc.stdout + proc.stderr),
             "run_s": round(time.perf_counter() - began, 1)}
 
 
-def _warm_start_dir(log: str) -> str | None:
+def warm_start_dir(log: str) -> str | None:
     for line in log.splitlines():
         for marker in ("tiny model: cached at ", "later runs reuse "):
             if marker in line:
