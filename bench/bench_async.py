@@ -67,10 +67,11 @@ def env_overrides(env: str, data_dir: Path) -> list[str]:
 
 
 def run(env: list[str], name: str, k: int, seed: int, steps: int, eval_prompts: int, extra: list[str],
-        workdir: Path, servers: int = 0) -> dict:
-    engine = "server" if servers else "hf"
-    out = workdir / f"{name}_{engine}_k{k}_s{seed}"
-    arm = ["rollout=server", f"rollout.num_servers={servers}", *SERVER_ENV.get(name, [])] if servers else ["rollout=hf"]
+        workdir: Path, servers: int = 0, producer: str = "process") -> dict:
+    engine = "server" if servers else "hf" if k == 0 else f"hf ({producer})"
+    out = workdir / f"{name}_{'server' if servers else 'hf'}_{producer}_k{k}_s{seed}"
+    arm = (["rollout=server", f"rollout.num_servers={servers}", *SERVER_ENV.get(name, [])] if servers
+           else ["rollout=hf", f"rollout.producer={producer}"])
     argv = [sys.executable, "-m", "rlvr", "train", *COMMON, *arm, *env, *extra, f"seed={seed}",
             f"rollout.max_staleness={k}", f"train.steps={steps}", f"train.eval_every={steps}",
             f"train.eval_prompts={eval_prompts}", f"output_dir={out}"]
@@ -151,6 +152,8 @@ def main() -> None:
     parser.add_argument("--eval-prompts", type=int, default=23)  # all of one-digit arithmetic's test set
     parser.add_argument("--data-dir", type=Path, default=None,
                         help="where --env code_stdio's files are written (default: $RLVR_CACHE/bench_data)")
+    parser.add_argument("--producers", default="process",
+                        help="rollout.producer of the rollout=hf arms with k > 0: process, thread or both (comma-separated)")
     parser.add_argument("--server-ks", default="", help="k values of the rollout=server arm (none by default)")
     parser.add_argument("--servers", type=int, default=1, help="vLLM servers the server arm starts")
     parser.add_argument("--runs-dir", type=Path, default=None,
@@ -171,14 +174,16 @@ def main() -> None:
             args.runs_dir.mkdir(parents=True, exist_ok=True)
             tmp = args.runs_dir.resolve()
         for seed in seeds:  # k alternates within a seed, so a change in the machine's load hits both alike
-            arms = [(k, 0) for k in ks] + [(k, args.servers) for k in server_ks]
-            for k, servers in arms:
+            producers = args.producers.split(",")
+            arms = ([(k, 0, p) for k in ks for p in (producers if k else ["process"])]
+                    + [(k, args.servers, "process") for k in server_ks])
+            for k, servers, producer in arms:
                 shared = args.shared_warm_start and rows and rows[0].get("warm_start")
                 extra = [*args.extra, *([f"model.name_or_path={rows[0]['warm_start']}"] if shared else [])]
                 try:
-                    row = run(env, args.env, k, seed, args.steps, args.eval_prompts, extra, Path(tmp), servers)
+                    row = run(env, args.env, k, seed, args.steps, args.eval_prompts, extra, Path(tmp), servers, producer)
                 except RuntimeError as error:  # recorded, and the other arms still run
-                    row = {"env": args.env, "engine": "server" if servers else "hf", "k": k, "seed": seed,
+                    row = {"env": args.env, "engine": "server" if servers else f"hf ({producer})", "k": k, "seed": seed,
                            "error": str(error)[-2000:]}
                 print(json.dumps(row), flush=True)
                 rows.append(row)

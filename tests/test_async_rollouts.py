@@ -11,6 +11,8 @@ machine gives with ATEN_CPU_CAPABILITY=avx2). A level nobody has measured is ski
 
 import hashlib
 import json
+import os
+import signal
 
 import pytest
 import torch
@@ -18,6 +20,7 @@ import torch
 from rlvr.errors import ConfigError
 from rlvr.trainer.rollout import async_rollouts
 from rlvr.trainer.rollout.async_rollouts import AsyncRollouts, ProducerError
+from rlvr.trainer.rollout.hf_process import ProducerProcessError
 from rlvr.trainer.run import train
 from rlvr.trainer.validate import validate_train_config
 
@@ -96,11 +99,13 @@ def _digest(state: dict) -> str:
     return h.hexdigest()
 
 
-@pytest.mark.parametrize("k", [1, 2])
+@pytest.mark.parametrize("k, producer", [(1, "process"), (2, "process"), (1, "thread")])
 def test_trained_samples_are_at_most_k_versions_old_and_tagged_with_their_weights(compose_train, tmp_path,
-                                                                                  recorded, k):
+                                                                                  recorded, k, producer):
     steps = 5
-    metrics, _ = _run(compose_train, tmp_path, k, steps)
+    metrics, _ = _run(compose_train, tmp_path, k, steps, f"rollout.producer={producer}")
+    engine = recorded["rollouts"][0].engine
+    assert type(engine).__name__ == {"process": "HFProcessEngine", "thread": "HFEngine"}[producer]
     assert [step for step, _ in recorded["taken"]] == list(range(1, steps + 1))
     for step, versions in recorded["taken"]:
         assert len(versions) == 2 * 4  # every sample carries its version (2 prompts x 4 completions)
@@ -146,6 +151,26 @@ def test_a_producer_failure_is_raised_in_the_trainer(compose_train, tmp_path, mo
     assert [json.loads(line)["step"] for line in lines] == [0, 1, 2]  # steps 1 and 2 trained before it
 
 
+def test_a_producer_process_that_dies_is_raised_in_the_trainer_and_none_is_left(compose_train, tmp_path,
+                                                                               monkeypatch):
+    generate, engines = AsyncRollouts._generate, []
+
+    def killing(self, step, round_, timings):
+        engines.append(self.engine)
+        if step == 3:  # the child is SIGKILLed between two batches, as the OOM killer would
+            os.kill(self.engine._process.pid, signal.SIGKILL)
+            self.engine._process.join(30)
+        return generate(self, step, round_, timings)
+
+    monkeypatch.setattr(AsyncRollouts, "_generate", killing)
+    with pytest.raises(ProducerError, match="exit code -9") as error:
+        _run(compose_train, tmp_path, 1, 5)
+    assert isinstance(error.value.__cause__, ProducerProcessError)
+    assert not engines[0]._process.is_alive()
+    lines = (tmp_path / "k1" / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(line)["step"] for line in lines] == [0, 1, 2]  # steps 1 and 2 trained before it
+
+
 def test_a_scoring_failure_is_raised_in_the_trainer(compose_train, tmp_path, monkeypatch):
     import threading
 
@@ -171,6 +196,11 @@ def test_staleness_is_refused_where_nothing_corrects_it(compose_train, override,
     cfg = compose_train(OVERRIDES + ["rollout.max_staleness=1", override])
     with pytest.raises(ConfigError, match=field.replace(".", r"\.")):
         validate_train_config(cfg)
+
+
+def test_an_unknown_producer_is_refused(compose_train):
+    with pytest.raises(ConfigError, match=r"rollout\.producer='fork' must be process or thread"):
+        validate_train_config(compose_train(OVERRIDES + ["rollout.max_staleness=1", "rollout.producer=fork"]))
 
 
 def test_negative_staleness_is_refused(compose_train):

@@ -191,6 +191,9 @@ class RolloutConfig:
     # of the trainer; a trained sample is at most this many versions old. 0: the synchronous loop.
     max_staleness: int = 0
     async_timeout_s: float = 1800.0  # with max_staleness > 0: the longest any wait for the producer may take
+    # with max_staleness > 0 and rollout=hf, where the producer's engine samples: process (a child process on a core
+    # of its own, rollout/hf_process.py) | thread (a thread of the trainer's process, sharing its interpreter's GIL)
+    producer: str = "process"
     # rollout=server only (rollout/server.py, rollout/server_process.py): running servers' base URLs, or none to
     # start num_servers `vllm serve` processes on 127.0.0.1
     endpoints: list = field(default_factory=list)

@@ -217,6 +217,8 @@ def validate_async(cfg, need) -> None:
     k = cfg.rollout.max_staleness
     need(k >= 0, f"rollout.max_staleness={k} must be >= 0 (0: the synchronous loop)")
     need(cfg.rollout.async_timeout_s > 0, f"rollout.async_timeout_s={cfg.rollout.async_timeout_s} must be > 0")
+    need(cfg.rollout.producer in ("process", "thread"),
+         f"rollout.producer={cfg.rollout.producer!r} must be process or thread")
     if k == 0:
         return
     need(ALGORITHMS[cfg.algo.name].corrects_staleness,

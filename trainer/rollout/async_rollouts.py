@@ -79,10 +79,8 @@ class AsyncRollouts:
         if self.shared:
             engine, tokenizer = trainer_engine, ctx.tokenizer
         else:  # hf: the producer's own model and tokenizer (a fast tokenizer is not safe across threads)
-            from rlvr.trainer.rollout.hf import HFEngine
-
             tokenizer = copy.deepcopy(ctx.tokenizer)
-            engine = HFEngine(copy.deepcopy(trainer_engine.weights(ctx.model)), tokenizer)
+            engine = _producer_hf_engine(ctx, copy.deepcopy(trainer_engine.weights(ctx.model)), tokenizer, timeout_s)
         self.engine = engine
         # what sampling reads from the context, with the producer's engine and tokenizer
         self.pctx = SimpleNamespace(**{**vars(ctx), "engine": engine, "tokenizer": tokenizer, "rollouts": None})
@@ -277,6 +275,22 @@ class AsyncRollouts:
         self.thread.join(timeout=self.timeout_s)
         self.batches.shutdown(wait=False, cancel_futures=True)
         self.pool.shutdown(wait=False, cancel_futures=True)
+        if not self.shared:  # the producer's own engine (a child process with rollout.producer=process)
+            self.engine.shutdown()
+
+
+def _producer_hf_engine(ctx, model, tokenizer, timeout_s: float):
+    """rollout=hf's producer engine on its own copy of the policy: in this process's producer thread
+    (`rollout.producer=thread`), or in a child process on a core of its own (`process`, rollout/hf_process.py)."""
+    if ctx.cfg.rollout.producer == "thread":
+        from rlvr.trainer.rollout.hf import HFEngine
+
+        return HFEngine(model, tokenizer)
+    from rlvr.trainer.rollout.hf_process import HFProcessEngine
+    from rlvr.trainer.seeding import derive_seed
+
+    return HFProcessEngine(model, tokenizer, seed=derive_seed("producer", ctx.cfg.seed),
+                           threads=int(ctx.cfg.threads), timeout_s=timeout_s)
 
 
 class AsyncTrainerEngine:
