@@ -43,7 +43,7 @@ from rlvr.sandboxes.base import (
     agent_source,
     reply_cap,
 )
-from rlvr.sandboxes.fleet import Engine, Fleet
+from rlvr.sandboxes.fleet import READMIT_AFTER_S, Engine, Fleet
 from rlvr.sandboxes.hosts import (  # SandboxUnavailable: importable from here, as it always was
     LOCAL,
     SandboxUnavailable,
@@ -58,6 +58,8 @@ from rlvr.sandboxes.pool import (
     LABEL,
     OWNER_LABEL,
     WarmPool,
+    _remove_quietly,
+    list_sandboxes,
     owner_id,
     sweep_leaked,
 )
@@ -208,13 +210,14 @@ class DockerSandbox:
     """
 
     def __init__(self, limits: Limits | None = None, pool_size: int | None = None, warm: bool = True,
-                 image: str | None = None, hosts: list[str] | None = None):
+                 image: str | None = None, hosts: list[str] | None = None, readmit_after_s: float = READMIT_AFTER_S):
         self.limits = limits or Limits()
         self.hosts = (check_hosts(hosts, "DockerSandbox(hosts=...)") or [LOCAL]) if hosts is not None \
             else configured_hosts()
         self.pool_size = pool_size or os.cpu_count() or 2
         self.capacity = self.pool_size * len(self.hosts)
         self.warm, self.image = warm, image
+        self.readmit_after_s = readmit_after_s  # how often a down host is tried again (fleet.py)
         self._fleet: Fleet | None = None
         self._lock = threading.Lock()
         self._owner = owner_id()
@@ -223,7 +226,7 @@ class DockerSandbox:
     def _ensure_fleet(self) -> Fleet:
         with self._lock:
             if self._fleet is None:
-                image = self.image or image_tag()
+                self.image = self.image or image_tag()
                 engines, unreachable = [], []
                 for host in self.hosts:
                     try:
@@ -233,18 +236,28 @@ class DockerSandbox:
                             raise
                         log.warning("sandbox host %s is down at start: %s", describe(host), error)
                         unreachable.append(str(error))
+                        engines.append(Engine(host, None, None, down=True))  # tried again later (fleet.py)
                         continue
-                    if not image_present(client, image):
-                        where = f" on {describe(host)}" if len(self.hosts) > 1 else ""
-                        raise SandboxUnavailable(f"sandbox image {image} is not built{where}: run `rlvr sandbox build`"
-                                                 + (" with the same sandbox.hosts" if where else ""))
-                    sweep_leaked(client)
-                    pool = WarmPool(functools.partial(self._create, client), self.pool_size, warm=self.warm)
-                    engines.append(Engine(host, client, pool))
-                if not engines:
+                    engines.append(Engine(host, *self._admit(host, client)))
+                if len(unreachable) == len(self.hosts):
                     raise SandboxUnavailable("no sandbox host is reachable: " + "; ".join(unreachable))
-                self.image, self._fleet = image, Fleet(engines)
+                self._fleet = Fleet(engines, admit=self._admit, readmit_after_s=self.readmit_after_s)
             return self._fleet
+
+    def _admit(self, host: str, client=None) -> tuple:
+        """(client, a fresh warm pool) for `host`: connected, image checked, leftovers removed: at start, and
+        when a down host is tried again (then this sandbox's containers left from before are removed too)."""
+        readmitted = client is None
+        client = client or connect(host)
+        if not image_present(client, self.image):
+            where = f" on {describe(host)}" if len(self.hosts) > 1 else ""
+            raise SandboxUnavailable(f"sandbox image {self.image} is not built{where}: run `rlvr sandbox build`"
+                                     + (" with the same sandbox.hosts" if where else ""))
+        sweep_leaked(client)
+        if readmitted:
+            for container in list_sandboxes(client, f"{INSTANCE_LABEL}={self.instance}"):
+                _remove_quietly(client, container["Id"])
+        return client, WarmPool(functools.partial(self._create, client), self.pool_size, warm=self.warm)
 
     def _create(self, client, key: tuple) -> AgentContainer:
         memory_bytes, pids, cpus, tmpfs_bytes = key

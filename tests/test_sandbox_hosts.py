@@ -97,6 +97,39 @@ def test_an_ssh_host_without_paramiko_says_what_to_install(monkeypatch):
         connect("ssh://me@box3")
 
 
+def test_a_down_engine_is_probed_in_the_background_until_it_is_readmitted():
+    """fleet.py with stand-in pools: a host down at start is probed at checkouts, no more often than
+    readmit_after_s, never blocking one, and takes runs once a probe admits it."""
+    from rlvr.sandboxes.fleet import Engine, Fleet
+
+    class Pool:
+        size = 1
+
+        def close(self):
+            pass
+
+    attempts = []
+
+    def admit(host):
+        attempts.append(time.monotonic())
+        if len(attempts) == 1:
+            raise ConnectionError("still down")
+        return "client-b", Pool()
+
+    local, remote = Engine("local", "client-a", Pool()), Engine("unix:///tmp/b.sock", None, None, down=True)
+    fleet = Fleet([local, remote], admit=admit, readmit_after_s=0.5)
+    for _ in range(200):  # liveness: each checkout may start a probe; the second attempt admits it
+        with fleet.checkout() as engine:
+            assert engine is local or not remote.down
+        if not remote.down:
+            break
+        time.sleep(0.02)
+    assert not remote.down and remote.client == "client-b" and len(attempts) == 2
+    assert attempts[1] - attempts[0] >= 0.5  # the failed probe waited its interval before the next
+    with fleet.checkout() as first, fleet.checkout() as second:
+        assert {first.host, second.host} == {"local", "unix:///tmp/b.sock"}  # both take runs now
+
+
 # ---- a second real engine ----
 
 class SecondEngine:
@@ -391,6 +424,53 @@ def test_no_engine_left_is_a_clear_error(second_engine, monkeypatch):
             sandbox.run("print(6 * 7)", limits=Limits(wall_s=5))
     finally:
         sandbox.close()
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("sandbox")
+def test_an_engine_that_comes_back_is_readmitted(second_engine, caplog):
+    """Stopped (its runs go to the other engine), started again on the same roots (a restart), it takes runs
+    again after `readmit_after_s`, with one line saying so; every verdict stays right throughout."""
+    from tests.test_sandbox_docker import require_docker, wait_until_gone
+    from rlvr.sandboxes.base import Limits
+    from rlvr.sandboxes.docker_backend import DockerSandbox
+    from rlvr.sandboxes.pool import INSTANCE_LABEL
+
+    local = require_docker()
+    sandbox = DockerSandbox(pool_size=1, hosts=[LOCAL, second_engine.host], readmit_after_s=1.0)
+    limits = Limits(wall_s=10)
+
+    def served() -> dict[str, int]:
+        return {e.host: e.served for e in sandbox._ensure_fleet().engines}
+
+    def run(i: int) -> None:
+        assert sandbox.run(f"print({i} * 7)", limits=limits).stdout == f"{i * 7}\n"
+
+    with caplog.at_level("WARNING", logger="rlvr.sandboxes"):
+        try:
+            for i in range(4):  # one at a time: the engines alternate
+                run(i)
+            assert served()[second_engine.host] >= 1
+            second_engine.stop()
+            for i in range(4, 8):
+                run(i)  # one of these finds it gone: marked down, run again on the local engine
+            assert [e.down for e in sandbox._ensure_fleet().engines] == [False, True]
+            before = served()[second_engine.host]
+            second_engine.start()
+            for i in range(8, 400):  # liveness: a probe starts at the next checkout past readmit_after_s
+                run(i)
+                if served()[second_engine.host] > before + 2:
+                    break
+                time.sleep(0.1)
+            assert served()[second_engine.host] > before + 2  # it takes runs again, and they are right
+            instance = sandbox.instance
+        finally:
+            sandbox.close()
+    lines = [r.getMessage() for r in caplog.records]
+    assert sum("is down" in line for line in lines) == 1
+    assert sum("answers again" in line and second_engine.host in line for line in lines) == 1
+    assert wait_until_gone(local, f"{INSTANCE_LABEL}={instance}") == []
+    assert wait_until_gone(second_engine.client(), f"{INSTANCE_LABEL}={instance}") == []
 
 
 @pytest.mark.slow
