@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 
 import pytest
+from rlvr.errors import ConfigError
 from rlvr.verifiers import registry
 from rlvr.verifiers.code import CHEATS, CodeVerifier, extract_code
 from rlvr.verifiers.code_harness import stdout_matches, values_equal
@@ -169,3 +170,40 @@ def test_local_backend_scores_the_same():
     local = CodeVerifier(backend="local", timeout_s=3, workers=2)
     results = local.verify_batch([fenced(FN_ADD), fenced("import os\nos._exit(0)\n")], [{"tests": ADD_ASSERT}] * 2)
     assert [r.status for r in results] == [Status.CORRECT, Status.RUNTIME_ERROR]
+
+
+@pytest.mark.parametrize("dedupe", [True, False])
+def test_identical_completions_in_a_batch_run_once_unless_dedupe_is_off(verifier, dedupe, monkeypatch):
+    """A GRPO group often samples one program several times: with dedupe each distinct (code, tests) runs once
+    and its copies get its result, marked same_as; without, every copy runs. Order and progress are kept."""
+    v = CodeVerifier(timeout_s=10, workers=2, dedupe=dedupe)
+    runs = []
+    judge = CodeVerifier._judge_one
+
+    def counted(self, sandbox, code, tests):
+        runs.append(code)
+        return judge(self, sandbox, code, tests)
+
+    monkeypatch.setattr(CodeVerifier, "_judge_one", counted)
+    # 0 and 2: the same program as two completions (other prose around one fence); 3: same code, other tests
+    completions = [fenced(STDIO_ADD), fenced("print(0)\n"), f"Sure:\n```python\n{STDIO_ADD}```", fenced(STDIO_ADD)]
+    other = {"kind": "stdio", "cases": [{"stdin": "2 2\n", "stdout": "5\n"}]}
+    seen = []
+    try:
+        results = v.verify_batch(completions, [{"tests": ADD_STDIO}] * 3 + [{"tests": other}], progress=seen.append)
+    finally:
+        v.close()
+    assert [r.status for r in results] == [Status.CORRECT, Status.INCORRECT, Status.CORRECT, Status.INCORRECT]
+    assert sum(seen) == 4
+    if dedupe:
+        assert sorted(runs) == sorted([STDIO_ADD, "print(0)\n", STDIO_ADD])  # 3 distinct pairs, 3 runs
+        assert results[2].details["same_as"] == 0 and results[2].reward == results[0].reward
+        assert all("same_as" not in results[i].details for i in (0, 1, 3))
+        assert results[2].details is not results[0].details
+    else:
+        assert len(runs) == 4 and not any("same_as" in r.details for r in results)
+
+
+def test_dedupe_must_be_a_boolean():
+    with pytest.raises(ConfigError, match="'dedupe' must be true or false"):
+        CodeVerifier(dedupe="yes")

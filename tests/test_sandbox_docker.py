@@ -167,7 +167,7 @@ def test_interrupted_batch_leaves_nothing_running(client, how):
         v = CodeVerifier(timeout_s=60, workers=2)
         tests = {"kind": "stdio", "cases": [{"stdin": "", "stdout": "x"}]}
         print("started", flush=True)
-        v.verify_batch(["import time\\ntime.sleep(60)"] * 4, [{"tests": tests}] * 4)
+        v.verify_batch([f"import time\\ntime.sleep(60)  # {i}" for i in range(4)], [{"tests": tests}] * 4)  # 4 programs
     """)
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
 

@@ -29,12 +29,16 @@ Held-back tests: a record may carry `hidden_tests` (more `stdio` or `call` cases
 the prompt does not show); the reward comes from `tests` alone (`hidden_reward="shown"`) or from both
 (`"both"`), and details hold `shown_pass`, `hidden_pass` and `hidden_gap`. Not done for `assert` tests.
 
+Identical completions in one batch (same code, same tests) run once by default (`dedupe`); the copies carry
+`details["same_as"]`, the index of the one that ran.
+
 `details["hacks"]` (only when any): the hack signatures of an `assert`/`call` run, with the harness's
 `details["observed"]` notes; kinds and who observes each in code_signatures.py.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 import threading
@@ -84,10 +88,13 @@ class CodeVerifier:
 
     def __init__(self, backend: str = "docker", reward: str = "fraction", stop_at_first_failure: bool = False,
                  timeout_s: float = 10.0, memory_mb: int = 512, output_mb: int = 1, workers: int | None = None,
-                 float_tol: float | None = None, hidden_reward: str = "shown"):
+                 float_tol: float | None = None, hidden_reward: str = "shown", dedupe: bool = True):
         if hidden_reward not in HIDDEN_REWARDS:
             raise ConfigError(f"code verifier: 'hidden_reward' must be one of {', '.join(HIDDEN_REWARDS)}, got {hidden_reward!r}")
         self.hidden_reward = hidden_reward
+        if not isinstance(dedupe, bool):
+            raise ConfigError(f"code verifier: 'dedupe' must be true or false, got {dedupe!r}")
+        self.dedupe = dedupe
         if backend not in BACKENDS:
             raise ConfigError(f"code verifier: 'backend' must be one of {', '.join(BACKENDS)}, got {backend!r}")
         if reward not in REWARD_MODES:
@@ -130,6 +137,11 @@ class CodeVerifier:
         Records run concurrently on `workers` threads (default: all the sandbox runs at once: the verifier's `workers`
         on each Docker host, else the CPU count);
         the sandbox bounds how many programs execute at once.
+
+        With `dedupe` (the default), completions whose code and tests are identical within the batch run once,
+        and each copy gets that run's result, marked `details["same_as"]` (the index of the one that ran): a
+        GRPO group often samples one program several times. A verdict is then one run's, as it is for any
+        single completion; set dedupe=False to run every copy (a program whose outcome varies run to run).
         """
         if len(completions) != len(records):
             raise ValueError(f"verify_batch got {len(completions)} completions for {len(records)} records")
@@ -143,19 +155,24 @@ class CodeVerifier:
                 pending[i] = prepared
         if progress is not None and len(pending) < len(records):
             progress(len(records) - len(pending))
+        copies = _copies(pending) if self.dedupe else {i: [] for i in pending}  # index that runs -> its copies
         if pending:
-            n_threads = min(len(pending), workers or _default_workers(self.sandbox, self.workers))
+            n_threads = min(len(copies), workers or _default_workers(self.sandbox, self.workers))
             sandbox = self.sandbox
             with ThreadPoolExecutor(max_workers=n_threads, thread_name_prefix="rlvr-code") as pool:
                 try:
-                    futures = {pool.submit(self._judge, sandbox, code, tests): i for i, (code, tests) in pending.items()}
+                    futures = {pool.submit(self._judge, sandbox, *pending[i]): i for i in copies}
                     remaining = set(futures)
                     while remaining:
                         done, remaining = wait(remaining, return_when=FIRST_COMPLETED)
                         for future in done:
-                            results[futures[future]] = future.result()
+                            first = futures[future]
+                            results[first] = result = future.result()
+                            for i in copies[first]:
+                                results[i] = VerifyResult(result.reward, result.status,
+                                                          {**copy.deepcopy(result.details), "same_as": first})
                         if progress is not None:
-                            progress(len(done))
+                            progress(sum(1 + len(copies[futures[f]]) for f in done))
                 except BaseException:  # Ctrl-C: stop what runs now, so nothing is left behind
                     for future in futures:
                         future.cancel()
@@ -290,6 +307,19 @@ class CodeVerifier:
         if self.reward_mode == "binary":
             return float(bool(per_test) and all(t["passed"] for t in per_test))
         return sum(passed) / len(per_test) if per_test else 0.0
+
+
+def _copies(pending: dict[int, tuple[str, dict]]) -> dict[int, list[int]]:
+    """The first index of each distinct (code, tests) in `pending` -> the later indices with the same pair."""
+    first: dict[tuple[str, str], int] = {}
+    copies: dict[int, list[int]] = {}
+    for i, (code, tests) in pending.items():
+        key = (code, json.dumps(tests, sort_keys=True, default=repr))
+        if key in first:
+            copies[first[key]].append(i)
+        else:
+            first[key], copies[i] = i, []
+    return copies
 
 
 def _check_tests(tests: Any) -> dict:
