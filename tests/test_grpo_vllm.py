@@ -181,3 +181,22 @@ def test_resumed_vllm_run_equals_the_uninterrupted_one_bit_for_bit(tmp_path, req
     rewards = [[json.loads(line)["reward/mean"] for line in (tmp_path / run / "metrics.jsonl").read_text().splitlines()
                 if '"reward/mean"' in line] for run in ("A", "B")]
     assert rewards[0] == rewards[1] and len(rewards[0]) == 3
+
+
+@pytest.mark.slow
+def test_asynchronous_rollouts_on_vllm_with_threads_1(tmp_path, require_vllm):
+    """`rollout=vllm rollout.max_staleness=1 threads=1` with OpenMP's default thread count left at the number of
+    cores: the producer thread calls vLLM, whose CPU attention refuses a batch whose metadata was built with
+    another thread count than it runs with; the producer thread takes the trainer's count (it crashed here
+    with "thread_num == thread_num (2 vs. 1)" before). The samples carry their versions, at most 1 behind."""
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    env["RLVR_CACHE"] = str(tmp_path / "cache")
+    overrides = ["env.digits=1", "model.warm_start.target_accuracy=[0.0,1.0]", "model.warm_start.eval_every=5",
+                 "model.warm_start.eval_rows=8", "train.steps=3", "train.eval_prompts=4", "rollout=vllm",
+                 "rollout.max_staleness=1", "threads=1", "output_dir=run"]
+    result = subprocess.run([sys.executable, "-m", "rlvr", "train", *overrides], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    train = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()][1:]
+    assert [m["step"] for m in train] == [1, 2, 3]
+    assert train[0]["async/staleness_mean"] == 0 and all(0 <= m["async/staleness_mean"] <= 1 for m in train)

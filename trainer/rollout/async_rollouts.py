@@ -105,12 +105,16 @@ class AsyncRollouts:
         self._generating_since: float | None = None  # when the generate running now began
         self._waited = 0.0  # seconds the trainer spent waiting for batches (trainer_idle_frac)
         self._clock = time.perf_counter()
+        self._threads = torch.get_num_threads()  # the trainer's (`threads`), set in the producer thread too
         self.thread = threading.Thread(target=self._run, name="rlvr-rollout-producer", daemon=True)
         self.thread.start()
 
     # ---- the producer -------------------------------------------------------------------------------------
 
     def _run(self) -> None:
+        # OpenMP's thread count is per thread: without this the producer's thread would run torch (and vLLM's CPU
+        # attention, which checks that a batch's metadata was built with the count it runs with) on the default
+        torch.set_num_threads(self._threads)
         try:
             for step in range(self.start_step + 1, self.last_step + 1):
                 if not self._wait_for_version(step - 1 - self.k):
