@@ -24,11 +24,18 @@ def prompts(arith_env, tiny_lm):
     return render_prompts(tiny_lm.tokenizer, arith_env, arith_env.rows("train", 4, seed=0))
 
 
-@pytest.fixture
-def engine(tiny_lm):
+@pytest.fixture(scope="module")
+def shared_engine(tiny_lm):
+    """One child for the tests that leave it serving (each child costs a Python with torch to start)."""
     engine = HFProcessEngine(tiny_lm.model(), copy.deepcopy(tiny_lm.tokenizer), seed=0, threads=1, timeout_s=120)
     yield engine
     engine.shutdown()
+
+
+@pytest.fixture
+def engine(shared_engine, tiny_lm):
+    shared_engine.sync_weights(tiny_lm.model())  # every test starts from tiny_lm's weights
+    return shared_engine
 
 
 def _same(a, b) -> None:
@@ -89,7 +96,8 @@ def test_an_error_in_the_child_comes_back_with_its_traceback(engine, prompts):
     _same(engine.generate(prompts, GREEDY), engine.generate(prompts, GREEDY))  # and the child still serves
 
 
-def test_shutdown_stops_the_child(engine):
+def test_shutdown_stops_the_child(tiny_lm):
+    engine = HFProcessEngine(tiny_lm.model(), copy.deepcopy(tiny_lm.tokenizer), seed=0, threads=1, timeout_s=120)
     process = engine._process
     assert process.is_alive()
     engine.shutdown()
