@@ -190,7 +190,6 @@ def test_a_scoring_failure_is_raised_in_the_trainer(compose_train, tmp_path, mon
 
 @pytest.mark.parametrize("override, field", [
     ("algo=reinforce", "algo=reinforce"), ("rollout.importance_cap=null", "rollout.importance_cap"),
-    ("trainer.strategy=ddp", "trainer.strategy=ddp"),
 ])
 def test_staleness_is_refused_where_nothing_corrects_it(compose_train, override, field):
     cfg = compose_train(OVERRIDES + ["rollout.max_staleness=1", override])

@@ -227,5 +227,3 @@ def validate_async(cfg, need) -> None:
     need(cfg.rollout.importance_cap is not None,
          f"rollout.max_staleness={k} needs rollout.importance_cap (the truncated importance weights that correct "
          f"stale samples); it is null")
-    need(cfg.trainer.strategy in ("none", None),
-         f"rollout.max_staleness={k} runs in one process; trainer.strategy={cfg.trainer.strategy} is not supported yet")
