@@ -2,7 +2,7 @@
 synchronous loop (k = 0), on the same warm start, seeds and steps.
 
     python bench/bench_async.py [--steps 30] [--seeds 0,1,2] [--ks 0,1] [--env arithmetic] [--eval-prompts 23]
-                                [--server-ks 1] [--servers 1]
+                                [--producers process,thread] [--server-ks 1] [--servers 1]
 
 Each (k, seed) is its own `rlvr train` subprocess (GRPO, rollout=hf, threads=1, bench_algorithms.py's warm
 start and task), run one after another so they do not compete for the cores. Steps per second are the
@@ -14,6 +14,9 @@ trainer idles while the engine generates and the verifier scores; the engine idl
 `--data-dir`, by default $RLVR_CACHE/bench_data, a fixed place so the seed's cached warm start is reused by
 later invocations: the data's paths are part of its key), scored by the code verifier in the Docker sandbox
 (`rlvr sandbox build` first): three sandbox runs per completion, the work the overlap should hide.
+
+`--producers process,thread` runs each k > 0 arm of rollout=hf with each `rollout.producer` (default: process, the
+default of rlvr train): the producer's generate in a child process, or in a thread of the trainer's process.
 
 `--server-ks 1` adds, per seed, the server arm: `rollout=server` (`--servers` vLLM servers started by rlvr on
 127.0.0.1, each on `server_threads=1`) with max_staleness=k, against the same colocated rollout=hf rows. The
