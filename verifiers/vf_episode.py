@@ -87,22 +87,22 @@ def load_env(taskset: str, args: Mapping[str, Any], env_args: Mapping[str, Any])
                          f"plays exactly one (a second agent, e.g. a modelled user, needs a model of its own)")
     (role, agent), = roles.items()
     if agent.harness is not None and agent.harness.id != "null":
-        raise ValueError(f"vf: {taskset!r}'s role {role!r} is pinned to the harness {agent.harness.id!r}; rlvr samples "
+        raise ValueError(f"vf: {taskset!r}'s environment {cls.__name__}: its role {role!r} is pinned to the harness {agent.harness.id!r}; rlvr samples "
                          f"each turn itself, so only an unpinned role or the tool-less 'null' harness is supported")
     task_cls = type(env.taskset).task_type()
     toolsets = [*env.taskset.toolsets(env.taskset.config), *task_cls.toolsets(env.taskset.config.task)]
     if toolsets:
-        raise ValueError(f"vf: {taskset!r} serves tools as Toolsets ({', '.join(type(t).__name__ for t in toolsets)}, "
+        raise ValueError(f"vf: {taskset!r}'s environment {cls.__name__}: the taskset serves tools as Toolsets ({', '.join(type(t).__name__ for t in toolsets)}, "
                          f"MCP servers a harness calls); rlvr does not serve them")
     probe = next(iter(env.taskset), None)
     stops = []
     if probe is not None:
         if discover_decorated(probe, "intercept"):
-            raise ValueError(f"vf: {taskset!r}'s task {type(probe).__name__} has @vf.intercept hooks; they rewrite model "
+            raise ValueError(f"vf: {taskset!r}'s environment {cls.__name__}: its task {type(probe).__name__} has @vf.intercept hooks; they rewrite model "
                              f"calls, which rlvr makes itself, so they are not supported")
         for fn in probe.hooks("stop"):
             if hook_boundary(fn, allow_trace=True) is not Trace:
-                raise ValueError(f"vf: {taskset!r}'s @vf.stop {fn.__name__!r} reads a Request or a Response; only "
+                raise ValueError(f"vf: {taskset!r}'s environment {cls.__name__}: the task's @vf.stop {fn.__name__!r} reads a Request or a Response; only "
                                  f"@vf.stop predicates on the Trace are supported")
             stops.append(fn.__name__)
     return env, role, agent, stops
