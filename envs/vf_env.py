@@ -7,8 +7,10 @@ share one. The prompt is the task's (system prompt, then its prompt string or me
 task's own reward functions, run by the `vf` verifier in worker processes under a time limit
 (verifiers/vf_rubric.py, verifiers/vf_worker.py has what is used of the verifiers API and why).
 
-Single-turn only: rlvr samples one reply and verifiers scores it. A task that needs a container, or a prompt
-holding tool messages, is refused by name. verifiers tasks carry no reference solution; `reference` (a format
+A package that exports only a taskset is single-turn (`VerifiersTasksetEnv`): rlvr samples one reply and
+verifiers scores it. A package that also exports a verifiers `Env` is multi-turn (envs/vf_multi_turn.py); the
+factory `load_verifiers_env`, registered as `vf`, picks one, and the single-turn one refuses the multi-turn keys by
+name. A task that needs a container, or a prompt holding tool messages, is refused by name. verifiers tasks carry no reference solution; `reference` (a format
 string over the task's data fields, e.g. "<answer>{answer}</answer>") gives one for the tiny model's warm
 start, and without it rows' `reference` is empty, so `model=tiny` warm-starts on nothing: use a checkpoint
 (`model.name_or_path=`).
