@@ -93,12 +93,14 @@ class VerifiersEpisodeEnv(VerifiersTasks, MultiTurnEnv):
         return messages + [{"role": "user", "content": self._openings[row["vf_key"]]}]
 
     def start(self, row: dict) -> dict[str, Any]:
-        return {"replies": []}
+        opening = self._openings.get(row["vf_key"]) if row.get("vf_opens") else None
+        return {"replies": [], "said": [opening] if opening is not None else None}
 
     def step(self, row: dict, state: dict[str, Any], assistant_text: str) -> Reply:
         state["replies"].append(assistant_text)
-        outcome = self._step(row, state["replies"])
+        outcome = self._step(row, state["replies"], state["said"])
         if outcome.status == "ok":
+            state["said"] = outcome.value["said"]
             if outcome.value["done"]:
                 return Reply([], done=True)
             return Reply([{"role": "user", "content": outcome.value["message"]}])
@@ -113,8 +115,9 @@ class VerifiersEpisodeEnv(VerifiersTasks, MultiTurnEnv):
         self._failures[(row["vf_key"], tuple(state["replies"]))] = failure
         return Reply([], done=True)
 
-    def _step(self, row: dict, replies: list[str]):
-        args = (row["vf_taskset"], row["vf_args"], row["vf_env_args"], int(row["vf_limit"]), row["vf_key"], list(replies))
+    def _step(self, row: dict, replies: list[str], said_before: list[str | None] | None = None):
+        args = (row["vf_taskset"], row["vf_args"], row["vf_env_args"], int(row["vf_limit"]), row["vf_key"], list(replies),
+                said_before)
         pool = self._steps.worker_pool(1)
         return pool.map(_WORKER + ":step", [args], self.step_timeout)[0]
 

@@ -97,7 +97,7 @@ class GuessEnv(vf.Env[GuessEnvConfig]):
 
 __all__ = ["GuessTaskset", "GuessEnv"]
 '''
-REFUSED = {
+SIBLINGS = {  # module: (source, what it exports); each is a top-level package beside the game, importing from it
     "two_roles": ('''
 class TwoRolesConfig(vf.EnvConfig):
     player: vf.AgentConfig = vf.AgentConfig()
@@ -107,7 +107,7 @@ class TwoRolesConfig(vf.EnvConfig):
 class TwoRolesEnv(vf.Env[TwoRolesConfig]):
     async def run(self, task, agents):
         await agents.player.run(task)
-''', "TwoRolesEnv", "roles player, host"),
+''', ["GuessTaskset", "TwoRolesEnv"]),
     "bash_harness": ('''
 class BashConfig(vf.EnvConfig):
     player: vf.AgentConfig = vf.AgentConfig(harness={"id": "bash"})
@@ -116,7 +116,7 @@ class BashConfig(vf.EnvConfig):
 class BashEnv(vf.Env[BashConfig]):
     async def run(self, task, agents):
         await agents.player.run(task)
-''', "BashEnv", "harness 'bash'"),
+''', ["GuessTaskset", "BashEnv"]),
     "request_stop": ('''
 class RequestStopTask(GuessTask):
     @vf.stop
@@ -131,7 +131,63 @@ class RequestStopTaskset(vf.Taskset[RequestStopTask, GuessConfig]):
 
 class RequestStopEnv(GuessEnv):
     pass
-''', "RequestStopEnv", "long_request"),
+''', ["RequestStopTaskset", "RequestStopEnv"]),
+    "toolset": ('''
+class Calculator(vf.Toolset):
+    @vf.tool
+    async def add(self, a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+
+class ToolTask(GuessTask):
+    @classmethod
+    def toolsets(cls, config):
+        return [Calculator(vf.ToolsetConfig())]
+
+
+class ToolTaskset(vf.Taskset[ToolTask, GuessConfig]):
+    def load(self):
+        yield ToolTask(GuessData(secret=1), self.config.task)
+
+
+class ToolEnv(GuessEnv):
+    pass
+''', ["ToolTaskset", "ToolEnv"]),
+    "single": ("", ["GuessTaskset"]),
+    # a prompted game: `run` takes the opening reply with a bare turn(); by task idx % 4 it plays (0), or misuses
+    # the API (1: a message on the prompted opening, 2: Interaction.send), or is not deterministic (3: its hint
+    # counts the replays this worker has run)
+    "prompted": ('''
+import itertools
+
+REPLAYS = itertools.count()
+
+
+class PromptedTaskset(vf.Taskset[GuessTask, GuessConfig]):
+    def load(self):
+        for i in range(self.config.num_tasks):
+            yield GuessTask(GuessData(prompt=f"Game {i}: guess my number from 1 to 8 as <answer>N</answer>.",
+                                      secret=1 + i % 8), self.config.task)
+
+
+class PromptedEnv(GuessEnv):
+    async def run(self, task, agents):
+        case = task.data.idx % 4
+        async with agents.player.interaction(task) as game:
+            segment = await (game.turn("hello") if case == 1 else game.turn())
+            if case == 2:
+                await game.send("psst")
+            while not segment.terminated:
+                hint = "higher" if case != 3 else f"higher ({next(REPLAYS)})"
+                segment = await game.turn(hint)
+''', ["PromptedTaskset", "PromptedEnv"]),
+}
+REFUSED = {  # module: (its Env's name, what the refusal says)
+    "two_roles": ("TwoRolesEnv", "roles player, host"),
+    "bash_harness": ("BashEnv", "harness 'bash'"),
+    "request_stop": ("RequestStopEnv", "long_request"),
+    "toolset": ("ToolEnv", "Toolsets (Calculator"),
 }
 
 
@@ -146,14 +202,12 @@ def vf_package(tmp_path_factory):
     (root / PACKAGE).mkdir()
     (root / PACKAGE / "__init__.py").write_text(textwrap.dedent(GAME))
     packages = [PACKAGE]
-    for module, (source, env_name, _) in [*REFUSED.items(), ("single", ("", None, None))]:
-        taskset = "RequestStopTaskset" if module == "request_stop" else "GuessTaskset"
-        exported = [taskset, env_name] if env_name else [taskset]
+    for module, (source, exported) in SIBLINGS.items():
         packages.append(f"{PACKAGE}_{module}")  # verifiers finds a taskset by a top-level import name
         (root / packages[-1]).mkdir()
         (root / packages[-1] / "__init__.py").write_text(
             f"import verifiers.v1 as vf\nfrom {PACKAGE} import GuessConfig, GuessData, GuessEnv, GuessTask, "
-            f"GuessTaskset\n{source}\n__all__ = {exported!r}\n")
+            f"GuessTaskset\n{textwrap.dedent(source)}\n__all__ = {exported!r}\n")
     (root / "pyproject.toml").write_text(textwrap.dedent(f"""\
         [project]
         name = "{PACKAGE.replace('_', '-')}"
@@ -296,10 +350,41 @@ def test_a_hanging_or_crashing_run_ends_that_trajectory_as_a_failure(game, tiny_
 
 @pytest.mark.parametrize("module", sorted(REFUSED))
 def test_what_cannot_map_is_refused_by_name(game, module):
-    _, env_name, says = REFUSED[module]
+    env_name, says = REFUSED[module]
     with pytest.raises(ConfigError, match=re.escape(says)) as refused:
         load_env("vf", taskset=f"{game}_{module}")
     assert env_name in str(refused.value)
+
+
+def test_a_prompted_task_and_what_run_may_not_do(game):
+    with built(taskset=f"{game}_prompted", test_fraction=0.1) as env:
+        train = env.rows("train", env.num_rows - env.test_size())
+        by_case = {}
+        for row in train:
+            by_case.setdefault(int(re.match(r"Game (\d+):", row["messages"][0]["content"]).group(1)) % 4, row)
+        assert sorted(by_case) == [0, 1, 2, 3]
+        row = by_case[0]  # the task's own prompt opens; no worker is asked for it
+        assert env.messages(row) == row["messages"] and row["messages"][0]["role"] == "user"
+        replies, states = {}, {}
+        for case, row in by_case.items():  # "<answer>0</answer>" is below every secret: never the right guess
+            states[case], replies[case] = env.start(row), ["<answer>0</answer>"]
+            assert env.step(row, states[case], replies[case][0]).done == (case in (1, 2)), case
+        for case in (0, 3):
+            replies[case].append("<answer>0</answer>")
+            reply = env.step(by_case[case], states[case], replies[case][-1])
+            assert reply.done == (case == 3)  # the game goes on; the counting one's second replay says otherwise
+            assert reply.done or reply.messages == [{"role": "user", "content": "higher"}]
+        trajectories = [env.messages(by_case[c]) + [{"role": "assistant", "content": r} for r in replies[c]]
+                        for c in range(4)]
+        results = env.score_trajectories(trajectories, [by_case[c] for c in range(4)])
+        played = results[0].details["components"]["vf"]["details"]  # scored by its rewards, still under way
+        assert (results[0].status, played["rewards"]["found"], played["stop"]) == (Status.INCORRECT, [0.0, 1.0],
+                                                                                    "user_closed")
+        assert results[1].status is Status.ERROR and "a prompted task speaks first" in results[1].details["error"]
+        assert results[2].status is Status.ERROR and "Interaction.send is not supported" in results[2].details["error"]
+        assert results[3].status is Status.ERROR and "not a deterministic function" in results[3].details["error"]
+        assert "turn 2 said 'higher (" in results[3].details["error"] and results[3].details["turn"] == 2
+        assert all(r.reward == 0.0 for r in results[1:])
 
 
 def test_bad_configuration_names_the_field(game):

@@ -21,8 +21,9 @@ So a worker holds no per-trajectory state, a hanging or crashing `run` costs one
 trajectory, and the step's time limit is enforced from outside (verifiers/pool.py). The price: `run` must be
 a deterministic function of the task and the replies (each replay re-seeds Python's `random` with the task
 key, so a game that draws a secret draws the same one every replay, and every trajectory of one task gets
-the same secret), and a trajectory of T turns runs `run` T + 1 times (cheap for the environment's own
-Python; nothing here samples).
+the same secret; a replay whose turns say other than the previous step's said is refused, naming the turn),
+and a trajectory of T turns runs `run` T + 1 times (cheap for the environment's own Python; nothing here
+samples).
 
 Refused by name, when the environment is loaded: more than one role (a second agent, such as the
 `user-sim` env's modelled user, would need a model of its own), a role pinned to a harness other than
@@ -120,8 +121,11 @@ def _cached(taskset: str, args_json: str, env_args_json: str, limit: int) -> tup
 class _Interaction:
     """The part of verifiers' `Interaction` an environment's `run` uses, answered from `replies`."""
 
-    def __init__(self, task: Any, trace: Any, replies: list[str], final: bool, max_turns: int | None):
+    def __init__(self, task: Any, trace: Any, replies: list[str], final: bool, max_turns: int | None,
+                 said_before: list[str | None] | None):
         self.task, self.trace, self._replies, self._final, self._max_turns = task, trace, replies, final, max_turns
+        self._said_before = said_before or []
+        self.said: list[str | None] = []  # the message of each turn() call, in order (None: a bare opening turn)
         self._used = 0
         self._started = False
         self._over = False
@@ -165,6 +169,12 @@ class _Interaction:
             if not isinstance(message, str) or not message.strip():
                 raise ValueError(f"turn() takes a non-empty user message string, got {message!r}")
             self._append(vf.UserMessage(content=message))
+        k = len(self.said)
+        if k < len(self._said_before) and self._said_before[k] != message:
+            raise ValueError(f"run() is not a deterministic function of the task and the replies: replayed, its turn "
+                             f"{k + 1} said {message!r} where it first said {self._said_before[k]!r} (rlvr replays run() "
+                             f"for each step; see verifiers/vf_episode.py)")
+        self.said.append(message)
         self._started = True
         if await self._refused():
             self._over = True
@@ -221,8 +231,8 @@ class _Agents:
 
 
 class _Episode:
-    def __init__(self, replies: list[str], final: bool, max_turns: int | None):
-        self.replies, self.final, self.max_turns = replies, final, max_turns
+    def __init__(self, replies: list[str], final: bool, max_turns: int | None, said_before: list[str | None] | None):
+        self.replies, self.final, self.max_turns, self.said_before = replies, final, max_turns, said_before
         self.interaction: _Interaction | None = None
 
     def open(self, task: Any) -> _Interaction:
@@ -234,7 +244,7 @@ class _Episode:
                              "trajectory is one conversation")
         trace = vf.Trace(task=vf.TraceTask(type=type(task).__name__, data=task.data, key=task.key, hash=task.hash),
                          state=state_cls(type(task))(), agent=vf.AgentInfo(config=vf.AgentConfig()))
-        self.interaction = _Interaction(task, trace, self.replies, self.final, self.max_turns)
+        self.interaction = _Interaction(task, trace, self.replies, self.final, self.max_turns, self.said_before)
         for message in prompt_messages(task.data) if task.data.prompt is not None else (
                 [{"role": "system", "content": task.data.system_prompt}] if task.data.system_prompt else []):
             kind = {"system": vf.SystemMessage, "user": vf.UserMessage, "assistant": vf.AssistantMessage}[message["role"]]
@@ -243,7 +253,7 @@ class _Episode:
 
 
 def _replay(taskset: str, args_json: str, env_args_json: str, limit: int, key: str, replies: list[str],
-            final: bool) -> tuple[_Episode, Any, Any, str | None, bool]:
+            final: bool, said_before: list[str | None] | None = None) -> tuple[_Episode, Any, Any, str | None, bool]:
     """Run the environment's `run` on the task with `replies`; (episode, env, task, the pending user message,
     whether `run` returned)."""
     env, tasks, role, agent = _cached(taskset, args_json, env_args_json, limit)
@@ -251,7 +261,7 @@ def _replay(taskset: str, args_json: str, env_args_json: str, limit: int, key: s
         raise KeyError(f"taskset {taskset!r} has no task with key {key[:16]}...")
     task = tasks[key]
     random.seed(key)
-    episode = _Episode(list(replies), final, agent.max_turns)
+    episode = _Episode(list(replies), final, agent.max_turns, said_before)
     agents = _Agents(role, _Agent(episode))
 
     async def play() -> None:
@@ -267,11 +277,16 @@ def _replay(taskset: str, args_json: str, env_args_json: str, limit: int, key: s
     return episode, env, task, None, True
 
 
-def step(taskset: str, args_json: str, env_args_json: str, limit: int, key: str, replies: list[str]) -> dict:
+def step(taskset: str, args_json: str, env_args_json: str, limit: int, key: str, replies: list[str],
+         said_before: list[str | None] | None = None) -> dict:
     """What the environment does after `replies`: {"done": True} or {"done": False, "message": the next user message
-    (None where the task's own prompt is the opening)}. Runs in a `TimeLimitPool` worker."""
-    _, _, _, message, done = _replay(taskset, args_json, env_args_json, limit, key, replies, final=False)
-    return {"done": True} if done else {"done": False, "message": message}
+    (None where the task's own prompt is the opening)}, with "said": the message of every turn() call so far. A
+    replay whose turns say other than `said_before` (what the last step's replay said) is refused: ValueError.
+    Runs in a `TimeLimitPool` worker."""
+    episode, _, _, message, done = _replay(taskset, args_json, env_args_json, limit, key, replies, final=False,
+                                           said_before=said_before)
+    said = episode.interaction.said if episode.interaction is not None else []
+    return {"done": True, "said": said} if done else {"done": False, "message": message, "said": said}
 
 
 def score(taskset: str, args_json: str, env_args_json: str, limit: int, key: str, replies: list[str]) -> dict:
