@@ -15,12 +15,15 @@ or raises ends that trajectory at once and it is scored as a failure: reward 0 a
 Limits: `max_turns` (null: the role's `AgentConfig.max_turns`, else 8; when both are set the smaller ends it),
 `max_total_tokens` as for every multi-turn env (envs/multi_turn.py). A task without a prompt is opened by the
 environment (`run`'s first `turn(message)`): that message is computed in a worker once per task and becomes
-the prompt.
+the prompt; a `run` that does not open such a task with a message is an error naming the task (it stops the run,
+as a broken prompt would). Steps go through one worker, one after another (`TimeLimitPool.map` takes one batch at
+a time, and the agent loop steps each trajectory on its own).
 """
 
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -32,6 +35,7 @@ from rlvr.verifiers.result import Status, VerifyResult
 
 _WORKER = "rlvr.verifiers.vf_episode"
 DEFAULT_MAX_TURNS = 8
+_POOL_LOCK = threading.Lock()  # the agent loop steps from several threads; one of them makes the pool
 
 
 class _StepWorkers(PooledWorkers):
@@ -118,7 +122,8 @@ class VerifiersEpisodeEnv(VerifiersTasks, MultiTurnEnv):
     def _step(self, row: dict, replies: list[str], said_before: list[str | None] | None = None):
         args = (row["vf_taskset"], row["vf_args"], row["vf_env_args"], int(row["vf_limit"]), row["vf_key"], list(replies),
                 said_before)
-        pool = self._steps.worker_pool(1)
+        with _POOL_LOCK:
+            pool = self._steps.worker_pool(1)
         return pool.map(_WORKER + ":step", [args], self.step_timeout)[0]
 
     def score_trajectories(self, trajectories: Sequence[list[dict]], rows: Sequence[dict]) -> list[VerifyResult]:
