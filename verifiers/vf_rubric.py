@@ -9,6 +9,10 @@ by the parent killing the worker (a worker's first item of a taskset also runs t
 Reward: the trace's weighted sum of the task's rewards (`Trace.reward`), as verifiers computes it; status `correct`
 when it reaches `correct_at` (default 1.0), else `incorrect`. `details` holds each reward function's score and
 weight and the task's metrics.
+
+A record of a multi-turn environment (envs/vf_multi_turn.py: it carries `vf_env_args` and `trajectory`) is scored
+on the whole conversation: the worker replays the environment's `run` with the trajectory's assistant messages and
+scores the trace it records (verifiers/vf_episode.py `score`); `details["stop"]` says how the exchange ended.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from rlvr.verifiers.pool import PooledWorkers, default_workers
 from rlvr.verifiers.registry import register_verifier
 from rlvr.verifiers.result import Status, VerifyResult
 
-_WORKER = "rlvr.verifiers.vf_worker"
+_WORKER = "rlvr.verifiers.vf_worker"  # vf_episode (multi-turn) imports it: one preload serves both
 _FIELDS = ("vf_taskset", "vf_args", "vf_limit", "vf_key")
 
 
@@ -49,7 +53,7 @@ class VerifiersTaskReward(PooledWorkers):
         if len(completions) != len(records):
             raise ValueError(f"{len(completions)} completions but {len(records)} records")
         results: list[VerifyResult | None] = [None] * len(completions)
-        items: list[tuple[int, tuple]] = []
+        items: dict[str, list[tuple[int, tuple]]] = {"vf_worker:score": [], "vf_episode:score": []}
         for i, (completion, record) in enumerate(zip(completions, records)):
             missing = [f for f in _FIELDS if not isinstance(record, Mapping) or f not in record]
             if missing:
@@ -58,14 +62,23 @@ class VerifiersTaskReward(PooledWorkers):
             elif not isinstance(completion, str):
                 results[i] = VerifyResult(0.0, Status.ERROR, {"error": f"completion must be a string, got "
                                                                        f"{type(completion).__name__}"})
+            elif "vf_env_args" in record:  # a multi-turn environment's trajectory (envs/vf_multi_turn.py)
+                if not isinstance(record.get("trajectory"), list):
+                    results[i] = VerifyResult(0.0, Status.ERROR, {"error": "a multi-turn verifiers record needs its "
+                                                                           "'trajectory' (the conversation)"})
+                    continue
+                replies = [m["content"] for m in record["trajectory"] if m.get("role") == "assistant"]
+                items["vf_episode:score"].append((i, (record["vf_taskset"], record["vf_args"], record["vf_env_args"],
+                                                      int(record["vf_limit"]), record["vf_key"], replies)))
             else:
-                items.append((i, (record["vf_taskset"], record["vf_args"], int(record["vf_limit"]), record["vf_key"],
-                                  completion)))
-        if items:
-            pool = self.worker_pool(self._workers(workers))
-            outcomes = pool.map(_WORKER + ":score", [args for _, args in items], self.timeout, progress)
-            for (i, _), outcome in zip(items, outcomes):
-                results[i] = self._result(outcome)
+                items["vf_worker:score"].append((i, (record["vf_taskset"], record["vf_args"], int(record["vf_limit"]),
+                                                     record["vf_key"], completion)))
+        for fn, batch in items.items():
+            if batch:
+                pool = self.worker_pool(self._workers(workers))
+                outcomes = pool.map(f"rlvr.verifiers.{fn}", [args for _, args in batch], self.timeout, progress)
+                for (i, _), outcome in zip(batch, outcomes):
+                    results[i] = self._result(outcome)
         return results  # type: ignore[return-value]
 
     def _result(self, outcome) -> VerifyResult:
@@ -76,7 +89,10 @@ class VerifiersTaskReward(PooledWorkers):
             return VerifyResult(0.0, Status.ERROR, {"error": f"the task's scoring failed: {outcome.error}"})
         scored = outcome.value
         status = Status.CORRECT if scored["reward"] >= self.correct_at else Status.INCORRECT
-        return VerifyResult(scored["reward"], status, {"rewards": scored["rewards"], "metrics": scored["metrics"]})
+        details = {"rewards": scored["rewards"], "metrics": scored["metrics"]}
+        if "stop" in scored:  # a multi-turn conversation: how it ended (a @vf.stop's name, max_turns, ...)
+            details["stop"] = scored["stop"]
+        return VerifyResult(scored["reward"], status, details)
 
     def _workers(self, workers: int | None) -> int:
         return max(1, workers if workers is not None else self.workers if self.workers is not None
