@@ -152,6 +152,9 @@ class ServerEngine:
                 i, endpoint, began = running[future]
                 if future.done():  # a reply that came after its deadline still counts
                     error = future.exception()
+                    if isinstance(error, TimeoutError) or isinstance(getattr(error, "reason", None), TimeoutError):
+                        # the socket's own timeout (read, or connect inside a URLError) beat this loop's check
+                        error = TimeoutError(f"no reply within request_timeout_s={self.timeout_s:g}")
                 elif began and now - began[0] >= self.timeout_s:  # abandoned: its thread ends at the socket timeout
                     error = TimeoutError(f"no reply within request_timeout_s={self.timeout_s:g}")
                 else:
