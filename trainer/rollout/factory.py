@@ -19,7 +19,8 @@ def build_engine(kind: str, model, tokenizer, options=None) -> Engine:
     rollout/server.py), or `auto`: vLLM when it imports, else hf.
 
     `options` is the rollout config (or a mapping) whose vLLM knobs (dtype, gpu_memory_utilization,
-    tensor_parallel_size, enable_sleep_mode, seed) the vLLM engine reads, and whose server keys
+    tensor_parallel_size, enable_sleep_mode, seed, kv_cache_bytes; max_sequences: the most rows the caller
+    generates at once, which `kv_cache_bytes=auto` sizes the cache for) the vLLM engine reads, and whose server keys
     (endpoints, num_servers, timeouts) the server engine reads; hf ignores it.
     """
     kind = resolve_kind(kind, options)
@@ -116,8 +117,12 @@ def _vllm_extra() -> str:
 
 
 def _vllm_options(options) -> dict:
-    keys = ("dtype", "gpu_memory_utilization", "tensor_parallel_size", "enable_sleep_mode", "seed")
+    keys = ("dtype", "gpu_memory_utilization", "tensor_parallel_size", "enable_sleep_mode", "seed", "max_sequences")
     if options is None:
         return {}
     get = options.get if hasattr(options, "get") else lambda k, d=None: getattr(options, k, d)
-    return {k: get(k) for k in keys if get(k, None) is not None}
+    chosen = {k: get(k) for k in keys if get(k, None) is not None}
+    given = ("kv_cache_bytes" in options) if hasattr(options, "get") else hasattr(options, "kv_cache_bytes")
+    if given:
+        chosen["kv_cache_bytes"] = get("kv_cache_bytes")  # null is a choice here: vLLM's own size
+    return chosen
