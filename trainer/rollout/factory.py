@@ -65,12 +65,14 @@ def resolve_kind(kind: str, options=None) -> str:
 
 def build_server_engine(model, tokenizer, options):
     """`rollout=server`: a ServerEngine over `rollout.endpoints`, or over `rollout.num_servers` `vllm serve`
-    processes started here from a copy of `model` (stopped by the engine's shutdown). Given endpoints get
+    processes started here from a copy of `model` (stopped by the engine's shutdown), each with the KV cache
+    `rollout.kv_cache_bytes` gives (as the colocated engine's: `auto` sizes it to `max_sequences` rows). Given endpoints get
     the policy's weights before the first step (they may serve another checkpoint)."""
     import tempfile
 
+    from rlvr.trainer.rollout.kv_cache import check_kv_cache_bytes, resolve_kv_cache_bytes
     from rlvr.trainer.rollout.server import ServerEngine
-    from rlvr.trainer.rollout.server_process import start_servers
+    from rlvr.trainer.rollout.server_process import on_cpu, start_servers
 
     endpoints = list(_get(options, "endpoints") or [])
     context = getattr(model.config, "max_position_embeddings", None)
@@ -86,9 +88,15 @@ def build_server_engine(model, tokenizer, options):
     model_dir = tempfile.mkdtemp(prefix="rlvr-server-model-")
     model.save_pretrained(model_dir)
     tokenizer.save_pretrained(model_dir)
+    dtype = str(_get(options, "dtype", "float32"))
+    kv_cache_bytes = resolve_kv_cache_bytes(_vllm_options(options).get("kv_cache_bytes", "auto"), model.config,
+                                            sequences=min(int(_get(options, "max_sequences", 256)), 256),
+                                            max_len=context, dtype=dtype, on_cpu=on_cpu())
+    if kv_cache_bytes is not None and on_cpu():
+        check_kv_cache_bytes(kv_cache_bytes, model.config, max_len=context, dtype=dtype)
     servers = start_servers(model_dir, count, start_timeout_s=float(_get(options, "server_start_timeout_s", 600.0)),
-                            seed=int(_get(options, "seed", 0)), dtype=str(_get(options, "dtype", "float32")),
-                            max_model_len=context, threads=int(_get(options, "server_threads", 1)))
+                            seed=int(_get(options, "seed", 0)), dtype=dtype, max_model_len=context,
+                            threads=int(_get(options, "server_threads", 1)), kv_cache_bytes=kv_cache_bytes)
     try:
         return ServerEngine([s.url for s in servers], tokenizer, processes=servers, owned_dirs=[model_dir], **common)
     except BaseException:

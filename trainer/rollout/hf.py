@@ -71,11 +71,7 @@ class HFEngine:
             stop_strings=list(params.stop) or None,
             tokenizer=tok if params.stop else None,
             logits_processor=LogitsProcessorList([*_warpers(params), recorder]),
-            # Explicit values override whatever the checkpoint's generation_config prefers: generate adds no
-            # warper of its own (it would run after the recorder); `_warpers` are the ones it would add for
-            # `params`. A checkpoint's min_p, typical_p or cutoffs are not applied, as vLLM ignores them too.
-            temperature=1.0, top_p=1.0, top_k=0, min_p=None, top_h=None, typical_p=1.0, epsilon_cutoff=0.0,
-            eta_cutoff=0.0,
+            **({} if params.greedy else _NO_WARPERS),
         )
         self.model.train(was_training)
 
@@ -92,6 +88,14 @@ class HFEngine:
         texts = tok.batch_decode(completion_ids, skip_special_tokens=True)
         prompt_ids = [encoded[i // n] for i in range(len(encoded) * n)]
         return Rollout(prompt_ids, completion_ids, texts, logprobs, truncated)
+
+
+# Explicit values override whatever the checkpoint's generation_config prefers, so that when sampling `generate`
+# adds no warper of its own (it would run after the recorder); `_warpers` are the ones it would add for the
+# params. A checkpoint's min_p, typical_p or cutoffs are not applied, as vLLM ignores them too. Greedy decoding
+# adds no warpers (and a sampling flag there only draws transformers' "not valid" warning).
+_NO_WARPERS = dict(temperature=1.0, top_p=1.0, top_k=0, min_p=None, top_h=None, typical_p=1.0, epsilon_cutoff=0.0,
+                   eta_cutoff=0.0)
 
 
 class SampledLogprobs(LogitsProcessor):
