@@ -11,7 +11,7 @@ context, so `auto` sizes the cache to exactly that (`run_kv_cache_bytes`):
 plus vLLM's reserved null block. The margin is the length: every row is counted at the full context,
 which a prompt plus `max_new_tokens` never exceeds (and the G completions of a prompt share its prefix
 blocks under prefix caching). For the 0.84M tiny model (4 layers, 2 KV heads of 32, 256 positions,
-float32) and 200 rows (the held-out eval's batch) that is 100 MB instead of 1 GiB.
+float32) and 200 rows (the held-out eval's batch) that is 105 MB (401 blocks) instead of 1 GiB.
 
 What vLLM 0.32 does with the number (read from its source): on the CPU, `kv_cache_memory_bytes` is the
 cache's size (`CPUWorker.determine_available_memory`), unless `VLLM_CPU_KVCACHE_SPACE` is set, which then
