@@ -2,10 +2,14 @@
 (rollout/kv_cache.py). The engine that gets this size: tests/test_rollout_vllm.py."""
 
 import pytest
+from rlvr.trainer.rollout.kv_cache import (
+    check_kv_cache_bytes,
+    resolve_kv_cache_bytes,
+    run_kv_cache_bytes,
+)
 from transformers import Qwen2Config
 
 from rlvr.errors import ConfigError
-from rlvr.trainer.rollout.kv_cache import check_kv_cache_bytes, resolve_kv_cache_bytes, run_kv_cache_bytes
 
 # the `make demo` tiny model's shape (conf/model/tiny.yaml): 4 layers, 4 heads of 128 / 4 = 32, 2 KV heads
 TINY = Qwen2Config(hidden_size=128, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
@@ -34,7 +38,8 @@ def test_auto_leaves_the_gpu_and_the_legacy_variable_to_vllm(monkeypatch):
 
 
 def test_explicit_bytes_and_null_are_taken_as_given():
-    assert resolve_kv_cache_bytes(123_456_789, TINY, sequences=64, max_len=256, dtype="float32", on_cpu=True) == 123_456_789
+    given = resolve_kv_cache_bytes(123_456_789, TINY, sequences=64, max_len=256, dtype="float32", on_cpu=True)
+    assert given == 123_456_789
     assert resolve_kv_cache_bytes(None, TINY, sequences=64, max_len=256, dtype="float32", on_cpu=True) is None
 
 
@@ -65,6 +70,7 @@ def test_started_server_gets_the_run_sized_cache(tiny_lm, require_vllm):
     from rlvr.trainer.models.tiny_model import build_model
     from rlvr.trainer.rollout.factory import build_engine
     from rlvr.trainer.rollout.types import SamplingParams
+
     from tests.vllm_model import VLLM_ARCH
 
     model = build_model(tiny_lm.tokenizer, **VLLM_ARCH, seed=0)

@@ -4,9 +4,9 @@ a running row when it needs a block none has (recomputed once blocks free up), s
 same as from a cache sized to the run, only later."""
 
 import pytest
-
 from rlvr.trainer.rollout.factory import build_engine
 from rlvr.trainer.rollout.types import SamplingParams
+
 from tests.vllm_model import VLLM_ARCH
 
 pytestmark = pytest.mark.xdist_group("vllm")  # one xdist worker: a starting vLLM engine takes both cores

@@ -66,8 +66,8 @@ def resolve_kind(kind: str, options=None) -> str:
 def build_server_engine(model, tokenizer, options):
     """`rollout=server`: a ServerEngine over `rollout.endpoints`, or over `rollout.num_servers` `vllm serve`
     processes started here from a copy of `model` (stopped by the engine's shutdown), each with the KV cache
-    `rollout.kv_cache_bytes` gives (as the colocated engine's: `auto` sizes it to `max_sequences` rows). Given endpoints get
-    the policy's weights before the first step (they may serve another checkpoint)."""
+    `rollout.kv_cache_bytes` gives (as the colocated engine's: `auto` sizes it to `max_sequences` rows). Given
+    endpoints get the policy's weights before the first step (they may serve another checkpoint)."""
     import tempfile
 
     from rlvr.trainer.rollout.kv_cache import check_kv_cache_bytes, resolve_kv_cache_bytes

@@ -6,14 +6,15 @@ the first stop string (kept too, as vLLM does with `include_stop_str_in_output`)
 The logprobs returned are those of the sampling distribution (after temperature and
 top-k/top-p): `SampledLogprobs`, the last of `generate`'s logits processors, takes each step's
 processed scores and keeps only the sampled token's log-probability, so memory holds one
-[B*G, V] step instead of `output_scores`' [B*G, T, V] stack (19 GB for 64 rows of 512 tokens
+[B*G, V] step instead of `output_scores`' [B*G, T, V] stack (20 GB for 64 rows of 512 tokens
 over a 151k vocabulary). The same values as `log_softmax(scores)` gathered at the sampled ids.
 """
 
 from __future__ import annotations
 
 import torch
-from transformers import LogitsProcessor, LogitsProcessorList, TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
+from transformers import (LogitsProcessor, LogitsProcessorList, TemperatureLogitsWarper, TopKLogitsWarper,
+                          TopPLogitsWarper)
 
 from rlvr.trainer.rollout.types import Rollout, SamplingParams
 
