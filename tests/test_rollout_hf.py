@@ -39,6 +39,55 @@ def test_engine_logprobs_equal_trainer_logprobs(tiny_lm, tiny_lm_sft, which, tem
         torch.testing.assert_close(logprobs[i][mask], engine_logprobs, atol=1e-4, rtol=0)
 
 
+def _logprobs_from_output_scores(engine, prompts, params):
+    """What HFEngine returned before `SampledLogprobs`: `generate` with `output_scores=True`, the [B*G, T, V]
+    processed scores stacked, the sampled token's `score - logsumexp(scores)`; cut like the engine's rows."""
+    tok, model = engine.tokenizer, engine.model
+    encoded = tok(prompts, add_special_tokens=False)["input_ids"]
+    width = max(len(ids) for ids in encoded)
+    input_ids = torch.full((len(encoded), width), tok.pad_token_id, dtype=torch.long)  # [B, P]
+    attention_mask = torch.zeros_like(input_ids)  # [B, P]
+    for i, ids in enumerate(encoded):
+        input_ids[i, width - len(ids):], attention_mask[i, width - len(ids):] = torch.tensor(ids), 1
+    model.eval()
+    with torch.no_grad():
+        out = model.generate(input_ids=input_ids, attention_mask=attention_mask, max_new_tokens=params.max_new_tokens,
+                             num_return_sequences=params.n, do_sample=True, pad_token_id=tok.pad_token_id,
+                             eos_token_id=tok.eos_token_id, output_scores=True, return_dict_in_generate=True,
+                             temperature=params.temperature, top_p=params.top_p, top_k=params.top_k)
+    scores = torch.stack(out.scores, dim=1).float()  # [B*G, T, V]
+    sequences = out.sequences[:, width:]  # [B*G, T]
+    picked = scores.gather(-1, sequences.unsqueeze(-1)).squeeze(-1)  # [B*G, T]
+    logprobs = picked - scores.logsumexp(-1)  # [B*G, T]
+    rows = []
+    for row, ids in enumerate(sequences.tolist()):
+        length = _completion_length(ids, tok, (), eos=tok.eos_token_id)[0]
+        rows.append((ids[:length], logprobs[row, :length]))
+    return rows
+
+
+@pytest.mark.parametrize("temperature,top_p,top_k", [(1.0, 1.0, 0), (0.7, 0.9, 20), (0.7, 1.0, 0), (1.0, 0.8, 0)])
+@pytest.mark.parametrize("which", ["random", "sft"])
+def test_logprobs_equal_output_scores_computation(tiny_lm, tiny_lm_sft, which, temperature, top_p, top_k):
+    """The engine records the sampled token's logprob inside `generate` (a logits processor after the warpers);
+    on the same seed it samples the same tokens with the same logprobs as `output_scores` gave. The random
+    model runs rows to the cap; the supervised one stops rows at different steps (later steps padded)."""
+    lm = tiny_lm if which == "random" else tiny_lm_sft
+    engine = HFEngine(lm.model(), lm.tokenizer)
+    prompts = _prompts_of_different_lengths(lm.tokenizer)
+    params = SamplingParams(n=4, max_new_tokens=24, temperature=temperature, top_p=top_p, top_k=top_k)
+    torch.manual_seed(3)
+    expected = _logprobs_from_output_scores(engine, prompts, params)
+    torch.manual_seed(3)
+    rollout = engine.generate(prompts, params)
+    assert [ids for ids, _ in expected] == rollout.completion_ids
+    if which == "sft":
+        assert len({len(ids) for ids in rollout.completion_ids}) > 1, "rows must stop at different steps"
+    for (_, want), got in zip(expected, rollout.logprobs):
+        assert torch.isfinite(got).all()
+        torch.testing.assert_close(got, want, atol=1e-6, rtol=0)
+
+
 def test_completions_end_with_eos_or_are_truncated(tiny_lm_sft):
     tok = tiny_lm_sft.tokenizer
     engine = HFEngine(tiny_lm_sft.model(), tok)

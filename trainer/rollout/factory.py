@@ -19,7 +19,8 @@ def build_engine(kind: str, model, tokenizer, options=None) -> Engine:
     rollout/server.py), or `auto`: vLLM when it imports, else hf.
 
     `options` is the rollout config (or a mapping) whose vLLM knobs (dtype, gpu_memory_utilization,
-    tensor_parallel_size, enable_sleep_mode, seed) the vLLM engine reads, and whose server keys
+    tensor_parallel_size, enable_sleep_mode, seed, kv_cache_bytes; max_sequences: the most rows the caller
+    generates at once, which `kv_cache_bytes=auto` sizes the cache for) the vLLM engine reads, and whose server keys
     (endpoints, num_servers, timeouts) the server engine reads; hf ignores it.
     """
     kind = resolve_kind(kind, options)
@@ -64,12 +65,14 @@ def resolve_kind(kind: str, options=None) -> str:
 
 def build_server_engine(model, tokenizer, options):
     """`rollout=server`: a ServerEngine over `rollout.endpoints`, or over `rollout.num_servers` `vllm serve`
-    processes started here from a copy of `model` (stopped by the engine's shutdown). Given endpoints get
-    the policy's weights before the first step (they may serve another checkpoint)."""
+    processes started here from a copy of `model` (stopped by the engine's shutdown), each with the KV cache
+    `rollout.kv_cache_bytes` gives (as the colocated engine's: `auto` sizes it to `max_sequences` rows). Given
+    endpoints get the policy's weights before the first step (they may serve another checkpoint)."""
     import tempfile
 
+    from rlvr.trainer.rollout.kv_cache import check_kv_cache_bytes, resolve_kv_cache_bytes
     from rlvr.trainer.rollout.server import ServerEngine
-    from rlvr.trainer.rollout.server_process import start_servers
+    from rlvr.trainer.rollout.server_process import on_cpu, start_servers
 
     endpoints = list(_get(options, "endpoints") or [])
     context = getattr(model.config, "max_position_embeddings", None)
@@ -85,9 +88,15 @@ def build_server_engine(model, tokenizer, options):
     model_dir = tempfile.mkdtemp(prefix="rlvr-server-model-")
     model.save_pretrained(model_dir)
     tokenizer.save_pretrained(model_dir)
+    dtype = str(_get(options, "dtype", "float32"))
+    kv_cache_bytes = resolve_kv_cache_bytes(_vllm_options(options).get("kv_cache_bytes", "auto"), model.config,
+                                            sequences=min(int(_get(options, "max_sequences", 256)), 256),
+                                            max_len=context, dtype=dtype, on_cpu=on_cpu())
+    if kv_cache_bytes is not None and on_cpu():
+        check_kv_cache_bytes(kv_cache_bytes, model.config, max_len=context, dtype=dtype)
     servers = start_servers(model_dir, count, start_timeout_s=float(_get(options, "server_start_timeout_s", 600.0)),
-                            seed=int(_get(options, "seed", 0)), dtype=str(_get(options, "dtype", "float32")),
-                            max_model_len=context, threads=int(_get(options, "server_threads", 1)))
+                            seed=int(_get(options, "seed", 0)), dtype=dtype, max_model_len=context,
+                            threads=int(_get(options, "server_threads", 1)), kv_cache_bytes=kv_cache_bytes)
     try:
         return ServerEngine([s.url for s in servers], tokenizer, processes=servers, owned_dirs=[model_dir], **common)
     except BaseException:
@@ -116,8 +125,12 @@ def _vllm_extra() -> str:
 
 
 def _vllm_options(options) -> dict:
-    keys = ("dtype", "gpu_memory_utilization", "tensor_parallel_size", "enable_sleep_mode", "seed")
+    keys = ("dtype", "gpu_memory_utilization", "tensor_parallel_size", "enable_sleep_mode", "seed", "max_sequences")
     if options is None:
         return {}
     get = options.get if hasattr(options, "get") else lambda k, d=None: getattr(options, k, d)
-    return {k: get(k) for k in keys if get(k, None) is not None}
+    chosen = {k: get(k) for k in keys if get(k, None) is not None}
+    given = ("kv_cache_bytes" in options) if hasattr(options, "get") else hasattr(options, "kv_cache_bytes")
+    if given:
+        chosen["kv_cache_bytes"] = get("kv_cache_bytes")  # null is a choice here: vLLM's own size
+    return chosen

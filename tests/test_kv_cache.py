@@ -1,0 +1,88 @@
+"""rollout.kv_cache_bytes: what `auto` sizes vLLM's KV cache to, and the values refused with the key named
+(rollout/kv_cache.py). The engine that gets this size: tests/test_rollout_vllm.py."""
+
+import pytest
+from rlvr.trainer.rollout.kv_cache import (
+    check_kv_cache_bytes,
+    resolve_kv_cache_bytes,
+    run_kv_cache_bytes,
+)
+from transformers import Qwen2Config
+
+from rlvr.errors import ConfigError
+
+# the `make demo` tiny model's shape (conf/model/tiny.yaml): 4 layers, 4 heads of 128 / 4 = 32, 2 KV heads
+TINY = Qwen2Config(hidden_size=128, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+                   max_position_embeddings=256)
+
+
+@pytest.fixture(autouse=True)
+def _no_legacy_env(monkeypatch):
+    monkeypatch.delenv("VLLM_CPU_KVCACHE_SPACE", raising=False)
+
+
+def test_auto_is_rows_times_context_in_blocks():
+    # a token: 4 layers x 2 KV heads x 32 dims x 2 (K, V) x 4 bytes = 2048 bytes; a 128-token block 256 KiB;
+    # 200 rows x ceil(256 / 128) = 400 blocks, + 1 null block = 401 blocks = 105,119,744 bytes (100.25 MiB)
+    assert run_kv_cache_bytes(TINY, sequences=200, max_len=256, dtype="float32") == 401 * 128 * 2048
+    size = resolve_kv_cache_bytes("auto", TINY, sequences=200, max_len=256, dtype="float32", on_cpu=True)
+    assert size == 105_119_744
+    # bfloat16 halves it; a context of 200 positions still takes 2 blocks a row
+    assert resolve_kv_cache_bytes("auto", TINY, sequences=200, max_len=200, dtype="bfloat16", on_cpu=True) == size // 2
+
+
+def test_auto_leaves_the_gpu_and_the_legacy_variable_to_vllm(monkeypatch):
+    assert resolve_kv_cache_bytes("auto", TINY, sequences=64, max_len=256, dtype="float32", on_cpu=False) is None
+    monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "2")
+    assert resolve_kv_cache_bytes("auto", TINY, sequences=64, max_len=256, dtype="float32", on_cpu=True) is None
+
+
+def test_explicit_bytes_and_null_are_taken_as_given():
+    given = resolve_kv_cache_bytes(123_456_789, TINY, sequences=64, max_len=256, dtype="float32", on_cpu=True)
+    assert given == 123_456_789
+    assert resolve_kv_cache_bytes(None, TINY, sequences=64, max_len=256, dtype="float32", on_cpu=True) is None
+
+
+@pytest.mark.parametrize("bad", ["1GiB", 0, -5, 1.5, True])
+def test_bad_values_name_the_key(bad):
+    with pytest.raises(ConfigError, match=r"rollout\.kv_cache_bytes="):
+        resolve_kv_cache_bytes(bad, TINY, sequences=64, max_len=256, dtype="float32", on_cpu=True)
+
+
+def test_bytes_beside_the_legacy_variable_are_refused(monkeypatch):
+    monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "1")
+    with pytest.raises(ConfigError, match="VLLM_CPU_KVCACHE_SPACE=1"):
+        resolve_kv_cache_bytes(10**8, TINY, sequences=64, max_len=256, dtype="float32", on_cpu=True)
+
+
+def test_a_cache_below_one_context_row_is_refused():
+    one_row = (2 + 1) * 128 * 2048  # 2 blocks of the 256-position context + the null block
+    check_kv_cache_bytes(one_row, TINY, max_len=256, dtype="float32")
+    with pytest.raises(ConfigError, match=rf"rollout\.kv_cache_bytes={one_row - 1}: vLLM needs at least {one_row}"):
+        check_kv_cache_bytes(one_row - 1, TINY, max_len=256, dtype="float32")
+
+
+@pytest.mark.xdist_group("vllm")
+def test_started_server_gets_the_run_sized_cache(tiny_lm, require_vllm):
+    """rollout=server: each `vllm serve` rlvr starts is given `--kv-cache-memory-bytes` sized as the colocated
+    engine's (16 rows of the head_dim-32 model's 128 positions: 512 bytes a token, 17 blocks of 128 tokens),
+    vLLM starts with it, and the server generates."""
+    from rlvr.trainer.models.tiny_model import build_model
+    from rlvr.trainer.rollout.factory import build_engine
+    from rlvr.trainer.rollout.types import SamplingParams
+
+    from tests.vllm_model import VLLM_ARCH
+
+    model = build_model(tiny_lm.tokenizer, **VLLM_ARCH, seed=0)
+    engine = build_engine("server", model, tiny_lm.tokenizer, {"seed": 0, "max_sequences": 16,
+                                                                 "server_start_timeout_s": 600.0})
+    try:
+        (server,) = engine.processes
+        expected = 17 * 128 * 512
+        assert server.command[server.command.index("--kv-cache-memory-bytes") + 1] == str(expected)
+        assert "VLLM_CPU_KVCACHE_SPACE" not in server.env
+        rollout = engine.generate(["1+2="], SamplingParams(n=2, max_new_tokens=4))
+        assert len(rollout.completion_ids) == 2
+        assert "CPU KV cache size: 2,176 tokens" in server.log_path.read_text()  # 17 blocks of 128: vLLM took it
+    finally:
+        engine.shutdown()
