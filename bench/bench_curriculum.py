@@ -59,6 +59,7 @@ def run(arm: str, overrides: list[str], seed: int, workdir: Path, cache: Path, s
             "levels": [m["curriculum/level"] for m in trained if "curriculum/level" in m],
             "target_frac": [m["curriculum/target_frac"] for m in trained if "curriculum/target_frac" in m],
             "rounds": [m["dynamic_sampling/rounds"] for m in trained if "dynamic_sampling/rounds" in m],
+            "kept_frac": [m["kept_frac"] for m in trained if "kept_frac" in m],
             "evals": [[m["step"], m["eval/accuracy"]] for m in evals],
             "accuracy_before": evals[0]["eval/accuracy"], "accuracy_after": evals[-1]["eval/accuracy"],
             "warm_start": child["warm_start"]}
@@ -99,8 +100,11 @@ def table(results: list[dict]) -> str:
             lines.append(f"  prompts from the target task: {', '.join(f'{x:.0f}%' for x in share)}")
         if any(pairs[s, arm].get("rounds") for s in seeds):
             rounds = [statistics.mean(pairs[s, arm]["rounds"]) for s in seeds]
+            trained = [statistics.mean(k * n for k, n in zip(pairs[s, arm]["kept_frac"], pairs[s, arm]["rounds"]))
+                       for s in seeds]  # kept_frac: the share of all the step's sampled groups trained on
             lines.append(f"  sampling rounds per step (1 = a plain step's prompts): "
-                         f"{', '.join(f'{x:.2f}' for x in rounds)}")
+                         f"{', '.join(f'{x:.2f}' for x in rounds)}; groups trained per step, per drawn batch: "
+                         f"{', '.join(f'{x:.2f}' for x in trained)}")
     return "\n".join(lines) + common.failures(results)
 
 
