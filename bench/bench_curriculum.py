@@ -4,12 +4,15 @@
                                      [--extra KEY=V ...]
     python bench/bench_curriculum.py --report       # the table of bench/results/curriculum.json, running nothing
 
-Per seed, two runs of `rlvr train` with `COUNTDOWN` (GRPO on countdown, 3 numbers of 1..20, from the tiny model's
+Per seed, runs of `rlvr train` with `COUNTDOWN` (GRPO on countdown, 3 numbers of 1..20, from the tiny model's
 warm start on that task), equal steps, same seed:
   fixed       every training prompt at the configured difficulty
   curriculum  `curriculum.enabled=true` (countdown's ladder: 2 numbers of 1..10 up to 4 numbers of 1..20, band
               [0.2, 0.8] unless --extra sets curriculum.*), starting from the very same warm-started model (`model.name_or_path` = the first
               run's cached tiny model)
+  target_share     the curriculum with `curriculum.target_share=0.5`: half of every step's prompts from the
+                   configured task whatever the level (with --model only, like the arms below)
+  dynamic_sampling the fixed task with DAPO's dynamic sampling (all-equal groups dropped, up to 4 rounds refill)
 With `--model DIR` (a warm-started tiny model, e.g. a cached `RLVR_CACHE/tiny/KEY`) every run of every seed starts
 from that one model, so the seeds vary the RL sampling only, and no warm start is built.
 The held-out eval is the same 200 test prompts at the configured difficulty in both arms. The table gives, per arm,
@@ -33,7 +36,12 @@ import common
 RESULTS = common.RESULTS
 COUNTDOWN = ["env=countdown", "rollout=hf", "train.eval_prompts=200"]
 CURRICULUM = ["curriculum.enabled=true"]  # the defaults: band [0.2, 0.8], window 4; --extra curriculum.*=V changes them
-ARMS = {"fixed": [], "curriculum": CURRICULUM}
+# DAPO's dynamic sampling on the fixed task, GRPO otherwise unchanged: groups with all-equal rewards are dropped and
+# up to 4 more rounds of 8 prompts refill the step (dapo.yaml's bound), so a step may sample up to 5x the prompts
+DYNAMIC = ["algo.filter_zero_variance_groups=true", "algo.max_resample_rounds=4"]
+ARMS = {"fixed": [], "curriculum": CURRICULUM,
+        "target_share": [*CURRICULUM, "curriculum.target_share=0.5"],  # half of every step from the target task
+        "dynamic_sampling": DYNAMIC}
 
 
 def run(arm: str, overrides: list[str], seed: int, workdir: Path, cache: Path, steps: int, extra: list[str]) -> dict:
@@ -49,6 +57,9 @@ def run(arm: str, overrides: list[str], seed: int, workdir: Path, cache: Path, s
             "zero_var": [m["reward/zero_var_frac"] for m in trained],
             "pass_rate": [m.get("status/correct", 0.0) for m in trained],
             "levels": [m["curriculum/level"] for m in trained if "curriculum/level" in m],
+            "target_frac": [m["curriculum/target_frac"] for m in trained if "curriculum/target_frac" in m],
+            "rounds": [m["dynamic_sampling/rounds"] for m in trained if "dynamic_sampling/rounds" in m],
+            "kept_frac": [m["kept_frac"] for m in trained if "kept_frac" in m],
             "evals": [[m["step"], m["eval/accuracy"]] for m in evals],
             "accuracy_before": evals[0]["eval/accuracy"], "accuracy_after": evals[-1]["eval/accuracy"],
             "warm_start": child["warm_start"]}
@@ -74,14 +85,26 @@ def table(results: list[dict]) -> str:
         change = common.mean_sd([100 * (r["accuracy_after"] - r["accuracy_before"]) for r in rows])
         lines.append(f"| {arm} | {len(rows)} | {zero} | {passed} | {before} | {after} | {change} | {_levels(rows)} |")
     pairs = {(r["seed"], r["arm"]): r for r in ok}
-    seeds = sorted({s for s, _ in pairs if (s, "fixed") in pairs and (s, "curriculum") in pairs})
-    if seeds:
-        diff = [100 * (pairs[s, "curriculum"]["accuracy_after"] - pairs[s, "fixed"]["accuracy_after"]) for s in seeds]
-        zero = [100 * (statistics.mean(pairs[s, "curriculum"]["zero_var"]) - statistics.mean(pairs[s, "fixed"]["zero_var"]))
+    for arm in ARMS:
+        seeds = sorted({s for s, a in pairs if a == arm and arm != "fixed" and (s, "fixed") in pairs})
+        if not seeds:
+            continue
+        diff = [100 * (pairs[s, arm]["accuracy_after"] - pairs[s, "fixed"]["accuracy_after"]) for s in seeds]
+        zero = [100 * (statistics.mean(pairs[s, arm]["zero_var"]) - statistics.mean(pairs[s, "fixed"]["zero_var"]))
                 for s in seeds]
-        lines.append(f"\nPaired by seed (curriculum - fixed): held-out accuracy {common.mean_sd(diff)} pts "
-                     f"({', '.join(f'{d:+.1f}' for d in diff)}); zero-variance groups {common.mean_sd(zero)} pts "
-                     f"({', '.join(f'{d:+.1f}' for d in zero)})")
+        lines.append(f"\nPaired by seed ({arm} - fixed, seeds {', '.join(map(str, seeds))}): held-out accuracy "
+                     f"{common.mean_sd(diff)} pts ({', '.join(f'{d:+.1f}' for d in diff)}); zero-variance groups "
+                     f"{common.mean_sd(zero)} pts ({', '.join(f'{d:+.1f}' for d in zero)})")
+        if any(pairs[s, arm].get("target_frac") for s in seeds):
+            share = [100 * statistics.mean(pairs[s, arm]["target_frac"]) for s in seeds]
+            lines.append(f"  prompts from the target task: {', '.join(f'{x:.0f}%' for x in share)}")
+        if any(pairs[s, arm].get("rounds") for s in seeds):
+            rounds = [statistics.mean(pairs[s, arm]["rounds"]) for s in seeds]
+            trained = [statistics.mean(k * n for k, n in zip(pairs[s, arm]["kept_frac"], pairs[s, arm]["rounds"]))
+                       for s in seeds]  # kept_frac: the share of all the step's sampled groups trained on
+            lines.append(f"  sampling rounds per step (1 = a plain step's prompts): "
+                         f"{', '.join(f'{x:.2f}' for x in rounds)}; groups trained per step, per drawn batch: "
+                         f"{', '.join(f'{x:.2f}' for x in trained)}")
     return "\n".join(lines) + common.failures(results)
 
 
@@ -131,7 +154,7 @@ def main() -> None:
         common.paired_arms(seeds, args.jobs, args.cache, "bench_curriculum_", run_arm, ("fixed", []),
                            ("curriculum", []), save)
     print(table(results))
-    arms = len(args.arms.split(",")) if args.model else len(ARMS)
+    arms = len(args.arms.split(",")) if args.model else 2  # without --model: fixed, then curriculum
     print(f"{len(seeds)} seeds x {arms} arm(s), {args.steps} steps each, in {time.perf_counter() - began:.0f} s; "
           f"load average before {load_before}, at the end {common.load_average()}; {path}")
 

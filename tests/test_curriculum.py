@@ -13,8 +13,10 @@ from rlvr.envs import load_env
 from rlvr.envs.base import Env
 from rlvr.envs.split import is_test
 from rlvr.errors import ConfigError
-from rlvr.trainer.curriculum import DifficultyController, build_curriculum
+from rlvr.trainer.curriculum import DifficultyController, build_curriculum, target_positions
+from rlvr.trainer.distributed import RankShardEnv
 from rlvr.trainer.env_config import build_env
+from rlvr.trainer.seeding import derive_seed
 
 
 def test_controller_moves_by_window_mean_with_hysteresis():
@@ -52,9 +54,9 @@ def test_controller_state_round_trip_continues_the_same_sequence():
 
 
 def _cfg(env: dict, **curriculum):
-    return OmegaConf.create({"env": env, "rollout": {"max_staleness": 0}, "data": None,
+    return OmegaConf.create({"env": env, "rollout": {"max_staleness": 0}, "data": None, "train": {"prompts_per_step": 8},
                              "curriculum": {"enabled": True, "levels": [], "band": [0.2, 0.8], "window": 4,
-                                            "start_level": None, **curriculum}})
+                                            "start_level": None, "target_share": 0.0, **curriculum}})
 
 
 def _numbers(row) -> int:
@@ -87,6 +89,52 @@ def test_countdown_ladder_levels_draw_train_rows_and_keep_the_test_split():
         load_env("countdown", ops=["/"])
 
 
+
+def test_target_positions_by_hand():
+    # prompt i is a target prompt when floor((i + 1) x share) > floor(i x share)
+    assert target_positions(8, 0.5) == [False, True] * 4  # floor(0.5 i): 0,0,1,1,2,2,3,3,4 -> up at i = 1, 3, 5, 7
+    # share 0.3: floor(0.3 (i + 1)) for i = 0..7 is 0,0,0,1,1,1,2,2: it rises at i = 3 and 6; 2 = floor(2.4) prompts
+    assert [i for i, t in enumerate(target_positions(8, 0.3)) if t] == [3, 6]
+    assert sum(target_positions(100, 0.29)) == 29  # 0.29 x 100 is 28.999... in floating point
+    assert sum(target_positions(3, 0.25)) == 0 and target_positions(4, 0.0) == [False] * 4  # floor(0.75) = 0
+    assert target_positions(4, 0.75) == [False, True, True, True]  # floor(0.75 (i + 1)): 0, 1, 2, 3
+
+
+def test_target_share_mixes_target_prompts_into_every_step_below_the_target():
+    cfg = _cfg({"name": "countdown", "num_numbers": 3, "max_number": 20}, target_share=0.5)
+    env = build_env(cfg.env)
+    curriculum = build_curriculum(cfg, env, build_env)
+    train_env = curriculum.env
+    assert curriculum.level == 3 and train_env.target_level == 3
+    # at the target's own level every prompt is a target prompt: the very rows of the configured task
+    assert train_env.rows("train", 8, seed=5) == env.rows("train", 8, seed=5)
+    assert curriculum.observe({"status/correct": 0.1})["curriculum/target_frac"] == 1.0
+    curriculum.controller.level = 0  # sums: 4 of 8 prompts (1, 3, 5, 7) from the target, 4 from the level
+    rows = train_env.rows("train", 8, seed=5)
+    assert rows[1::2] == env.rows("train", 4, seed=derive_seed("curriculum-target", 5))
+    assert rows[0::2] == train_env.level_envs[0].rows("train", 4, seed=derive_seed("curriculum-level", 5))
+    assert all(r["target"] == sum(r["numbers"]) for r in rows[0::2])
+    assert sum(r["target"] == sum(r["numbers"]) for r in rows[1::2]) < 4  # the configured task: not all sums
+    assert rows == train_env.rows("train", 8, seed=5) and rows != train_env.rows("train", 8, seed=6)
+    assert train_env.rows("test", 20, seed=5) == env.rows("test", 20, seed=5)
+    metrics = curriculum.observe({"status/correct": 0.5})
+    assert metrics["curriculum/level"] == 0 and metrics["curriculum/target_frac"] == 0.5
+    assert "4 of a step's 8 prompts come from the target task" in curriculum.describe()
+    # two ranks of 4 prompts each: together the one-process draw, each with its 2 target prompts
+    shards = [RankShardEnv(train_env, rank, 2).rows("train", 4, seed=5) for rank in (0, 1)]
+    assert shards[0] + shards[1] == rows
+    # a state from before the share (no key) or with another share is refused on resume, the same one is not
+    state = curriculum.state_dict()
+    assert state["target_share"] == 0.5
+    curriculum.load_state_dict(state)
+    with pytest.raises(ConfigError, match=r"curriculum.target_share=0.0 of its prompts .* this command 0.5"):
+        curriculum.load_state_dict({**state, "target_share": 0.0})
+    # no level is the configured task: below and above it alike, the share comes from the target
+    cfg = _cfg({"name": "countdown"}, target_share=0.25, levels=[{"ops": ["+"]}, {"num_numbers": 4}])
+    curriculum = build_curriculum(cfg, build_env(cfg.env), build_env)
+    assert curriculum.env.target_level is None
+    assert curriculum.observe({"status/correct": 0.5})["curriculum/target_frac"] == 0.25  # 2 of 8
+
 def test_arithmetic_ladder_and_given_levels():
     cfg = _cfg({"name": "arithmetic", "digits": 2, "ops": ["+"]})
     env = build_env(cfg.env)
@@ -100,7 +148,8 @@ def test_arithmetic_ladder_and_given_levels():
     rows = curriculum.env.rows("train", 200, seed=0)
     assert {r["op"] for r in rows} == {"+", "*"} and max(max(r["a"], r["b"]) for r in rows) <= 9
     metrics = curriculum.observe({"status/correct": 0.5})
-    assert metrics == {"curriculum/level": 1, "curriculum/pass_rate": 0.5, "curriculum/move": 0}
+    assert metrics == {"curriculum/level": 1, "curriculum/pass_rate": 0.5, "curriculum/move": 0,
+                       "curriculum/target_frac": 0.0}  # level 1 is not the configured task, no target_share
     assert curriculum.observe({})["curriculum/pass_rate"] == 0.0  # no completion correct: the status is absent
 
 
@@ -120,6 +169,9 @@ class _NoKnobs(Env):
     ({"window": 0}, r"curriculum.window=0"),
     ({"start_level": 5}, r"curriculum.start_level=5 must be in 0..4"),
     ({"levels": [{"ops": ["+", "^"]}]}, r"levels\[0\] ops=\['\+', '\^'\]: countdown: 'ops' must list"),
+    ({"target_share": 1.0}, r"curriculum.target_share=1.0 must be a number in \[0, 1\)"),
+    ({"target_share": -0.1}, r"curriculum.target_share=-0.1 must be"),
+    ({"target_share": True}, r"curriculum.target_share=True must be"),
 ])
 def test_bad_curriculum_config_is_named(change, message):
     cfg = _cfg({"name": "countdown", "num_numbers": 3, "max_number": 20}, **change)
@@ -189,29 +241,40 @@ def _overrides(tiny_lm, *extra):
 
 
 @pytest.mark.slow
-def test_resume_gives_the_uninterrupted_level_sequence(tiny_lm_sft, tmp_path, compose_train):
+@pytest.mark.parametrize("target_share", [0.0, 0.5])
+def test_resume_gives_the_uninterrupted_level_sequence(tiny_lm_sft, tmp_path, compose_train, target_share):
     from rlvr.trainer.run import train
 
     quiet = lambda *_: None  # noqa: E731
-    train(compose_train(_overrides(tiny_lm_sft, f"output_dir={tmp_path / 'A'}", f"train.steps={STEPS}")), log=quiet)
-    train(compose_train(_overrides(tiny_lm_sft, f"output_dir={tmp_path / 'B'}", "train.steps=3")), log=quiet)
+    share = f"curriculum.target_share={target_share}"
+    train(compose_train(_overrides(tiny_lm_sft, f"output_dir={tmp_path / 'A'}", f"train.steps={STEPS}", share)),
+          log=quiet)
+    train(compose_train(_overrides(tiny_lm_sft, f"output_dir={tmp_path / 'B'}", "train.steps=3", share)), log=quiet)
     train(compose_train(_overrides(tiny_lm_sft, f"output_dir={tmp_path / 'B'}", f"resume={tmp_path / 'B'}",
-                                   f"train.steps={STEPS}")), log=quiet)
+                                   f"train.steps={STEPS}", share)), log=quiet)
 
     def history(run):
         lines = [json.loads(line) for line in (tmp_path / run / "metrics.jsonl").read_text().splitlines()]
-        return [(m["step"], m["curriculum/level"], m["curriculum/move"], m["reward/mean"]) for m in lines
-                if "curriculum/level" in m]
+        return [(m["step"], m["curriculum/level"], m["curriculum/move"], m["curriculum/target_frac"], m["reward/mean"])
+                for m in lines if "curriculum/level" in m]
 
     a, b = history("A"), history("B")
     assert [s for s, *_ in a] == list(range(1, STEPS + 1))
     assert a == b
-    levels = [level for _, level, _, _ in a]
+    levels = [level for _, level, *_ in a]
     assert levels[0] == 1 and len(set(levels)) > 1, f"the band should move the level: {levels}"
-    for line in (tmp_path / "A" / "samples.jsonl").read_text().splitlines():  # level 0: one-digit prompts only
+    # the configured task (digits 1) is level 0: there every prompt is a target prompt; at level 1, target_share
+    assert [frac for _, level, _, frac, _ in a] == [1.0 if level == 0 else target_share for level in levels]
+    one_digit = lambda sample: re.fullmatch(r"\d\+\d=", sample["prompt"][-1]["content"])  # noqa: E731
+    by_step: dict[int, list] = {}
+    for line in (tmp_path / "A" / "samples.jsonl").read_text().splitlines():  # the step's first 2 prompts
         sample = json.loads(line)
-        if levels[sample["step"] - 1] == 0:
-            assert re.fullmatch(r"\d\+\d=", sample["prompt"][-1]["content"]), sample["prompt"]
+        by_step.setdefault(sample["step"], []).append(sample)
+    for step, samples in by_step.items():
+        if levels[step - 1] == 0:  # level 0: one-digit prompts only
+            assert all(one_digit(s) for s in samples), samples
+        else:  # level 1: prompt 0 from the level (two digits); with share 0.5, prompt 1 from the target (one digit)
+            assert [bool(one_digit(s)) for s in samples] == [False, target_share > 0], samples
 
 
 def test_zero_variance_share_is_logged_for_every_run():

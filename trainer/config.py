@@ -246,6 +246,8 @@ class CurriculumConfig:
     band: list = field(default_factory=lambda: [0.2, 0.8])  # the step pass rate (status/correct) to keep within
     window: int = 4  # steps at a level whose mean pass rate decides a move; a level is held at least this long
     start_level: Optional[int] = None  # index into the levels; null: the configured environment's level, else 0
+    # the share of each step's prompts always drawn from the configured task, whatever the level (0: none)
+    target_share: float = 0.0
 
 
 @dataclass

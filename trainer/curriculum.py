@@ -13,12 +13,23 @@ the window starts empty, so every level is held for at least `window` steps, and
 cannot move it. The run starts at `start_level`, by default the level that is the configured task (so a
 policy warm-started there stays there while its pass rate is in the band), else the easiest.
 
+Target share (`curriculum.target_share`, 0 by default): a share of every step's prompts is always drawn from the
+configured environment (the target task), whatever the level; the rest from the controller's level. Of a step's B
+prompts, floor(B x target_share) come from the target, spread evenly through the step (prompt i is a target
+prompt when floor((i + 1) x share) > floor(i x share), so with ranks every rank's contiguous share holds its part
+of them); at the level that is the configured task every prompt is a target prompt. The band applies to the
+whole step's pass rate, target prompts included: that is the pass rate the step's groups have, so it is what the
+share of zero-variance groups follows, and it needs no per-prompt bookkeeping. It was added because, on countdown
+from the tiny warm start, a pure ladder stepped down to sums and stayed there, and what it learnt there did not
+carry over to the target (README "Curricula" has the measurements).
+
 What does not move: the held-out test prompts, the scoring and the prompt text are those of the configured
 environment (the target difficulty), so the eval measures the same task with or without a curriculum; the
 train/test split is a hash of each problem (envs/split.py), so no level draws a test problem.
 
-Deterministic: the controller has no randomness, its level depends only on the logged pass rates, and its
-state (level, window, history of moves) is saved in each checkpoint's trainer_state.pt and restored on resume.
+Deterministic: the controller has no randomness, its level depends only on the logged pass rates, the target and
+level parts of a step are drawn from seeds derived from the step's seed, and the controller's state (level, window)
+is saved in each checkpoint's trainer_state.pt and restored on resume.
 With ranks it reads the pass rate after the metrics are reduced over them, so every rank moves alike.
 
 Learned from: reasoning-gym's `coaching` curricula (per-task attribute levels, which envs/reasoning_gym_env.py
@@ -28,11 +39,13 @@ turns into a ladder) and the target-pass-rate idea of adaptive curricula for RL 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 from omegaconf import OmegaConf
 
 from rlvr.errors import ConfigError
+from rlvr.trainer.seeding import derive_seed
 
 
 class DifficultyController:
@@ -66,17 +79,38 @@ class DifficultyController:
         self.level, self.recent = level, [float(x) for x in state["recent"]]
 
 
+def target_positions(n: int, share: float) -> list[bool]:
+    """Which of a step's n prompts come from the target task: floor(n x share) of them, spread evenly
+    (prompt i when floor((i + 1) x share) > floor(i x share))."""
+    return [math.floor((i + 1) * share + 1e-9) > math.floor(i * share + 1e-9) for i in range(n)]  # 1e-9: 0.29 x 100
+
+
 class CurriculumEnv:
     """The environment as the training loop sees it under a curriculum: train rows from the current level's
-    environment, everything else (test rows, scoring, prompts, attributes) from the configured one."""
+    environment (with `target_share`, that share of them from the configured one), everything else (test rows,
+    scoring, prompts, attributes) from the configured one."""
 
-    def __init__(self, env, level_envs: list, controller: DifficultyController):
+    def __init__(self, env, level_envs: list, controller: DifficultyController, target_level: int | None = None,
+                 target_share: float = 0.0):
         self.env, self.level_envs, self.controller = env, level_envs, controller
+        self.target_level, self.target_share = target_level, target_share  # target_level: None when no level is
 
     def rows(self, split: str, n: int, seed: int = 0) -> list[dict]:
         if split != "train":
             return self.env.rows(split, n, seed=seed)
-        return self.level_envs[self.controller.level].rows(split, n, seed=seed)
+        level_env = self.level_envs[self.controller.level]
+        at_target = self.target_positions(n, self.controller.level)
+        k = sum(at_target)
+        if k in (0, n):  # one draw, as without a share
+            return (self.env if k else level_env).rows(split, n, seed=seed)
+        target = iter(self.env.rows(split, k, seed=derive_seed("curriculum-target", seed)))
+        level = iter(level_env.rows(split, n - k, seed=derive_seed("curriculum-level", seed)))
+        return [next(target) if t else next(level) for t in at_target]
+
+    def target_positions(self, n: int, level: int) -> list[bool]:
+        """Which of n prompts drawn at `level` come from the configured environment: all of them at its own level,
+        else floor(n x target_share)."""
+        return [True] * n if level == self.target_level else target_positions(n, self.target_share)
 
     def __getattr__(self, name):
         return getattr(self.env, name)
@@ -85,8 +119,9 @@ class CurriculumEnv:
 class Curriculum:
     """The controller, the environment it steers, and the per-step log lines."""
 
-    def __init__(self, env: CurriculumEnv, levels: list[dict]):
+    def __init__(self, env: CurriculumEnv, levels: list[dict], prompts_per_step: int = 1):
         self.env, self.levels, self.controller = env, levels, env.controller
+        self.prompts_per_step = prompts_per_step  # the whole step's, over all ranks
 
     @property
     def level(self) -> int:
@@ -97,25 +132,34 @@ class Curriculum:
         the move it made); moves the level for the next step."""
         level, pass_rate = self.controller.level, float(metrics.get("status/correct", 0.0))  # absent: none correct
         move = self.controller.observe(pass_rate)
-        return {"curriculum/level": level, "curriculum/pass_rate": pass_rate, "curriculum/move": move}
+        return {"curriculum/level": level, "curriculum/pass_rate": pass_rate, "curriculum/move": move,
+                "curriculum/target_frac": sum(self.env.target_positions(self.prompts_per_step, level))
+                / self.prompts_per_step}
 
     def describe(self) -> str:
         lines = [f"curriculum: {len(self.levels)} levels, pass-rate band [{self.controller.low}, {self.controller.high}], "
-                 f"window {self.controller.window} steps; starting at level {self.level}"]
+                 f"window {self.controller.window} steps; starting at level {self.level}"
+                 + (f"; below or above the target, {sum(target_positions(self.prompts_per_step, self.env.target_share))}"
+                    f" of a step's {self.prompts_per_step} prompts come from the target task (curriculum.target_share="
+                    f"{self.env.target_share})" if self.env.target_share else "")]
         lines += [f"  level {i}: {_brief(level)}" for i, level in enumerate(self.levels)]
         return "\n".join(lines)
 
     def state_dict(self) -> dict:
-        return {**self.controller.state_dict(), "levels": self.levels}
+        return {**self.controller.state_dict(), "levels": self.levels, "target_share": self.env.target_share}
 
     def load_state_dict(self, state: Mapping) -> None:
         if list(state.get("levels", [])) != self.levels:
             raise ConfigError("resume: the checkpoint's curriculum levels differ from this run's "
                               f"({state.get('levels')} in the run, {self.levels} now); resume with the run's levels")
+        share = float(state.get("target_share", 0.0))  # checkpoints saved before the share: none
+        if share != self.env.target_share:
+            raise ConfigError(f"resume: the run drew curriculum.target_share={share} of its prompts from the target "
+                              f"task, this command {self.env.target_share}; resume with the run's value")
         self.controller.load_state_dict(state)
 
 
-def build_curriculum(cfg, env, build_env) -> Curriculum | None:
+def build_curriculum(cfg, env, build_env, world_size: int = 1) -> Curriculum | None:
     """The run's curriculum (None when `curriculum.enabled` is false), or a ConfigError naming the field.
 
     `env` is the configured environment, `build_env(env_cfg)` builds one from a config node: each level's
@@ -152,16 +196,24 @@ def build_curriculum(cfg, env, build_env) -> Curriculum | None:
         raise ConfigError(f"curriculum.start_level={start} must be in 0..{len(levels) - 1} (the ladder has "
                           f"{len(levels)} levels)")
     controller = DifficultyController(len(levels), spec.band[0], spec.band[1], spec.window, start)
-    return Curriculum(CurriculumEnv(env, level_envs, controller), [dict(level) for level in levels])
+    env = CurriculumEnv(env, level_envs, controller, target_level(level_envs, env, params), float(spec.target_share))
+    return Curriculum(env,
+                      [dict(level) for level in levels], cfg.train.prompts_per_step * world_size)
 
 
 def configured_level(level_envs: list, env, params: tuple[str, ...]) -> int:
-    """The first level whose environment has the configured one's difficulty parameters (the run starts at the
-    target difficulty and moves only when the pass rate leaves the band), else 0."""
+    """The first level that is the configured task (the run starts at the target difficulty and moves only when
+    the pass rate leaves the band), else 0."""
+    target = target_level(level_envs, env, params)
+    return 0 if target is None else target
+
+
+def target_level(level_envs: list, env, params: tuple[str, ...]) -> int | None:
+    """The first level whose environment has the configured one's difficulty parameters; None when none has."""
     for i, level_env in enumerate(level_envs):
         if all(getattr(level_env, p, None) == getattr(env, p, None) for p in params):
             return i
-    return 0
+    return None
 
 
 def check_curriculum_config(cfg) -> None:
@@ -171,6 +223,10 @@ def check_curriculum_config(cfg) -> None:
     if len(band) != 2 or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in band) \
             or not 0 <= band[0] < band[1] <= 1:
         raise ConfigError(f"curriculum.band={band} must be [low, high] with 0 <= low < high <= 1 (a pass-rate band)")
+    share = spec.get("target_share", 0.0)
+    if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share < 1:
+        raise ConfigError(f"curriculum.target_share={share} must be a number in [0, 1) (the share of each step's "
+                          f"prompts drawn from the configured task; 0: none beyond the level's own)")
     if spec.window < 1:
         raise ConfigError(f"curriculum.window={spec.window} must be >= 1 (steps averaged before a level moves)")
     if cfg.rollout.max_staleness:

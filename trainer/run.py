@@ -82,7 +82,7 @@ def train(cfg, log=print) -> dict:
     validate_multi_turn(cfg, env)
     resolve_rollout_lengths(cfg.rollout, env)  # null: the environment's length and truncation rule
     check_reward_config(cfg.reward)
-    curriculum = build_curriculum(cfg, env, build_env)  # None unless curriculum.enabled (trainer/curriculum.py)
+    curriculum = build_curriculum(cfg, env, build_env, parallel.world_size)  # None unless curriculum.enabled
     if cfg.algo.get("overlong_buffer", 0) >= cfg.rollout.max_new_tokens:  # a key of the policy-gradient family
         raise ConfigError(f"algo.overlong_buffer={cfg.algo.overlong_buffer} must be < rollout.max_new_tokens="
                           f"{cfg.rollout.max_new_tokens} ({env.name}'s default unless set)")
