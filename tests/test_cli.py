@@ -4,18 +4,16 @@
 `rlvr.cli.main` in-process, which is the same code path, to keep them fast, plus one subprocess
 to check the exit status a shell sees."""
 
-import os
-import subprocess
 import sys
 
 import pytest
 
 from rlvr.cli import main
+from tests.cli_run import run_rlvr
 
 
 def _rlvr(*args, cwd, env_extra=None):
-    env = {**os.environ, "RLVR_CACHE": str(cwd / "cache"), **(env_extra or {})}
-    return subprocess.run([sys.executable, "-m", "rlvr", *args], cwd=cwd, env=env, capture_output=True, text=True)
+    return run_rlvr(*args, cwd=cwd, env_extra=env_extra)
 
 
 def test_help(tmp_path):

@@ -19,6 +19,7 @@ import pytest
 from rlvr.envs import load_env
 from rlvr.errors import ConfigError
 from rlvr.verifiers.result import Status
+from tests.cli_run import run_rlvr
 
 pytest.importorskip("verifiers.v1")
 
@@ -162,9 +163,7 @@ def test_bad_configuration_names_the_field(vf_taskset):
 
 
 def _rlvr(*args, cwd):
-    env = {**os.environ, "RLVR_CACHE": str(cwd / "cache"), "OMP_NUM_THREADS": "1"}
-    return subprocess.run([sys.executable, "-m", "rlvr", *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=900)
+    return run_rlvr(*args, cwd=cwd, env_extra={"OMP_NUM_THREADS": "1"})
 
 
 @pytest.mark.slow

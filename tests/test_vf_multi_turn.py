@@ -26,6 +26,7 @@ from rlvr.errors import ConfigError
 from rlvr.trainer.rollout.agent_loop import observation_text, run_trajectories
 from rlvr.trainer.rollout.types import Rollout, SamplingParams
 from rlvr.verifiers.result import Status
+from tests.cli_run import run_rlvr
 
 pytest.importorskip("verifiers.v1")
 
@@ -397,9 +398,7 @@ def test_bad_configuration_names_the_field(game):
 
 
 def _rlvr(*args, cwd):
-    env = {**os.environ, "RLVR_CACHE": str(cwd / "cache"), "OMP_NUM_THREADS": "1"}
-    return subprocess.run([sys.executable, "-m", "rlvr", *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=900)
+    return run_rlvr(*args, cwd=cwd, env_extra={"OMP_NUM_THREADS": "1"})
 
 
 @pytest.mark.slow

@@ -1,0 +1,13 @@
+"""`rlvr ...` as a subprocess the way a shell runs it, for the tests that check the command line end to end."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+def run_rlvr(*args: str, cwd: Path, env_extra: dict | None = None, timeout: float = 900) -> subprocess.CompletedProcess:
+    """`python -m rlvr ARGS` in `cwd` with its own RLVR_CACHE (cwd/cache), text output captured, killed at `timeout`."""
+    env = {**os.environ, "RLVR_CACHE": str(cwd / "cache"), **(env_extra or {})}
+    return subprocess.run([sys.executable, "-m", "rlvr", *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=timeout)
