@@ -48,7 +48,7 @@ docker: $(VENV)/.base
 # (sandbox, vLLM) one worker runs in turn. PYTEST_WORKERS=0 runs everything in one process.
 PYTEST_WORKERS ?= 2
 test: $(VENV)/.test docker
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --durations=15
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --durations=40
 
 test-fast: $(VENV)/.test
 	$(BIN)/python -m pytest -m "not slow"

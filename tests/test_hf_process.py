@@ -16,6 +16,10 @@ from rlvr.trainer.rollout.hf_process import HFProcessEngine, ProducerProcessErro
 from rlvr.trainer.rollout.prompts import render_prompts
 from rlvr.trainer.rollout.types import SamplingParams
 
+# one worker runs this file: its module-scoped fixture is built once, not once per xdist worker
+pytestmark = pytest.mark.xdist_group("hf_process")
+
+
 GREEDY = SamplingParams(n=2, max_new_tokens=12, greedy=True)
 
 

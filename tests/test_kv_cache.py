@@ -1,5 +1,6 @@
 """rollout.kv_cache_bytes: what `auto` sizes vLLM's KV cache to, and the values refused with the key named
-(rollout/kv_cache.py). The engine that gets this size: tests/test_rollout_vllm.py."""
+(rollout/kv_cache.py). The engine that gets this size: tests/test_rollout_vllm.py; a started `vllm serve`:
+tests/test_server_rollout.py."""
 
 import pytest
 from rlvr.trainer.rollout.kv_cache import (
@@ -60,29 +61,3 @@ def test_a_cache_below_one_context_row_is_refused():
     check_kv_cache_bytes(one_row, TINY, max_len=256, dtype="float32")
     with pytest.raises(ConfigError, match=rf"rollout\.kv_cache_bytes={one_row - 1}: vLLM needs at least {one_row}"):
         check_kv_cache_bytes(one_row - 1, TINY, max_len=256, dtype="float32")
-
-
-@pytest.mark.xdist_group("vllm")
-def test_started_server_gets_the_run_sized_cache(tiny_lm, require_vllm):
-    """rollout=server: each `vllm serve` rlvr starts is given `--kv-cache-memory-bytes` sized as the colocated
-    engine's (16 rows of the head_dim-32 model's 128 positions: 512 bytes a token, 17 blocks of 128 tokens),
-    vLLM starts with it, and the server generates."""
-    from rlvr.trainer.models.tiny_model import build_model
-    from rlvr.trainer.rollout.factory import build_engine
-    from rlvr.trainer.rollout.types import SamplingParams
-
-    from tests.vllm_model import VLLM_ARCH
-
-    model = build_model(tiny_lm.tokenizer, **VLLM_ARCH, seed=0)
-    engine = build_engine("server", model, tiny_lm.tokenizer, {"seed": 0, "max_sequences": 16,
-                                                                 "server_start_timeout_s": 600.0})
-    try:
-        (server,) = engine.processes
-        expected = 17 * 128 * 512
-        assert server.command[server.command.index("--kv-cache-memory-bytes") + 1] == str(expected)
-        assert "VLLM_CPU_KVCACHE_SPACE" not in server.env
-        rollout = engine.generate(["1+2="], SamplingParams(n=2, max_new_tokens=4))
-        assert len(rollout.completion_ids) == 2
-        assert "CPU KV cache size: 2,176 tokens" in server.log_path.read_text()  # 17 blocks of 128: vLLM took it
-    finally:
-        engine.shutdown()

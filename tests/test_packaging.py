@@ -10,6 +10,10 @@ from pathlib import Path
 
 import pytest
 
+# one worker runs this file: its module-scoped fixture is built once, not once per xdist worker
+pytestmark = pytest.mark.xdist_group("packaging")
+
+
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ["pyproject.toml", "README.md", "LICENSE", "rlvr", "envs", "verifiers", "sandboxes", "trainer", "conf"]
 EXPECTED = [

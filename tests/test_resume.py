@@ -19,6 +19,10 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+# one worker runs this file: its module-scoped fixture is built once, not once per xdist worker
+pytestmark = pytest.mark.xdist_group("resume")
+
+
 STEPS = 12
 OVERRIDES = [
     "rollout=hf",  # the HF engine: its sampling is seeded by torch's RNG, which the checkpoint restores

@@ -94,3 +94,11 @@ def test_a_killed_server_loses_no_prompt_and_the_run_finishes(compose_train, tmp
     assert engine.version >= 2 and engine.versions[survivor] == engine.version > engine.versions[killed]
     staleness = [m["async/staleness_mean"] for m in metrics if "async/staleness_mean" in m]
     assert len(staleness) == STEPS and all(0 <= s <= 1 for s in staleness)
+
+    # rollout.kv_cache_bytes=auto: each server is given the run-sized cache as bytes (not the legacy GiB variable),
+    # and vLLM took it: a token of this model is 2 layers x 1 KV head x 32 dims x 2 (K, V) x 4 bytes = 512 bytes
+    for server in engine.processes:
+        size = int(server.command[server.command.index("--kv-cache-memory-bytes") + 1])
+        assert size % (128 * 512) == 0 and "VLLM_CPU_KVCACHE_SPACE" not in server.env
+        if server.url == survivor:
+            assert f"CPU KV cache size: {size // 512:,} tokens" in server.log_path.read_text()

@@ -23,6 +23,9 @@ from tests.cli_run import run_rlvr
 
 pytest.importorskip("verifiers.v1")
 
+# one worker runs this file: its module-scoped fixture is built once, not once per xdist worker
+pytestmark = pytest.mark.xdist_group("vf_env")
+
 # a name per xdist worker: each worker's module fixture installs and uninstalls its own copy
 PACKAGE = f"rlvr_test_vf_sums_{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
 TASKSET = '''

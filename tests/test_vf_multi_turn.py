@@ -30,6 +30,10 @@ from tests.cli_run import run_rlvr
 
 pytest.importorskip("verifiers.v1")
 
+# one worker runs this file: its module-scoped fixture is built once, not once per xdist worker
+pytestmark = pytest.mark.xdist_group("vf_multi_turn")
+
+
 PACKAGE = f"rlvr_test_vf_guess_{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
 GAME = '''
 import re

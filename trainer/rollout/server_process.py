@@ -90,7 +90,8 @@ class VLLMServer:
             *_platform_args(), *extra_args,
         ]
         self.env = {**os.environ, "VLLM_SERVER_DEV_MODE": "1", "VLLM_CPU_OMP_THREADS_BIND": "nobind",
-                    "OMP_NUM_THREADS": str(threads), "VLLM_ENABLE_V1_MULTIPROCESSING": "1"}
+                    "OMP_NUM_THREADS": str(threads), "VLLM_ENABLE_V1_MULTIPROCESSING": "1",
+                    "PYTHONUNBUFFERED": "1"}  # the log file is current: a line logged is a line written
         if not kv_cache_bytes:  # the environment's GiB, else 1 GiB (vLLM's CPU default: 0.9 of RAM for `serve`)
             self.env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
         self.process: subprocess.Popen | None = None
