@@ -353,6 +353,30 @@ def test_torchrun_with_asynchronous_rollouts(tmp_path, strategy):
     assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["step_4"]
 
 
+
+@pytest.mark.slow
+def test_torchrun_resumes_an_asynchronous_run(tmp_path):
+    """2 DDP ranks with rollout.max_staleness=1: two steps, then `resume=` to four. The resumed session starts
+    from step 2's checkpoint with an empty queue (its first step trains on samples of the checkpoint's own
+    weights, staleness 0), every step is logged once, and the run ends with step 4's checkpoint."""
+    out = tmp_path / "run"
+    base = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "-m", "rlvr",
+            "train"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "RLVR_CACHE": str(tmp_path / "cache")}
+    first = [*base, "trainer.strategy=ddp", "rollout=hf", "rollout.max_staleness=1", "env.digits=1",
+             "model.warm_start.max_steps=20", "train.steps=2", "train.save_every=2", "train.prompts_per_step=4",
+             "train.completions_per_prompt=4", "train.eval_prompts=4", f"output_dir={out}", "threads=1"]
+    for command in (first, [*base, f"resume={out}", "train.steps=4"]):
+        result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env)
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    lines = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in lines] == [0, 1, 2, 3, 4]
+    staleness = [m["async/staleness_mean"] for m in lines[1:]]
+    assert staleness[0] == 0 and staleness[2] == 0  # each session's first step: nothing older than its start
+    assert all(0 <= s <= 1 for s in staleness)
+    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["step_2", "step_4"]
+
 if __name__ == "__main__":  # one rank of `_launch`: this file's folder (tests/) is on sys.path, so conftest imports
     from conftest import _compose_train
 
