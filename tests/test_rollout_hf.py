@@ -88,6 +88,26 @@ def test_logprobs_equal_output_scores_computation(tiny_lm, tiny_lm_sft, which, t
         torch.testing.assert_close(got, want, atol=1e-6, rtol=0)
 
 
+
+@pytest.mark.parametrize("which", ["random", "sft"])
+def test_one_prefill_per_prompt_samples_what_every_copy_prefilled_does(tiny_lm, tiny_lm_sft, which):
+    """rollout.prefill_once: each prompt's KV cache computed once and repeated G times gives, from the same seed,
+    the completions `generate` samples when it prefills all G copies, with logprobs equal to the last bits;
+    prompts of three lengths, so the left padding's positions are exercised."""
+    lm = tiny_lm if which == "random" else tiny_lm_sft
+    model, tok = lm.model(), lm.tokenizer
+    prompts = _prompts_of_different_lengths(tok)
+    params = SamplingParams(n=4, max_new_tokens=16, temperature=0.9)
+    rollouts = []
+    for prefill_once in (True, False):
+        torch.manual_seed(0)
+        rollouts.append(HFEngine(model, tok, prefill_once=prefill_once).generate(prompts, params))
+    once, every = rollouts
+    assert once.completion_ids == every.completion_ids and once.prompt_ids == every.prompt_ids
+    assert once.truncated == every.truncated
+    for a, b in zip(once.logprobs, every.logprobs):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
+
 def test_completions_end_with_eos_or_are_truncated(tiny_lm_sft):
     tok = tiny_lm_sft.tokenizer
     engine = HFEngine(tiny_lm_sft.model(), tok)

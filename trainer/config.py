@@ -179,6 +179,9 @@ class RolloutConfig:
     # completions at any world size and after a resume (generation speed within noise: BENCHMARKS.md).
     # hf ignores it (one RNG per batch). false: vLLM samples from its engine seed, as before.
     seed_per_prompt: bool = True
+    # rollout=hf, G > 1 samples: each prompt's prefill computed once and its KV cache repeated G times
+    # (rollout/hf.py; the same samples, logprobs within 1e-5). false: generate prefills every copy, as before.
+    prefill_once: bool = True
     # vLLM only (ignored by hf); the first three matter on GPUs.
     gpu_memory_utilization: float = 0.3  # share of GPU memory vLLM takes (weights + KV cache)
     tensor_parallel_size: int = 1

@@ -289,12 +289,13 @@ def _producer_hf_engine(ctx, model, tokenizer, timeout_s: float):
     if ctx.cfg.rollout.producer == "thread":
         from rlvr.trainer.rollout.hf import HFEngine
 
-        return HFEngine(model, tokenizer)
+        return HFEngine(model, tokenizer, prefill_once=ctx.cfg.rollout.prefill_once)
     from rlvr.trainer.rollout.hf_process import HFProcessEngine
     from rlvr.trainer.seeding import derive_seed
 
     return HFProcessEngine(model, tokenizer, seed=derive_seed("producer", ctx.cfg.seed),
-                           threads=int(ctx.cfg.threads), timeout_s=timeout_s)
+                           threads=int(ctx.cfg.threads), timeout_s=timeout_s,
+                           prefill_once=ctx.cfg.rollout.prefill_once)
 
 
 class AsyncTrainerEngine:

@@ -21,13 +21,15 @@ def build_engine(kind: str, model, tokenizer, options=None) -> Engine:
     `options` is the rollout config (or a mapping) whose vLLM knobs (dtype, gpu_memory_utilization,
     tensor_parallel_size, enable_sleep_mode, seed, kv_cache_bytes; max_sequences: the most rows the caller
     generates at once, which `kv_cache_bytes=auto` sizes the cache for) the vLLM engine reads, and whose server keys
-    (endpoints, num_servers, timeouts) the server engine reads; hf ignores it.
+    (endpoints, num_servers, timeouts) the server engine reads; hf reads `prefill_once`.
     """
     kind = resolve_kind(kind, options)
     if kind == "server":
         return build_server_engine(model, tokenizer, options)
     engine = engine_class(kind)
-    return engine(model, tokenizer, **_vllm_options(options)) if kind == "vllm" else engine(model, tokenizer)
+    if kind == "vllm":
+        return engine(model, tokenizer, **_vllm_options(options))
+    return engine(model, tokenizer, prefill_once=bool(_get(options, "prefill_once", True)))
 
 
 def engine_class(kind: str) -> type:

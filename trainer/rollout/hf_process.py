@@ -56,7 +56,7 @@ class HFProcessEngine:
 
     copies_weights = False
 
-    def __init__(self, model, tokenizer, seed: int, threads: int, timeout_s: float):
+    def __init__(self, model, tokenizer, seed: int, threads: int, timeout_s: float, prefill_once: bool = True):
         if any(p.device.type != "cpu" for p in model.parameters()):
             raise ConfigError("rollout.producer=process samples on the CPU; the policy is on "
                               f"{next(model.parameters()).device} (set rollout.producer=thread, or use rollout=vllm "
@@ -65,7 +65,7 @@ class HFProcessEngine:
         model.share_memory()  # in place: the parameters' storages move to shared memory, seen by both processes
         context = multiprocessing.get_context("spawn")  # never fork a process whose other threads hold locks
         self._conn, child_conn = context.Pipe()
-        self._process = context.Process(target=_serve, args=(child_conn, model, tokenizer, seed, threads),
+        self._process = context.Process(target=_serve, args=(child_conn, model, tokenizer, seed, threads, prefill_once),
                                         name="rlvr-hf-producer", daemon=True)
         self._process.start()
         child_conn.close()
@@ -134,12 +134,12 @@ class HFProcessEngine:
         return message
 
 
-def _serve(conn, model, tokenizer, seed: int, threads: int) -> None:
+def _serve(conn, model, tokenizer, seed: int, threads: int, prefill_once: bool) -> None:
     """The child: answer generate requests on the shared `model` until the pipe closes or a None arrives."""
     if threads > 0:  # the trainer's `threads`; 0 leaves torch's default, as there
         torch.set_num_threads(threads)
     torch.manual_seed(seed)
-    engine = HFEngine(model, tokenizer)
+    engine = HFEngine(model, tokenizer, prefill_once=prefill_once)
     conn.send(("ok", None))
     while True:
         try:
