@@ -10,8 +10,6 @@ import contextlib
 import json
 import os
 import re
-import subprocess
-import sys
 import textwrap
 
 import pytest
@@ -20,6 +18,7 @@ from rlvr.envs import load_env
 from rlvr.errors import ConfigError
 from rlvr.verifiers.result import Status
 from tests.cli_run import run_rlvr
+from tests.editable_package import editable_install
 
 pytest.importorskip("verifiers.v1")
 
@@ -84,24 +83,8 @@ def vf_package(tmp_path_factory):
     root = tmp_path_factory.mktemp("vf_pkg")
     (root / PACKAGE).mkdir()
     (root / PACKAGE / "__init__.py").write_text("import re\n" + textwrap.dedent(TASKSET))
-    (root / "pyproject.toml").write_text(textwrap.dedent(f"""\
-        [project]
-        name = "{PACKAGE.replace('_', '-')}"
-        version = "0.1.0"
-        dependencies = ["verifiers"]
-        [build-system]
-        requires = ["setuptools>=61"]
-        build-backend = "setuptools.build_meta"
-        [tool.setuptools]
-        packages = ["{PACKAGE}"]
-        """))
-    pip = [sys.executable, "-m", "pip"]
-    subprocess.run([*pip, "install", "-q", "--no-deps", "--no-build-isolation", "-e", str(root)], check=True,
-                   capture_output=True, timeout=300)
-    try:
+    with editable_install(root, PACKAGE.replace("_", "-"), [PACKAGE]):
         yield root
-    finally:
-        subprocess.run([*pip, "uninstall", "-y", "-q", PACKAGE.replace("_", "-")], capture_output=True, timeout=300)
 
 
 @pytest.fixture

@@ -13,8 +13,6 @@ import contextlib
 import json
 import os
 import re
-import subprocess
-import sys
 import textwrap
 
 import pytest
@@ -27,6 +25,7 @@ from rlvr.trainer.rollout.agent_loop import observation_text, run_trajectories
 from rlvr.trainer.rollout.types import Rollout, SamplingParams
 from rlvr.verifiers.result import Status
 from tests.cli_run import run_rlvr
+from tests.editable_package import editable_install
 
 pytest.importorskip("verifiers.v1")
 
@@ -213,24 +212,8 @@ def vf_package(tmp_path_factory):
         (root / packages[-1] / "__init__.py").write_text(
             f"import verifiers.v1 as vf\nfrom {PACKAGE} import GuessConfig, GuessData, GuessEnv, GuessTask, "
             f"GuessTaskset\n{textwrap.dedent(source)}\n__all__ = {exported!r}\n")
-    (root / "pyproject.toml").write_text(textwrap.dedent(f"""\
-        [project]
-        name = "{PACKAGE.replace('_', '-')}"
-        version = "0.1.0"
-        dependencies = ["verifiers"]
-        [build-system]
-        requires = ["setuptools>=61"]
-        build-backend = "setuptools.build_meta"
-        [tool.setuptools]
-        packages = {json.dumps(packages)}
-        """))
-    pip = [sys.executable, "-m", "pip"]
-    subprocess.run([*pip, "install", "-q", "--no-deps", "--no-build-isolation", "-e", str(root)], check=True,
-                   capture_output=True, timeout=300)
-    try:
+    with editable_install(root, PACKAGE.replace("_", "-"), packages):
         yield root
-    finally:
-        subprocess.run([*pip, "uninstall", "-y", "-q", PACKAGE.replace("_", "-")], capture_output=True, timeout=300)
 
 
 @pytest.fixture
