@@ -1,24 +1,27 @@
 """Does a difficulty curriculum cut the zero-variance groups and raise held-out accuracy on `countdown`?
 
     python bench/bench_curriculum.py [--seeds 0,1,2] [--steps 200] [--jobs 1] [--cache DIR] [--model DIR]
-                                     [--extra KEY=V ...]
+                                     [--arms fixed,curriculum,...] [--eval-prompts 200] [--extra KEY=V ...]
     python bench/bench_curriculum.py --report       # the table of bench/results/curriculum.json, running nothing
 
-Per seed, runs of `rlvr train` with `COUNTDOWN` (GRPO on countdown, 3 numbers of 1..20, from the tiny model's
-warm start on that task), equal steps, same seed:
+Per seed, runs of `rlvr train` with `COUNTDOWN` (GRPO on countdown, 3 numbers of 1..20 unless --extra sets
+env.max_number=30 etc., from the tiny model's warm start on 3 numbers of 1..20), equal steps, same seed:
   fixed       every training prompt at the configured difficulty
-  curriculum  `curriculum.enabled=true` (countdown's ladder: 2 numbers of 1..10 up to 4 numbers of 1..20, band
-              [0.2, 0.8] unless --extra sets curriculum.*), starting from the very same warm-started model (`model.name_or_path` = the first
-              run's cached tiny model)
+  curriculum  `curriculum.enabled=true` (countdown's default ladder: numbers up to 2/3 and 5/6 of max_number, the
+              configured task, 4 numbers; band [0.2, 0.8] unless --extra sets curriculum.*), starting from the very
+              same warm-started model (`model.name_or_path` = the first run's cached tiny model)
   target_share     the curriculum with `curriculum.target_share=0.5`: half of every step's prompts from the
                    configured task whatever the level (with --model only, like the arms below)
   dynamic_sampling the fixed task with DAPO's dynamic sampling (all-equal groups dropped, up to 4 rounds refill)
+  narrow_band      the curriculum with band [0.1, 0.3]: it climbs back up once a level's pass rate passes 0.3
+  ops_ladder       the curriculum on countdown's first ladder (targets built from +; + -; + - *; all four; 4 numbers)
 With `--model DIR` (a warm-started tiny model, e.g. a cached `RLVR_CACHE/tiny/KEY`) every run of every seed starts
 from that one model, so the seeds vary the RL sampling only, and no warm start is built.
-The held-out eval is the same 200 test prompts at the configured difficulty in both arms. The table gives, per arm,
-mean and sample standard deviation over seeds of: the share of training groups whose 8 rewards were all equal
-(`reward/zero_var_frac`, mean over steps), the training pass rate (`status/correct`), held-out greedy accuracy
-before and after, and the curriculum's levels. Writes bench/results/curriculum.json after every run.
+The held-out eval is the same `--eval-prompts` test prompts (greedy) at the configured difficulty in every arm of a
+seed. The table gives, per arm, mean and sample standard deviation over seeds of: the share of training groups whose
+8 rewards were all equal (`reward/zero_var_frac`, mean over steps), the training pass rate (`status/correct`),
+held-out accuracy before and after, and the curriculum's levels; then each arm paired by seed against fixed.
+Writes bench/results/NAME.json after every run.
 """
 
 from __future__ import annotations
@@ -34,18 +37,24 @@ from pathlib import Path
 import common
 
 RESULTS = common.RESULTS
-COUNTDOWN = ["env=countdown", "rollout=hf", "train.eval_prompts=200"]
+COUNTDOWN = ["env=countdown", "rollout=hf"]
 CURRICULUM = ["curriculum.enabled=true"]  # the defaults: band [0.2, 0.8], window 4; --extra curriculum.*=V changes them
 # DAPO's dynamic sampling on the fixed task, GRPO otherwise unchanged: groups with all-equal rewards are dropped and
 # up to 4 more rounds of 8 prompts refill the step (dapo.yaml's bound), so a step may sample up to 5x the prompts
 DYNAMIC = ["algo.filter_zero_variance_groups=true", "algo.max_resample_rounds=4"]
+OPS_LADDER = ['curriculum.levels=[{ops:["+"]},{ops:["+","-"]},{ops:["+","-","*"]},{ops:["+","-","*","/"]},'
+              '{num_numbers:4}]']  # countdown's first default ladder: targets built from more and more operators
 ARMS = {"fixed": [], "curriculum": CURRICULUM,
         "target_share": [*CURRICULUM, "curriculum.target_share=0.5"],  # half of every step from the target task
-        "dynamic_sampling": DYNAMIC}
+        "dynamic_sampling": DYNAMIC,
+        "narrow_band": [*CURRICULUM, "curriculum.band=[0.1,0.3]"],  # climbs back once 30% pass at a level
+        "ops_ladder": [*CURRICULUM, *OPS_LADDER]}
 
 
-def run(arm: str, overrides: list[str], seed: int, workdir: Path, cache: Path, steps: int, extra: list[str]) -> dict:
-    child = common.rlvr_train([*COUNTDOWN, *extra, *ARMS[arm], *overrides, f"train.steps={steps}",
+def run(arm: str, overrides: list[str], seed: int, workdir: Path, cache: Path, steps: int, extra: list[str],
+        eval_prompts: int = 200) -> dict:
+    child = common.rlvr_train([*COUNTDOWN, f"train.eval_prompts={eval_prompts}", *extra, *ARMS[arm], *overrides,
+                               f"train.steps={steps}",
                                f"train.save_every={steps}", f"train.eval_every={max(1, steps // 2)}", f"seed={seed}"],
                               workdir / f"{arm}-seed{seed}", cache)
     if "error" in child:
@@ -113,6 +122,7 @@ def main() -> None:
     parser.add_argument("--arms", default=",".join(ARMS), help="with --model: the arms to run (e.g. curriculum)")
     parser.add_argument("--model", default=None, help="one warm-started model for every run (no warm starts)")
     parser.add_argument("--extra", nargs="*", default=[], help="overrides for both arms (e.g. model.warm_start.*)")
+    parser.add_argument("--eval-prompts", type=int, default=200, help="held-out test prompts (greedy), both arms")
     parser.add_argument("--name", default="curriculum", help="results file bench/results/NAME.json")
     args = parser.parse_args()
     path = RESULTS / f"{args.name}.json"
@@ -135,12 +145,12 @@ def main() -> None:
                   f"{result['levels'][::10] or '-'} in {result['run_s']:.0f} s (load {os.getloadavg()[0]:.1f})",
                   flush=True)
         common.write_json(args.name, {"seeds": seeds, "steps": args.steps, "model": args.model,
-                                      "config": [*COUNTDOWN, *args.extra],
+                                      "config": [*COUNTDOWN, f"train.eval_prompts={args.eval_prompts}", *args.extra],
                                       "arms": ARMS, "seconds": round(time.perf_counter() - began, 1),
                                       "runs": results}, load_before)
 
     def run_arm(arm, overrides, seed, workdir, cache):
-        return run(arm, overrides, seed, workdir, cache, args.steps, args.extra)
+        return run(arm, overrides, seed, workdir, cache, args.steps, args.extra, args.eval_prompts)
 
     if args.model:  # both arms of every seed from one model: the runs are independent
         with tempfile.TemporaryDirectory(prefix="bench_curriculum_") as tmp:

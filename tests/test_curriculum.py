@@ -66,19 +66,23 @@ def _numbers(row) -> int:
 def test_countdown_ladder_levels_draw_train_rows_and_keep_the_test_split():
     cfg = _cfg({"name": "countdown", "num_numbers": 3, "max_number": 20})
     env = build_env(cfg.env)
-    assert env.difficulty_ladder() == [{"ops": ["+"]}, {"ops": ["+", "-"]}, {"ops": ["+", "-", "*"]},
-                                       {"ops": ["+", "-", "*", "/"]}, {"num_numbers": 4, "ops": ["+", "-", "*", "/"]}]
+    # smaller numbers first (2/3 and 5/6 of max_number, rounded), the configured task, one number more
+    assert env.difficulty_ladder() == [{"max_number": 13}, {"max_number": 17}, {"max_number": 20},
+                                       {"num_numbers": 4, "max_number": 20}]
+    assert build_env(OmegaConf.merge(cfg.env, {"max_number": 30})).difficulty_ladder()[:3] == [
+        {"max_number": 20}, {"max_number": 25}, {"max_number": 30}]
     curriculum = build_curriculum(cfg, env, build_env)
     train_env = curriculum.env
-    assert curriculum.level == 3  # start_level null: the configured task's level, so it moves only when it must
+    assert curriculum.level == 2  # start_level null: the configured task's level, so it moves only when it must
     assert train_env.rows("train", 64, seed=5) == env.rows("train", 64, seed=5)
     curriculum.controller.level = 0
     easy = train_env.rows("train", 64, seed=5)
-    assert all(_numbers(r) == 3 and r["target"] == sum(r["numbers"]) for r in easy)  # ops [+]: the sum
+    assert all(_numbers(r) == 3 and max(r["numbers"]) <= 13 for r in easy)
+    assert max(max(r["numbers"]) for r in train_env.rows("test", 64, seed=5)) > 13  # the test rows: 1..20
     assert train_env.rows("test", 20, seed=5) == env.rows("test", 20, seed=5)  # the target difficulty
-    curriculum.controller.level = 4
+    curriculum.controller.level = 3
     hard = train_env.rows("train", 64, seed=5)
-    assert all(_numbers(r) == 4 for r in hard)
+    assert all(_numbers(r) == 4 for r in hard) and max(max(r["numbers"]) for r in hard) > 13
     for row in easy + hard:  # no level draws a held-out problem (one hash for all levels)
         assert not is_test(row["id"].removeprefix("countdown/"), env.test_fraction)
     # a level's rows are scored by the configured environment's verifiers: each reference is correct
@@ -101,7 +105,9 @@ def test_target_positions_by_hand():
 
 
 def test_target_share_mixes_target_prompts_into_every_step_below_the_target():
-    cfg = _cfg({"name": "countdown", "num_numbers": 3, "max_number": 20}, target_share=0.5)
+    operators = [["+"], ["+", "-"], ["+", "-", "*"], ["+", "-", "*", "/"]]  # level 0: sums, level 3: the configured
+    cfg = _cfg({"name": "countdown", "num_numbers": 3, "max_number": 20}, target_share=0.5,
+               levels=[{"ops": ops} for ops in operators])
     env = build_env(cfg.env)
     curriculum = build_curriculum(cfg, env, build_env)
     train_env = curriculum.env
@@ -167,7 +173,7 @@ class _NoKnobs(Env):
     ({"levels": [{"num_numbers": 3}, {}]}, r"levels\[1\] must be a non-empty mapping"),
     ({"band": [0.8, 0.2]}, r"curriculum.band=\[0.8, 0.2\]"),
     ({"window": 0}, r"curriculum.window=0"),
-    ({"start_level": 5}, r"curriculum.start_level=5 must be in 0..4"),
+    ({"start_level": 5}, r"curriculum.start_level=5 must be in 0..3"),
     ({"levels": [{"ops": ["+", "^"]}]}, r"levels\[0\] ops=\['\+', '\^'\]: countdown: 'ops' must list"),
     ({"target_share": 1.0}, r"curriculum.target_share=1.0 must be a number in \[0, 1\)"),
     ({"target_share": -0.1}, r"curriculum.target_share=-0.1 must be"),
