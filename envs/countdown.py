@@ -81,8 +81,10 @@ class CountdownEnv(Env):
         its operators, only smaller numbers.
 
         Not the operators: a ladder of targets built from +; + -; + - *; all four (this method's first version)
-        lowered held-out accuracy against fixed difficulty at both 1..20 and 1..30 from the tiny warm start, while
-        smaller numbers raised it at 1..30 (README "Curricula"): a model trained on sums learns to add."""
+        lowered held-out accuracy against fixed difficulty at both 1..20 and 1..30 from the tiny warm start (a
+        model trained on sums learns to add); at 1..30 smaller numbers were 3.1 points above it and level with fixed
+        difficulty (+0.3 ± 1.0 points, 12 seeds). Neither ladder helped at 1..20, the warm start's own range
+        (README "Curricula")."""
         maxima = sorted({max(1, round(self.max_number * f)) for f in (2 / 3, 5 / 6)} - {self.max_number})
         ladder = [{"max_number": m} for m in maxima] + [{"max_number": self.max_number}]
         if self.num_numbers < 6:
