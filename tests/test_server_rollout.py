@@ -35,12 +35,13 @@ def watched(monkeypatch):
     generate call begins: the process is dead before the call's requests go out, while the engine still counts it
     live, so requests must fail on it and be resent. (A kill on a timer raced the call: on a loaded machine the
     call could finish first and the next weight push found the dead server, so no request failed.)"""
-    log = {"engines": [], "calls": [], "killed": None}
+    log = {"engines": [], "calls": [], "killed": None, "servers": []}
     init, generate_ids = ServerEngine.__init__, ServerEngine.generate_ids
 
     def init_(self, *args, **kwargs):
         init(self, *args, **kwargs)
         log["engines"].append(self)
+        log["servers"] += self.processes  # the engine's shutdown empties its list
 
     def generate_ids_(self, encoded, params):
         if len(log["calls"]) == 2 and log["killed"] is None:
@@ -95,9 +96,14 @@ def test_a_killed_server_loses_no_prompt_and_the_run_finishes(compose_train, tmp
     staleness = [m["async/staleness_mean"] for m in metrics if "async/staleness_mean" in m]
     assert len(staleness) == STEPS and all(0 <= s <= 1 for s in staleness)
 
+    # each server's log is in the run directory (servers/vllm-serve-PORT.log), one file per server
+    servers = watched["servers"]
+    assert len(servers) == 2 and sorted(p.name for p in (tmp_path / "servers").iterdir()) == sorted(
+        f"vllm-serve-{server.port}.log" for server in servers)
     # rollout.kv_cache_bytes=auto: each server is given the run-sized cache as bytes (not the legacy GiB variable),
     # and vLLM took it: a token of this model is 2 layers x 1 KV head x 32 dims x 2 (K, V) x 4 bytes = 512 bytes
-    for server in engine.processes:
+    for server in servers:
+        assert server.log_path.parent == tmp_path / "servers"
         size = int(server.command[server.command.index("--kv-cache-memory-bytes") + 1])
         assert size % (128 * 512) == 0 and "VLLM_CPU_KVCACHE_SPACE" not in server.env
         if server.url == survivor:

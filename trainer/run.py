@@ -159,7 +159,8 @@ def train(cfg, log=print) -> dict:
     adapter_sync = cfg.rollout.lora_sync == "adapter"
     engine = PolicyEngine(build_engine(cfg.rollout.engine, for_engine(plain, copies_weights, adapter_sync), tokenizer,
                                        {**OmegaConf.to_container(cfg.rollout, resolve=True),
-                                        "seed": cfg.seed + parallel.rank, "max_sequences": _engine_rows(cfg)}),
+                                        "seed": cfg.seed + parallel.rank, "max_sequences": _engine_rows(cfg),
+                                        "log_dir": str(run_dir / "servers")}),  # rollout=server: each server's log
                           weights=lambda policy: for_engine(parallel.plain(policy), copies_weights, adapter_sync))
     # with ranks, the step sees its rank's share of the prompts (trainer/distributed.py)
     train_env = curriculum.env if curriculum else env  # a curriculum: train prompts from its current level

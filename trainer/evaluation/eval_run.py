@@ -286,7 +286,8 @@ def _hf_factory(cfg):
         except (OSError, ValueError) as error:
             raise ConfigError(f"model {model.path!r} does not load: {error}") from None
         options = {**OmegaConf.to_container(cfg.rollout, resolve=True), "seed": cfg.seed,
-                   "max_sequences": cfg.batch_prompts * cfg.n_samples}  # one generate call's rows (the KV cache's)
+                   "max_sequences": cfg.batch_prompts * cfg.n_samples,  # one generate call's rows (the KV cache's)
+                   "log_dir": str(Path(cfg.output_dir) / "servers")}  # rollout=server: each server's log
         return build_engine(cfg.rollout.engine, policy, tokenizer, options)
 
     return factory

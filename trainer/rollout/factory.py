@@ -69,7 +69,9 @@ def build_server_engine(model, tokenizer, options):
     """`rollout=server`: a ServerEngine over `rollout.endpoints`, or over `rollout.num_servers` `vllm serve`
     processes started here from a copy of `model` (stopped by the engine's shutdown), each with the KV cache
     `rollout.kv_cache_bytes` gives (as the colocated engine's: `auto` sizes it to `max_sequences` rows). Given
-    endpoints get the policy's weights before the first step (they may serve another checkpoint)."""
+    endpoints get the policy's weights before the first step (they may serve another checkpoint). Each started
+    server logs to `options["log_dir"]`/vllm-serve-PORT.log (the run's or the eval's `servers/`), else to a new
+    temporary directory."""
     import tempfile
 
     from rlvr.trainer.rollout.kv_cache import check_kv_cache_bytes, resolve_kv_cache_bytes
@@ -98,7 +100,8 @@ def build_server_engine(model, tokenizer, options):
         check_kv_cache_bytes(kv_cache_bytes, model.config, max_len=context, dtype=dtype)
     servers = start_servers(model_dir, count, start_timeout_s=float(_get(options, "server_start_timeout_s", 600.0)),
                             seed=int(_get(options, "seed", 0)), dtype=dtype, max_model_len=context,
-                            threads=int(_get(options, "server_threads", 1)), kv_cache_bytes=kv_cache_bytes)
+                            threads=int(_get(options, "server_threads", 1)), kv_cache_bytes=kv_cache_bytes,
+                            log_dir=_get(options, "log_dir"))
     try:
         return ServerEngine([s.url for s in servers], tokenizer, processes=servers, owned_dirs=[model_dir], **common)
     except BaseException:

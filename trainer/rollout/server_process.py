@@ -176,5 +176,5 @@ def start_servers(model_dir: str | Path, count: int, *, start_timeout_s: float, 
             server.stop()
         raise
     log(f"rollout=server: {count} vllm serve process(es) ready in {time.monotonic() - start:.0f} s: "
-        + ", ".join(s.url for s in servers))
+        + ", ".join(s.url for s in servers) + f"; logs in {servers[0].log_path.parent}")
     return servers
