@@ -4,10 +4,14 @@ old, its version tag names the weights that really sampled it, the queue never h
 DAPO's dynamic sampling still fills its batch, and a producer failure is raised in the trainer.
 
 Each run is a few steps of a ~10k-parameter model (seconds). The sha256s below are of main's synchronous loop
-before asynchronous rollouts existed (commit 3eb53e0), on the same config (`_run` with max_staleness=0), one per
-CPU kernel level torch dispatches to: its vectorised kernels round differently at each level, so the weights
-differ in their last bits between an AVX2 and an AVX-512 machine (the AVX2 value is also what an AVX-512
-machine gives with ATEN_CPU_CAPABILITY=avx2). A level nobody has measured is skipped, saying how to add it."""
+before asynchronous rollouts existed (commit 3eb53e0), on the same config (OVERRIDES, 4 steps, k = 0), run as a
+command with MKL's conditional numerical reproducibility on (`MKL_CBWR=COMPATIBLE`) and a cache of its own (the
+warm start built in that process), one per CPU kernel level torch dispatches to: torch's own vectorised kernels
+round differently at each level (ATEN_CPU_CAPABILITY=avx2 gives the AVX2 value on an AVX-512 machine). Without
+MKL_CBWR the last bits also follow MKL's code path for the processor and the alignment of the buffers: on an
+Intel Xeon the synchronous loop trained other bits after a commit that changed no arithmetic on its path (12940a7:
+where tensors are moved and allocated), while on an AMD EPYC they had stayed. A level nobody has measured is
+skipped, saying how to add it."""
 
 import hashlib
 import json
@@ -24,6 +28,8 @@ from rlvr.trainer.rollout.hf_process import ProducerProcessError
 from rlvr.trainer.run import train
 from rlvr.trainer.validate import validate_train_config
 
+from tests.cli_run import run_rlvr
+
 # the same tiny config as tests/test_resume.py: a warm start that makes rewards vary, so the weights move
 OVERRIDES = [
     "rollout=hf", "model.warm_start.max_steps=50", "model.warm_start.eval_every=50", "model.warm_start.eval_rows=20",
@@ -32,11 +38,12 @@ OVERRIDES = [
     "train.eval_every=100", "train.eval_prompts=4", "train.prompts_per_step=2", "train.completions_per_prompt=4",
     "threads=1",
 ]
-# main's synchronous loop (commit 3eb53e0) on `_run(tmp, 0, steps=4)`'s config: the final model.safetensors, by
-# torch.backends.cpu.get_cpu_capability(); AVX512 measured 2026-12-02 on an AMD EPYC with AVX-512, by installing
-# 3eb53e0 into a folder of its own and running this config with it (same torch 2.13.0 wheel)
-SYNC_SHA256 = {"AVX2": "a334a9a109c4c203bd3e840a764455d8db06630f8c956c54cf81d09afc4d265e",
-               "AVX512": "7cd990a5aeb8dc7c3cc38e80b7726756274f7e00e0c94c8f8c7306d743005d51"}
+# main's synchronous loop (commit 3eb53e0) on `test_k0_...`'s command (`MKL_CBWR=COMPATIBLE`): the final
+# model.safetensors, by torch.backends.cpu.get_cpu_capability(); measured 2026-12-03 on an Intel Xeon with AVX-512
+# (AVX2 with ATEN_CPU_CAPABILITY=avx2) by installing 3eb53e0 into a folder of its own (same torch 2.13.0 wheel);
+# main's loop at 12940a7 and at this file's commit gave the same two values there
+SYNC_SHA256 = {"AVX2": "2d13cee3eedc3d43737efeaf5d027a159de16b06a28609874743ae0ed4095199",
+               "AVX512": "260994ba663ddfd76d6564653ff246c5c4ebecd6c92c729dbb4fb7604931550e"}
 
 
 def _run(compose_train, tmp_path, k: int, steps: int = 4, *extra) -> tuple[list[dict], str]:
@@ -49,14 +56,20 @@ def _run(compose_train, tmp_path, k: int, steps: int = 4, *extra) -> tuple[list[
     return metrics, hashlib.sha256(weights).hexdigest()
 
 
-def test_k0_trains_the_weights_the_synchronous_loop_trained(compose_train, tmp_path):
+def test_k0_trains_the_weights_the_synchronous_loop_trained(tmp_path):
     level = torch.backends.cpu.get_cpu_capability()
     if level not in SYNC_SHA256:
         pytest.skip(f"no sha256 of commit 3eb53e0's run recorded for torch's {level} kernels; run that commit's "
-                    f"synchronous loop on this config here and add it to SYNC_SHA256")
+                    f"synchronous loop on this test's command here and add it to SYNC_SHA256")
     # rollout.prefill_once (added after 3eb53e0) moves HF generate's logprobs in their last bits, so it is off
-    # here: what this pins is that the asynchronous machinery at k = 0 leaves the synchronous loop's bits alone
-    metrics, sha = _run(compose_train, tmp_path, 0, 4, "rollout.prefill_once=false")
+    # here: what this pins is that the asynchronous machinery at k = 0 leaves the synchronous loop's bits alone.
+    # A command of its own: MKL reads MKL_CBWR once, when a process first calls it
+    result = run_rlvr("train", *OVERRIDES, "rollout.max_staleness=0", "train.steps=4", "rollout.prefill_once=false",
+                      "output_dir=k0", cwd=tmp_path, env_extra={"MKL_CBWR": "COMPATIBLE"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    run_dir = tmp_path / "k0"
+    metrics = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    sha = hashlib.sha256((run_dir / "checkpoints" / "step_4" / "model.safetensors").read_bytes()).hexdigest()
     assert sha == SYNC_SHA256[level]
     assert not any(key.startswith("async/") for m in metrics for key in m)  # the synchronous loop's metrics only
 

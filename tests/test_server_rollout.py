@@ -59,7 +59,10 @@ def watched(monkeypatch):
 
 
 @pytest.mark.slow
-def test_a_killed_server_loses_no_prompt_and_the_run_finishes(compose_train, tmp_path, watched, require_vllm):
+def test_a_killed_server_loses_no_prompt_and_the_run_finishes(compose_train, tmp_path, watched, require_vllm,
+                                                              monkeypatch):
+    # what `import trl` does to this process (trl/_compat.py): the servers' log files must still say what they took
+    monkeypatch.setenv("VLLM_LOGGING_LEVEL", "ERROR")
     cfg = compose_train(OVERRIDES + [f"output_dir={tmp_path}"])
     train(cfg, log=lambda *_: None)
 

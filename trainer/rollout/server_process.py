@@ -12,6 +12,8 @@ The server is vLLM's own OpenAI-compatible server, started with what the trainer
 * `--logprobs-mode processed_logprobs`: the logprobs of the distribution sampled (after temperature),
   which the trainer's importance correction compares with its own, as for the colocated engine.
 * `--generation-config vllm`: the request's sampling settings decide, not the checkpoint's defaults.
+* `VLLM_LOGGING_LEVEL` INFO (DEBUG when this process has DEBUG), whatever quieter level this process has: the
+  log file (`log_dir`) is where a person looks for what the server did.
 * `--kv-cache-memory-bytes`: the KV cache `rollout.kv_cache_bytes` gives (rollout/kv_cache.py: `auto` sizes it on
   the CPU to the run's rows at the model's context); without it, `VLLM_CPU_KVCACHE_SPACE` GiB (1 if unset).
 
@@ -56,6 +58,13 @@ def _platform_args() -> list[str]:
     return [] if platform_options().get("enable_chunked_prefill", True) else ["--no-enable-chunked-prefill"]
 
 
+def _log_level(inherited: str | None) -> str:
+    """The server's `VLLM_LOGGING_LEVEL`: DEBUG when this process has it, else INFO. The log is a file a person
+    reads after the run (the model loaded, the KV cache vLLM took), so a quieter level inherited from this process
+    is not passed on: TRL sets ERROR in every process that imports it (trl/_compat.py `_patch_vllm_logging`)."""
+    return "DEBUG" if (inherited or "").upper() == "DEBUG" else "INFO"
+
+
 def on_cpu() -> bool:
     """Whether vLLM runs on the CPU platform here (the servers started on this machine do too)."""
     from rlvr.trainer.rollout.vllm import vllm
@@ -91,7 +100,8 @@ class VLLMServer:
         ]
         self.env = {**os.environ, "VLLM_SERVER_DEV_MODE": "1", "VLLM_CPU_OMP_THREADS_BIND": "nobind",
                     "OMP_NUM_THREADS": str(threads), "VLLM_ENABLE_V1_MULTIPROCESSING": "1",
-                    "PYTHONUNBUFFERED": "1"}  # the log file is current: a line logged is a line written
+                    "PYTHONUNBUFFERED": "1",  # the log file is current: a line logged is a line written
+                    "VLLM_LOGGING_LEVEL": _log_level(os.environ.get("VLLM_LOGGING_LEVEL"))}
         if not kv_cache_bytes:  # the environment's GiB, else 1 GiB (vLLM's CPU default: 0.9 of RAM for `serve`)
             self.env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
         self.process: subprocess.Popen | None = None
