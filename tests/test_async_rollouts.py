@@ -50,7 +50,11 @@ def _run(compose_train, tmp_path, k: int, steps: int = 4, *extra) -> tuple[list[
     cfg = compose_train(OVERRIDES + [f"rollout.max_staleness={k}", f"train.steps={steps}",
                                      f"output_dir={tmp_path / f'k{k}'}", *extra])
     train(cfg, log=lambda *_: None)
-    run_dir = tmp_path / f"k{k}"
+    return _outputs(tmp_path / f"k{k}", steps)
+
+
+def _outputs(run_dir, steps: int) -> tuple[list[dict], str]:
+    """A finished run's logged metrics and the sha256 of its step-`steps` model.safetensors."""
     metrics = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     weights = (run_dir / "checkpoints" / f"step_{steps}" / "model.safetensors").read_bytes()
     return metrics, hashlib.sha256(weights).hexdigest()
@@ -67,9 +71,7 @@ def test_k0_trains_the_weights_the_synchronous_loop_trained(tmp_path):
     result = run_rlvr("train", *OVERRIDES, "rollout.max_staleness=0", "train.steps=4", "rollout.prefill_once=false",
                       "output_dir=k0", cwd=tmp_path, env_extra={"MKL_CBWR": "COMPATIBLE"})
     assert result.returncode == 0, result.stderr[-3000:]
-    run_dir = tmp_path / "k0"
-    metrics = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    sha = hashlib.sha256((run_dir / "checkpoints" / "step_4" / "model.safetensors").read_bytes()).hexdigest()
+    metrics, sha = _outputs(tmp_path / "k0", 4)
     assert sha == SYNC_SHA256[level]
     assert not any(key.startswith("async/") for m in metrics for key in m)  # the synchronous loop's metrics only
 
