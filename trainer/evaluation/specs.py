@@ -15,6 +15,7 @@ from omegaconf import OmegaConf
 from rlvr.envs.vf_env import PREFIX as VF_PREFIX
 from rlvr.errors import ConfigError
 from rlvr.trainer.env_config import build_env
+from rlvr.trainer.models.gguf_import import resolve_gguf
 
 _STEP_DIR = re.compile(r"^step_(\d+)$")
 
@@ -49,8 +50,8 @@ def model_specs(cfg) -> list[ModelSpec]:
         elif _STEP_DIR.match(path.name) and path.parent.name == "checkpoints":
             run = path.parent.parent
             specs.append(ModelSpec(entry, f"{run.name}/{path.name}", int(path.name[5:]), str(run), run_reward(run)))
-        else:
-            specs.append(ModelSpec(entry, entry))
+        else:  # a .gguf file or a packaged model (smollm2) is converted once into the cache
+            specs.append(ModelSpec(resolve_gguf(entry), entry))
     return _unique_labels(specs, ModelSpec)
 
 
@@ -92,15 +93,19 @@ def env_specs_of(cfg) -> list[EnvSpec]:
             entry = {**entry, "name": "vf", "taskset": label[len(VF_PREFIX):]}
         elif entry["name"] == "vf" and entry.get("taskset"):
             label = f"{VF_PREFIX}{entry['taskset']}"
-        params = {**_shipped_env(entry["name"]), **entry}
+        params = {**_shipped_env(entry["name"], cfg.model.kind), **entry}
         name, split = params.pop("name"), params.pop("split", "test")
         specs.append(EnvSpec(label, name, split, params))
     return _unique_labels(specs, EnvSpec)
 
 
-def _shipped_env(name: str) -> dict:
+def _shipped_env(name: str, model_kind: str) -> dict:
+    """conf/env/NAME.yaml's keys, its `prompt` following `model.kind` as in `rlvr train`."""
     path = files("rlvr.conf").joinpath("env", f"{name}.yaml")
-    return OmegaConf.to_container(OmegaConf.create(path.read_text())) if path.is_file() else {}
+    if not path.is_file():
+        return {}
+    node = OmegaConf.create({"model": {"kind": model_kind}, "env": OmegaConf.create(path.read_text())})
+    return OmegaConf.to_container(node.env, resolve=True)
 
 
 def _unique_labels(specs, kind):
