@@ -8,7 +8,7 @@ from rlvr.trainer.rollout.kv_cache import (
     resolve_kv_cache_bytes,
     run_kv_cache_bytes,
 )
-from transformers import Qwen2Config
+from transformers import LlamaConfig, Qwen2Config
 
 from rlvr.errors import ConfigError
 
@@ -61,3 +61,37 @@ def test_a_cache_below_one_context_row_is_refused():
     check_kv_cache_bytes(one_row, TINY, max_len=256, dtype="float32")
     with pytest.raises(ConfigError, match=rf"rollout\.kv_cache_bytes={one_row - 1}: vLLM needs at least {one_row}"):
         check_kv_cache_bytes(one_row - 1, TINY, max_len=256, dtype="float32")
+
+
+# SmolLM2-135M's shape (model=smollm2): 30 layers, 3 KV heads of 576 / 9 = 64, 8,192 positions
+SMOLLM2 = LlamaConfig(hidden_size=576, num_hidden_layers=30, num_attention_heads=9, num_key_value_heads=3,
+                      max_position_embeddings=8192)
+SMOLLM2_TOKEN = 30 * 3 * 64 * 2 * 4  # 46,080 bytes a token in float32
+ONE_ROW = (8192 // 128 + 1) * 128 * SMOLLM2_TOKEN  # 64 blocks of the context + the null block: 383 MB
+
+
+def test_auto_sizes_by_the_runs_rows_not_the_context():
+    # by the context, 256 rows asked (256 x 64 + 1) x 128 x 46,080 bytes = 90 GiB (what `rollout=vllm` refused with)
+    assert run_kv_cache_bytes(SMOLLM2, sequences=256, max_len=8192, dtype="float32") > 90 * 2**30
+    # rows of 118 tokens (70 prompt + 48 new): 100 rows x 1 block + 1 = 101 blocks (596 MB, what vLLM reported)
+    assert resolve_kv_cache_bytes("auto", SMOLLM2, sequences=100, max_len=8192, dtype="float32", on_cpu=True,
+                                  row_tokens=118, cap=2**40) == 101 * 128 * SMOLLM2_TOKEN
+    # 32 such rows: 33 blocks, below the one-context-row floor vLLM needs to start
+    assert resolve_kv_cache_bytes("auto", SMOLLM2, sequences=32, max_len=8192, dtype="float32", on_cpu=True,
+                                  row_tokens=118, cap=2**40) == ONE_ROW
+    # 256 rows of 300 tokens: 256 x 3 blocks + 1 = 769 blocks, above the floor
+    assert resolve_kv_cache_bytes("auto", SMOLLM2, sequences=256, max_len=8192, dtype="float32", on_cpu=True,
+                                  row_tokens=300, cap=2**40) == 769 * 128 * SMOLLM2_TOKEN
+
+
+def test_auto_never_asks_for_more_than_half_the_available_memory():
+    size = resolve_kv_cache_bytes("auto", SMOLLM2, sequences=256, max_len=8192, dtype="float32", on_cpu=True)
+    from rlvr.trainer.rollout.kv_cache import memory_cap
+
+    assert ONE_ROW <= size <= memory_cap()
+    # a cap between the floor and the need: the cap (vLLM then runs fewer rows at once)
+    assert resolve_kv_cache_bytes("auto", SMOLLM2, sequences=256, max_len=8192, dtype="float32", on_cpu=True,
+                                  cap=2 * ONE_ROW) == 2 * ONE_ROW
+    with pytest.raises(ConfigError, match=r"rollout\.kv_cache_bytes=auto: one row of the model's 8192 positions"):
+        resolve_kv_cache_bytes("auto", SMOLLM2, sequences=1, max_len=8192, dtype="float32", on_cpu=True,
+                               cap=ONE_ROW - 1)

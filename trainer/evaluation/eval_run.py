@@ -57,7 +57,7 @@ def run_eval(cfg, log=print, engine_factory: Callable | None = None) -> dict:
     _check_settings(out, settings_of(cfg, lengths))
     done = _load_done(out / COMPLETIONS, cfg.n_samples)
     params = sampling_params(cfg)
-    factory = engine_factory or (_endpoint_factory(cfg) if cfg.endpoint else _hf_factory(cfg))
+    factory = engine_factory or (_endpoint_factory(cfg) if cfg.endpoint else _hf_factory(cfg, envs, rows, lengths))
 
     todo = {(m.path, e.label): [r for r in rows[e.label] if (m.path, e.label, r["id"]) not in done]
             for m in models for e in env_specs}
@@ -164,6 +164,18 @@ def vote_of(details: dict, completion: str) -> str | None:
     return vote
 
 
+def _longest_row(tokenizer, envs: dict, rows: dict, lengths: dict) -> int | None:
+    """The longest prompt plus its env's max_new_tokens over every env evaluated (what a vLLM KV cache of
+    `rollout.kv_cache_bytes=auto` is sized for); None (the model's context) when a multi-turn env is among them."""
+    from rlvr.envs.multi_turn import is_multi_turn
+
+    if any(is_multi_turn(env) for env in envs.values()):
+        return None
+    longest = [max(prompt_lengths(tokenizer, envs[label], rows[label]), default=0) + lengths[label][0]
+               for label in rows if rows[label]]
+    return max(longest, default=None)
+
+
 def sampling_params(cfg) -> SamplingParams:
     greedy = cfg.temperature == 0
     return SamplingParams(n=cfg.n_samples, max_new_tokens=cfg.rollout.max_new_tokens,
@@ -202,6 +214,9 @@ def _validate(cfg) -> None:
         if cfg.rollout[key] != cfg[key]:
             raise ConfigError(f"rollout.{key}={cfg.rollout[key]} is not read by rlvr eval: set {key}={cfg.rollout[key]} "
                               f"(the top-level key; rollout.{key} follows it)")
+    if cfg.model.kind not in ("base", "instruct"):
+        raise ConfigError(f"model.kind={cfg.model.kind!r} must be base or instruct (which prompt the built-in "
+                          f"environments give the models)")
     if cfg.n_samples < 1:
         raise ConfigError(f"n_samples must be >= 1, got {cfg.n_samples}")
     if cfg.temperature < 0:
@@ -276,7 +291,7 @@ def _endpoint_factory(cfg):
     return factory
 
 
-def _hf_factory(cfg):
+def _hf_factory(cfg, envs: dict, rows: dict, lengths: dict):
     def factory(model: ModelSpec):
         from rlvr.trainer.models.model import load_policy, load_tokenizer
         from rlvr.trainer.rollout.factory import build_engine
@@ -287,6 +302,7 @@ def _hf_factory(cfg):
             raise ConfigError(f"model {model.path!r} does not load: {error}") from None
         options = {**OmegaConf.to_container(cfg.rollout, resolve=True), "seed": cfg.seed,
                    "max_sequences": cfg.batch_prompts * cfg.n_samples,  # one generate call's rows (the KV cache's)
+                   "max_row_tokens": _longest_row(tokenizer, envs, rows, lengths),
                    "log_dir": str(Path(cfg.output_dir) / "servers")}  # rollout=server: each server's log
         return build_engine(cfg.rollout.engine, policy, tokenizer, options)
 

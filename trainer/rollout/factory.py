@@ -20,7 +20,8 @@ def build_engine(kind: str, model, tokenizer, options=None) -> Engine:
 
     `options` is the rollout config (or a mapping) whose vLLM knobs (dtype, gpu_memory_utilization,
     tensor_parallel_size, enable_sleep_mode, seed, kv_cache_bytes; max_sequences: the most rows the caller
-    generates at once, which `kv_cache_bytes=auto` sizes the cache for) the vLLM engine reads, and whose server keys
+    generates at once, and max_row_tokens: the longest of them, which `kv_cache_bytes=auto` sizes the cache
+    for) the vLLM engine reads, and whose server keys
     (endpoints, num_servers, timeouts) the server engine reads; hf reads `prefill_once`.
     """
     kind = resolve_kind(kind, options)
@@ -95,7 +96,8 @@ def build_server_engine(model, tokenizer, options):
     dtype = str(_get(options, "dtype", "float32"))
     kv_cache_bytes = resolve_kv_cache_bytes(_vllm_options(options).get("kv_cache_bytes", "auto"), model.config,
                                             sequences=min(int(_get(options, "max_sequences", 256)), 256),
-                                            max_len=context, dtype=dtype, on_cpu=on_cpu())
+                                            max_len=context, dtype=dtype, on_cpu=on_cpu(),
+                                            row_tokens=_get(options, "max_row_tokens"))
     if kv_cache_bytes is not None and on_cpu():
         check_kv_cache_bytes(kv_cache_bytes, model.config, max_len=context, dtype=dtype)
     servers = start_servers(model_dir, count, start_timeout_s=float(_get(options, "server_start_timeout_s", 600.0)),
@@ -130,7 +132,8 @@ def _vllm_extra() -> str:
 
 
 def _vllm_options(options) -> dict:
-    keys = ("dtype", "gpu_memory_utilization", "tensor_parallel_size", "enable_sleep_mode", "seed", "max_sequences")
+    keys = ("dtype", "gpu_memory_utilization", "tensor_parallel_size", "enable_sleep_mode", "seed", "max_sequences",
+            "max_row_tokens")
     if options is None:
         return {}
     get = options.get if hasattr(options, "get") else lambda k, d=None: getattr(options, k, d)

