@@ -103,7 +103,8 @@ def step_rows(env, seed: int, steps: int, prompts: int) -> list[dict]:
 
 def rlvr_config(args, model_path: str, engine: str, out_dir: str, steps: int, extra: tuple[str, ...] = ()):
     return compose([
-        "model=hf", f"model.name_or_path={model_path}", f"rollout={engine}", f"output_dir={out_dir}", "seed=0",
+        "model=hf", "model.kind=base", f"model.name_or_path={model_path}", f"rollout={engine}",
+        f"output_dir={out_dir}", "seed=0",
         f"train.steps={steps}", f"train.prompts_per_step={args.prompts}",
         f"train.completions_per_prompt={args.group}", f"train.micro_batch_size={args.prompts * args.group}",
         f"rollout.max_new_tokens={args.max_new_tokens}", f"rollout.temperature={args.temperature}",

@@ -11,7 +11,7 @@ import itertools
 import random
 from typing import Any, ClassVar
 
-from rlvr.envs.base import Env
+from rlvr.envs.base import INSTRUCT_FORMAT, Env, PromptStyle
 from rlvr.envs.registry import register_env
 from rlvr.envs.split import check_fraction, draw_test, draw_train, is_test, pick_test
 from rlvr.errors import ConfigError
@@ -36,6 +36,15 @@ class ArithmeticEnv(Env):
         {"verifier": "format", "weight": 0.1},
     ]
     difficulty_params: ClassVar[tuple[str, ...]] = ("digits", "ops")
+    prompt_styles: ClassVar[dict[str, PromptStyle]] = {
+        "base": PromptStyle("{a}{op}{b}=", tuple(default_reward)),
+        # The user turn that took SmolLM2-135M-Instruct from 0% (base prompt) to 18% greedy on 2-digit sums; cut
+        # completions earn nothing (a ramble cut at the limit may end on the right number by chance)
+        "instruct": PromptStyle(
+            "What is {a}{op}{b}? Put only the final number inside <answer></answer>.",
+            ({"verifier": "exact", "weight": 0.9, "params": {"extract": "answer_tag_or_last_number"}}, INSTRUCT_FORMAT),
+            max_new_tokens=48, truncated_reward="zero"),
+    }
 
     def __init__(
         self,
@@ -44,7 +53,8 @@ class ArithmeticEnv(Env):
         ops: list[str] | tuple[str, ...] = ("+", "-", "*"),
         allow_negative: bool = False,
         test_fraction: float = 0.2,
-        prompt_template: str = "{a}{op}{b}=",
+        prompt: str = "base",
+        prompt_template: str | None = None,
         reward: list[dict] | None = None,
         system_prompt: str | None = None,
     ):
@@ -57,6 +67,8 @@ class ArithmeticEnv(Env):
                 raise ConfigError(f"arithmetic: 'ops' has unknown op {op!r} (allowed: + - *)")
         if len(set(ops)) != len(list(ops)):
             raise ConfigError(f"arithmetic: 'ops' lists an op twice: {list(ops)!r}")
+        style = self.use_prompt_style(prompt)
+        prompt_template = style.template if prompt_template is None else prompt_template
         try:
             prompt_template.format(a=1, op="+", b=2)
         except (KeyError, IndexError, ValueError) as e:
@@ -68,7 +80,7 @@ class ArithmeticEnv(Env):
         self.allow_negative = bool(allow_negative)
         self.test_fraction = check_fraction(test_fraction, "arithmetic")
         self.prompt_template = prompt_template
-        super().__init__(reward=reward, system_prompt=system_prompt)
+        super().__init__(reward=list(style.reward) if reward is None else reward, system_prompt=system_prompt)
 
     def difficulty_ladder(self) -> list[dict]:
         """1 digit up to this configuration's, then one digit more: at digits=2, digits 1, 2, 3."""

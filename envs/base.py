@@ -9,10 +9,32 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import ClassVar
 
+from rlvr.errors import ConfigError
 from rlvr.verifiers.compose import Composite, build_reward
 from rlvr.verifiers.result import VerifyResult
+
+
+@dataclass(frozen=True)
+class PromptStyle:
+    """One way to ask an environment's question (`env.prompt=NAME`), with the reward that fits its answer format.
+
+    `base`: the terse prompt the built-in tiny model is warm-started on (`81+60=`, answered as
+    `<think></think><answer>141</answer>`). `instruct`: a user turn that states the answer format, for a pretrained
+    chat model (`What is 81+60? Put only the final number inside <answer></answer>.`), scored on the answer tag or,
+    failing that, the last number, plus a small reward for using the tag. `None` fields keep the class defaults.
+    """
+
+    template: str  # the user turn; {fields} come from the row
+    reward: tuple[dict, ...]
+    max_new_tokens: int | None = None  # None: the class's default_max_new_tokens
+    truncated_reward: str | None = None  # None: the class's truncated_reward
+
+
+# The format reward of instruct prompts: one <answer> block, last; text before it allowed (verifiers/format.py)
+INSTRUCT_FORMAT = {"verifier": "format", "weight": 0.1, "params": {"think": False, "anchored": False}}
 
 
 class Env(abc.ABC):
@@ -34,6 +56,34 @@ class Env(abc.ABC):
     # (`curriculum.enabled=true`, trainer/curriculum.py) may move; empty: the environment has none. A level
     # sets some of them and keeps the rest of the environment (prompt, reward, split) as configured.
     difficulty_params: ClassVar[tuple[str, ...]] = ()
+    # The prompts a built-in environment offers (`env.prompt=base|instruct`, defaulting to `model.kind`); empty: the
+    # environment has one prompt, its `prompt_template`. A style's reward applies when `env.reward` is null.
+    prompt_styles: ClassVar[dict[str, PromptStyle]] = {}
+
+    @classmethod
+    def prompt_style(cls, prompt: str) -> PromptStyle:
+        """The style named `prompt`, or a ConfigError naming `env.prompt` and the styles there are."""
+        if prompt not in cls.prompt_styles:
+            raise ConfigError(f"env.prompt={prompt!r}: {cls.name} offers {' | '.join(cls.prompt_styles)}")
+        return cls.prompt_styles[prompt]
+
+    def use_prompt_style(self, prompt: str) -> PromptStyle:
+        """Choose the style named `prompt` for this instance: its length and truncation defaults replace the
+        class's on the instance (what `rlvr eval` reads); returns the style for the constructor's template and
+        reward."""
+        style = self.prompt_style(prompt)
+        self.prompt = prompt
+        self.default_max_new_tokens = self.style_default("default_max_new_tokens", prompt)
+        self.truncated_reward = self.style_default("truncated_reward", prompt)
+        return style
+
+    @classmethod
+    def style_default(cls, attribute: str, prompt: str | None):
+        """`default_max_new_tokens` or `truncated_reward` under prompt style `prompt` (the class's own when the
+        style leaves it unset, or the environment has no styles)."""
+        style = cls.prompt_styles.get(prompt) if prompt else None
+        value = getattr(style, attribute.removeprefix("default_"), None) if style else None
+        return value if value is not None else getattr(cls, attribute)
 
     def difficulty_ladder(self) -> list[dict]:
         """The curriculum's levels when `curriculum.levels` is empty, easiest first: each a mapping over

@@ -15,7 +15,7 @@ from __future__ import annotations
 import random
 from typing import Any, ClassVar
 
-from rlvr.envs.base import Env
+from rlvr.envs.base import INSTRUCT_FORMAT, Env, PromptStyle
 from rlvr.envs.registry import register_env
 from rlvr.envs.split import check_fraction, draw_test, draw_train
 from rlvr.errors import ConfigError
@@ -41,6 +41,15 @@ class CountdownEnv(Env):
         {"verifier": "format", "weight": 0.1},
     ]
     difficulty_params: ClassVar[tuple[str, ...]] = ("num_numbers", "max_number", "ops")
+    prompt_styles: ClassVar[dict[str, PromptStyle]] = {
+        "base": PromptStyle("Use {numbers} to make {target}. Each number once, + - * /.", tuple(default_reward)),
+        # TinyZero's countdown question as a chat turn, the format shown by an example; scored on the last <answer>
+        "instruct": PromptStyle(
+            "Using the numbers {numbers}, create an equation that equals {target}. Use each number exactly once, "
+            "with + - * / and parentheses. Put only the expression inside <answer></answer>, for example "
+            "<answer>(1 + 2) * 3</answer>.",
+            ({"verifier": "countdown", "weight": 0.9}, INSTRUCT_FORMAT), max_new_tokens=64, truncated_reward="zero"),
+    }
 
     def __init__(
         self,
@@ -49,7 +58,8 @@ class CountdownEnv(Env):
         max_number: int = 20,
         ops: list[str] | tuple[str, ...] = OPS,
         test_fraction: float = 0.2,
-        prompt_template: str = "Use {numbers} to make {target}. Each number once, + - * /.",
+        prompt: str = "base",
+        prompt_template: str | None = None,
         reward: list[dict] | None = None,
         system_prompt: str | None = None,
     ):
@@ -60,6 +70,8 @@ class CountdownEnv(Env):
         if isinstance(ops, str) or not list(ops) or any(op not in OPS for op in ops) or len(set(ops)) != len(list(ops)) \
                 or set(ops) == {"/"}:
             raise ConfigError(f"countdown: 'ops' must list distinct operators from + - * / (not / alone), got {ops!r}")
+        style = self.use_prompt_style(prompt)
+        prompt_template = style.template if prompt_template is None else prompt_template
         try:
             prompt_template.format(numbers="1, 2", target=3)
         except (KeyError, IndexError, ValueError) as e:
@@ -71,7 +83,7 @@ class CountdownEnv(Env):
         self.ops = tuple(op for op in OPS if op in ops)  # in OPS's order: the default draws as before ops existed
         self.test_fraction = check_fraction(test_fraction, "countdown")
         self.prompt_template = prompt_template
-        super().__init__(reward=reward, system_prompt=system_prompt)
+        super().__init__(reward=list(style.reward) if reward is None else reward, system_prompt=system_prompt)
 
     def difficulty_ladder(self) -> list[dict]:
         """Smaller numbers first: this configuration's count and operators with numbers up to 2/3 and 5/6 of

@@ -166,8 +166,8 @@ def test_ppo_separate_critic_is_checkpointed_and_resumes_bit_for_bit(tiny_lm_sft
     """Run A: 3 steps. Run B: 2 steps, then `resume=` to 3. The critic's trunk and head match bit for bit."""
     from rlvr.trainer.run import train
 
-    common = ["algo=ppo", "algo.critic=model", "algo.mu=2", "model=hf", f"model.name_or_path={tiny_lm_sft.path}",
-              "rollout=hf", "env.digits=1", "train.prompts_per_step=2", "train.completions_per_prompt=4",
+    common = ["algo=ppo", "algo.critic=model", "algo.mu=2", "model=hf", "model.kind=base",
+              f"model.name_or_path={tiny_lm_sft.path}", "rollout=hf", "env.digits=1", "train.prompts_per_step=2", "train.completions_per_prompt=4",
               "train.micro_batch_size=4", "train.eval_prompts=4", "train.eval_every=100", "train.save_every=2",
               "optim.lr=1e-2", "threads=1", "seed=0"]
     quiet = dict(log=lambda *_: None)

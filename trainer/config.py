@@ -160,6 +160,9 @@ class ModelConfig:
     # chat: prompts through the tokenizer's chat template (refused when it has none) | plain: each message's text,
     # then a blank line, for a base model without a chat template (the template is saved with each checkpoint)
     prompt_format: str = "chat"
+    # base | instruct: which prompt the built-in environments give this model (`env.prompt` follows it unless set;
+    # envs/base.py PromptStyle). tiny: base (its warm start's format); hf and smollm2: instruct
+    kind: str = "base"
 
 
 @dataclass
@@ -340,9 +343,10 @@ def unknown_keys(cfg, schema=None, prefix: str = "") -> list[tuple[str, list[str
     return found
 
 
-def env_default(name: str, attribute: str):
-    """`${rlvr.env:NAME,ATTRIBUTE}` in conf/rollout/*.yaml: environment NAME's class attribute (envs/base.py
-    `default_max_new_tokens`, `truncated_reward`), or the base environment's for a plugin that declares none."""
+def env_default(name: str, attribute: str, prompt: str | None = None):
+    """`${rlvr.env:NAME,ATTRIBUTE,PROMPT}` in conf/rollout/*.yaml: environment NAME's class attribute (envs/base.py
+    `default_max_new_tokens`, `truncated_reward`) under prompt style PROMPT (`env.prompt`, where the environment
+    has styles), or the base environment's for a plugin that declares none."""
     from rlvr.envs.base import Env
     from rlvr.envs.registry import env_registry
 
@@ -350,6 +354,8 @@ def env_default(name: str, attribute: str):
         factory = env_registry.get(name)
     except Exception:  # noqa: BLE001 - an unknown or broken env is refused, naming it, when it is built
         factory = None
+    if isinstance(factory, type) and issubclass(factory, Env):
+        return factory.style_default(attribute, prompt)
     return getattr(factory, attribute, getattr(Env, attribute))
 
 

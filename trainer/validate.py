@@ -82,10 +82,12 @@ def validate_train_config(cfg) -> None:
          f"= {completions}")
     need(cfg.model.name == "tiny" or bool(cfg.model.name_or_path),
          f"model.name_or_path is required for model={cfg.model.name!r} (a local directory or Hub name)")
+    need(cfg.model.kind in ("base", "instruct"), f"model.kind={cfg.model.kind!r} must be base or instruct (which "
+         f"prompt the built-in environments give the model)")
     path = str(cfg.model.name_or_path or "")
     need(not _looks_local(path) or Path(path).expanduser().exists(),
-         f"model.name_or_path={path}: no such directory (give a local Hugging Face model directory, or a Hub "
-         f"name such as Qwen/Qwen2.5-0.5B-Instruct)")
+         f"model.name_or_path={path}: no such directory (give a local Hugging Face model directory, a .gguf "
+         f"file, a packaged model such as smollm2, or a Hub name such as Qwen/Qwen2.5-0.5B-Instruct)")
     band = list(cfg.model.warm_start.target_accuracy)
     need(len(band) == 2 and 0 <= band[0] <= band[1] <= 1,
          f"model.warm_start.target_accuracy={band} must be [low, high] with 0 <= low <= high <= 1")

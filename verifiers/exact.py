@@ -21,6 +21,8 @@ from rlvr.verifiers.result import Status, VerifyResult
 EXTRACTORS = {
     "answer_tag": extract_answer_tag,
     "last_number": extract_last_number,
+    # the instruct prompts' rule: the last <answer> block when there is one, else the last number of the text
+    "answer_tag_or_last_number": lambda text: extract_answer_tag(text) or extract_last_number(text),
     "full": lambda text: text.strip(),
 }
 

@@ -3,6 +3,8 @@
 Anchored on purpose: text after `</answer>`, a second block, nested or out-of-order tags all fail,
 so the policy cannot collect the format reward while also rambling past its answer.
 Leading and trailing whitespace, whitespace between the blocks, and an empty think block are allowed.
+`anchored=False` (the instruct prompts' format reward, envs/base.py) also allows text before the first block
+(an instruct model's "47 + 38 = 85" before `<answer>85</answer>`); text after `</answer>` still fails.
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ from rlvr.verifiers.result import Status, VerifyResult
 TAGS = ("<think>", "</think>", "<answer>", "</answer>")
 
 
-def format_problem(text: str, think: bool = True) -> str | None:
-    """Why `text` is not `<think>..</think><answer>..</answer>` (think block optional when think=False); None if it is."""
+def format_problem(text: str, think: bool = True, anchored: bool = True) -> str | None:
+    """Why `text` is not `<think>..</think><answer>..</answer>` (think block optional when think=False; text before
+    it allowed when anchored=False); None if it is."""
     text = text.strip()
     counts = {tag: text.count(tag) for tag in TAGS}
     has_think = counts["<think>"] or counts["</think>"]
@@ -31,7 +34,7 @@ def format_problem(text: str, think: bool = True) -> str | None:
     if positions != sorted(positions):
         return "tags out of order or nested"
     first, last = required[0], "</answer>"
-    if not text.startswith(first):
+    if anchored and not text.startswith(first):
         return f"text before {first}"
     if len(required) == 4 and text[positions[1] + len("</think>"): positions[2]].strip():
         return "text between </think> and <answer>"
@@ -46,13 +49,14 @@ class FormatVerifier:
 
     name = "format"
 
-    def __init__(self, think: bool = True):
-        if not isinstance(think, bool):
-            raise TypeError(f"format verifier: 'think' must be a bool, got {think!r}")
-        self.think = think
+    def __init__(self, think: bool = True, anchored: bool = True):
+        for key, value in (("think", think), ("anchored", anchored)):
+            if not isinstance(value, bool):
+                raise TypeError(f"format verifier: {key!r} must be a bool, got {value!r}")
+        self.think, self.anchored = think, anchored
 
     def __call__(self, completion: str, record: Mapping[str, Any]) -> VerifyResult:
-        problem = format_problem(completion, self.think)
+        problem = format_problem(completion, self.think, self.anchored)
         if problem is None:
             return VerifyResult(1.0, Status.CORRECT, {})
         return VerifyResult(0.0, Status.INCORRECT, {"reason": problem})

@@ -25,6 +25,9 @@ from rlvr.trainer.config import RolloutConfig
 @dataclass
 class EvalModelConfig:
     name_or_path: Optional[str] = None  # one checkpoint; `models=[...]` for several
+    # base | instruct: which prompt the built-in environments give the models (`env.prompt` follows it unless set;
+    # envs/base.py PromptStyle); instruct for a chat model such as smollm2
+    kind: str = "base"
 
 
 @dataclass

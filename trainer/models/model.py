@@ -13,9 +13,12 @@ hf_logging.disable_progress_bar()  # one bar per run is ours; per-file loading b
 
 
 def resolve_model_path(cfg, env, log=print) -> str:
-    """`model.name_or_path` when given (a local HF directory or a Hub name), else the built tiny model."""
+    """`model.name_or_path` when given (a local HF directory or a Hub name; a `.gguf` file or a packaged model
+    such as `smollm2`, converted once into the cache), else the built tiny model."""
     if cfg.model.name_or_path:
-        return str(cfg.model.name_or_path)
+        from rlvr.trainer.models.gguf_import import resolve_gguf
+
+        return resolve_gguf(str(cfg.model.name_or_path), log=log)
     if cfg.model.name != "tiny":
         raise ConfigError(f"model.name_or_path is required for model={cfg.model.name!r} (a local directory or Hub name)")
     from rlvr.trainer.models.tiny_model import build_tiny
