@@ -40,7 +40,7 @@ from pathlib import Path
 
 import common
 import env_samples
-from rlvr.trainer.models.tiny_model import cache_root
+from rlvr.trainer.models.cache import cache_root
 
 COMMON = [  # bench_algorithms.py's warm start and task, GRPO's preset (the engine is each arm's)
     "algo=grpo", "model.warm_start.target_accuracy=[0.3,0.6]", "model.warm_start.lr=3e-3",

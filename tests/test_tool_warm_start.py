@@ -98,7 +98,8 @@ def test_warm_start_on_transcripts_teaches_a_parseable_tool_call(tool_env_tokeni
 
 
 def test_cache_key_separates_the_transcript_warm_start_and_keeps_one_turn_keys():
-    from rlvr.trainer.models.tiny_model import _cache_path, build_fingerprint, cache_key, cache_root, tiny_model_path
+    from rlvr.trainer.models.cache import cache_key, cache_root
+    from rlvr.trainer.models.tiny_model import _cache_path, build_fingerprint, tiny_model_path
 
     tool, arith = load_env("tool_multiply", digits=3), load_env("arithmetic", digits=1)
     config = ({"name": "x"}, {"hidden_size": 8}, {"lr": 1e-3}, 0)

@@ -16,12 +16,11 @@ Q4_1 file holds, exactly: no requantisation happens on the way).
 
 The cache key covers the file's sha256 and the versions of what converts it (transformers, gguf, torch), so a
 new library release builds a new entry and never reuses an old conversion. Concurrent builds of one entry wait
-on a lock file; a killed build leaves no half-written entry (written to `.tmp`, then renamed).
+on a lock file; a killed build leaves no half-written entry (trainer/models/cache.py `build_once`).
 """
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import importlib.metadata
 import json
@@ -31,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rlvr.errors import ConfigError
-from rlvr.trainer.models.tiny_model import cache_key, cache_root
+from rlvr.trainer.models.cache import build_once, cache_key, cache_root
 
 
 @dataclass(frozen=True)
@@ -125,19 +124,8 @@ def import_gguf(path: Path, log=print) -> Path:
         raise ConfigError(f"model.name_or_path={path}: reading a GGUF file needs the gguf package: "
                           f"pip install 'rlvr[gguf]'")
     target = cache_root() / "gguf" / f"{path.stem}-{cache_key(source)}"
-    if (target / "gguf_source.json").exists():
-        log(f"gguf: cached at {target}")
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with open(target.with_name(target.name + ".lock"), "w") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            log(f"gguf: another process is converting {path.name}; waiting for it")
-            fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (target / "gguf_source.json").exists():
-            _convert(path, target, {**source, "file": path.name}, log)
-    return target
+    return build_once(target, "gguf_source.json", lambda: _convert(path, target, {**source, "file": path.name}, log),
+                      "gguf", log)
 
 
 def _convert(path: Path, target: Path, source: dict, log) -> None:

@@ -21,11 +21,9 @@ empty caches give byte-identical weights.
 from __future__ import annotations
 
 import ast
-import fcntl
 import hashlib
 import importlib.util
 import json
-import os
 import platform
 import shutil
 import sys
@@ -37,6 +35,7 @@ import tokenizers
 import transformers
 from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
 
+from rlvr.trainer.models.cache import build_once, cache_key, cache_root
 from rlvr.trainer.models.transcripts import has_transcripts
 
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
@@ -47,15 +46,6 @@ CHAT_TEMPLATE = (
     "{% endfor %}"
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
 )
-
-
-def cache_root() -> Path:
-    return Path(os.environ.get("RLVR_CACHE", Path.home() / ".cache" / "rlvr"))
-
-
-def cache_key(payload: dict) -> str:
-    blob = json.dumps(payload, sort_keys=True, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 def rlvr_sources(roots: list[str]) -> dict[str, str]:
@@ -169,21 +159,8 @@ def build_tiny(env, env_config: dict, arch: dict, warm: dict, seed: int, log=pri
     wait on a lock file beside it and then load what the first one built."""
     fingerprint = build_fingerprint(env)  # read once: sources edited during a long build do not change its key
     path = _cache_path(env_config, arch, warm, seed, fingerprint, has_transcripts(env))
-    if (path / "warm_start.json").exists():
-        log(f"tiny model: cached at {path}")
-        return path
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_name(path.name + ".lock"), "w") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            log(f"tiny model: another process is building {path}; waiting for it")
-            fcntl.flock(lock, fcntl.LOCK_EX)  # released when that process's build ends (or it dies)
-        if (path / "warm_start.json").exists():
-            log(f"tiny model: cached at {path}")
-            return path
-        _build(env, arch, warm, seed, fingerprint, path, log)
-    return path
+    return build_once(path, "warm_start.json", lambda: _build(env, arch, warm, seed, fingerprint, path, log),
+                      "tiny model", log)
 
 
 def _build(env, arch: dict, warm: dict, seed: int, fingerprint: dict, path: Path, log) -> None:
