@@ -175,6 +175,33 @@ def test_truncated_gguf_tensors_are_a_config_error(cache, files):
         resolve_gguf(str(path), log=lambda _: None)
 
 
+def test_without_the_gguf_package_the_error_names_the_extra(cache, files, monkeypatch):
+    path, _, _ = write_tiny_llama_gguf(files)
+    monkeypatch.setattr(gguf_import, "converter_versions", lambda: {"transformers": "5", "gguf": "missing"})
+    with pytest.raises(ConfigError, match=r"model\.name_or_path=.*needs the gguf package: pip install 'rlvr\[gguf\]'"):
+        resolve_gguf(str(path), log=lambda _: None)
+
+
+def test_rlvr_train_runs_from_a_gguf_file(cache, files, compose_train, tmp_path):
+    """`model=hf model.name_or_path=FILE.gguf`: converted, trained one step with the instruct prompt, and the
+    step's checkpoint differs from the converted start."""
+    from safetensors.torch import load_file
+
+    from rlvr.trainer.run import train
+
+    path, _, _ = write_tiny_llama_gguf(files)
+    out = tmp_path / "run"
+    train(compose_train(["model=hf", f"model.name_or_path={path}", "rollout=hf", "train.steps=1",
+                         "train.prompts_per_step=2", "train.completions_per_prompt=4", "train.micro_batch_size=8",
+                         "train.eval_prompts=2", "train.eval_every=1", "train.save_every=1", "optim.lr=1e-2",
+                         "rollout.max_new_tokens=8", "reward=random", "threads=1", f"output_dir={out}"]),
+          log=lambda *_: None)
+    start = load_file(str(Path(resolve_gguf(str(path), log=lambda _: None)) / "model.safetensors"))
+    trained = load_file(str(out / "checkpoints" / "step_1" / "model.safetensors"))
+    assert max(float((trained[k] - start[k]).abs().max()) for k in start) > 0
+    assert "What is" in (out / "samples.jsonl").read_text()  # model=hf is instruct: env.prompt=instruct
+
+
 def test_packaged_distribution_not_installed(monkeypatch):
     monkeypatch.setitem(PACKAGED, "nosuch", PackagedGGUF("rlvr-no-such-dist", "1.0", "x/y.gguf", "0" * 64))
     with pytest.raises(ConfigError, match="model.name_or_path=nosuch") as error:
