@@ -39,11 +39,22 @@ OVERRIDES = [
     "threads=1",
 ]
 # main's synchronous loop (commit 3eb53e0) on `test_k0_...`'s command (`MKL_CBWR=COMPATIBLE`): the final
-# model.safetensors, by torch.backends.cpu.get_cpu_capability(); measured 2026-12-03 on an Intel Xeon with AVX-512
-# (AVX2 with ATEN_CPU_CAPABILITY=avx2) by installing 3eb53e0 into a folder of its own (same torch 2.13.0 wheel);
-# main's loop at 12940a7 and at this file's commit gave the same two values there
-SYNC_SHA256 = {"AVX2": "2d13cee3eedc3d43737efeaf5d027a159de16b06a28609874743ae0ed4095199",
-               "AVX512": "260994ba663ddfd76d6564653ff246c5c4ebecd6c92c729dbb4fb7604931550e"}
+# model.safetensors, by CPU vendor and torch.backends.cpu.get_cpu_capability(). Intel: measured 2026-12-03 on an
+# Intel Xeon with AVX-512 (AVX2 with ATEN_CPU_CAPABILITY=avx2) by installing 3eb53e0 into a folder of its own (same
+# torch 2.13.0 wheel); main's loop at 12940a7 and at ddea4e4 gave the same two values there. AMD: measured
+# 2026-12-04 on an AMD EPYC with AVX-512, where ddea4e4 installed into a folder of its own and main at 835fc05 gave
+# the same value: MKL_CBWR=COMPATIBLE makes MKL's bits alignment-independent, but not equal across vendors.
+SYNC_SHA256 = {("GenuineIntel", "AVX2"): "2d13cee3eedc3d43737efeaf5d027a159de16b06a28609874743ae0ed4095199",
+               ("GenuineIntel", "AVX512"): "260994ba663ddfd76d6564653ff246c5c4ebecd6c92c729dbb4fb7604931550e",
+               ("AuthenticAMD", "AVX512"): "95c644121baa508cdb1cbaa324b9678ccc5a044b35a9cf059ef4e20c6763b133"}
+
+
+def _cpu_vendor() -> str:
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            return next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("vendor_id")), "?")
+    except OSError:
+        return "?"
 
 
 def _run(compose_train, tmp_path, k: int, steps: int = 4, *extra) -> tuple[list[dict], str]:
@@ -61,10 +72,10 @@ def _outputs(run_dir, steps: int) -> tuple[list[dict], str]:
 
 
 def test_k0_trains_the_weights_the_synchronous_loop_trained(tmp_path):
-    level = torch.backends.cpu.get_cpu_capability()
+    level = (_cpu_vendor(), torch.backends.cpu.get_cpu_capability())
     if level not in SYNC_SHA256:
-        pytest.skip(f"no sha256 of commit 3eb53e0's run recorded for torch's {level} kernels; run that commit's "
-                    f"synchronous loop on this test's command here and add it to SYNC_SHA256")
+        pytest.skip(f"no sha256 of the synchronous loop's run recorded for {level[0]} with torch's {level[1]} "
+                    f"kernels; run an earlier commit's synchronous loop on this test's command here and add it")
     # rollout.prefill_once (added after 3eb53e0) moves HF generate's logprobs in their last bits, so it is off
     # here: what this pins is that the asynchronous machinery at k = 0 leaves the synchronous loop's bits alone.
     # A command of its own: MKL reads MKL_CBWR once, when a process first calls it
