@@ -160,7 +160,8 @@ def train(cfg, log=print) -> dict:
     engine = PolicyEngine(build_engine(cfg.rollout.engine, for_engine(plain, copies_weights, adapter_sync), tokenizer,
                                        {**OmegaConf.to_container(cfg.rollout, resolve=True),
                                         "seed": cfg.seed + parallel.rank, "max_sequences": _engine_rows(cfg),
-                                        "max_row_tokens": _engine_row_tokens(cfg, env, tokenizer, test_rows),
+                                        "max_row_tokens": _engine_row_tokens(cfg, env, tokenizer, test_rows,
+                                                                             copies_weights),
                                         "log_dir": str(run_dir / "servers")}),  # rollout=server: each server's log
                           weights=lambda policy: for_engine(parallel.plain(policy), copies_weights, adapter_sync))
     # with ranks, the step sees its rank's share of the prompts (trainer/distributed.py)
@@ -256,14 +257,14 @@ def train(cfg, log=print) -> dict:
     return summary
 
 
-def _engine_row_tokens(cfg, env, tokenizer, test_rows: list[dict]) -> int | None:
+def _engine_row_tokens(cfg, env, tokenizer, test_rows: list[dict], vllm_engine: bool) -> int | None:
     """The longest row the engine generates, which a vLLM KV cache of `rollout.kv_cache_bytes=auto` is sized for:
     the longest prompt of the test rows and a draw of train rows, with a quarter more for train prompts not drawn
     here (a longer one only makes vLLM preempt, never fail), plus max_new_tokens. None (the model's context) for a
-    multi-turn environment, whose rows grow by turns."""
+    multi-turn environment, whose rows grow by turns, and for HF generate, which has no such cache."""
     from rlvr.envs.multi_turn import is_multi_turn
 
-    if is_multi_turn(env):
+    if is_multi_turn(env) or not vllm_engine:
         return None
     rows = list(test_rows) + env.rows("train", 64, seed=cfg.seed)
     return int(max(prompt_lengths(tokenizer, env, rows)) * 1.25) + int(cfg.rollout.max_new_tokens)
