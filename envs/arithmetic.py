@@ -67,20 +67,13 @@ class ArithmeticEnv(Env):
                 raise ConfigError(f"arithmetic: 'ops' has unknown op {op!r} (allowed: + - *)")
         if len(set(ops)) != len(list(ops)):
             raise ConfigError(f"arithmetic: 'ops' lists an op twice: {list(ops)!r}")
-        style = self.use_prompt_style(prompt)
-        prompt_template = style.template if prompt_template is None else prompt_template
-        try:
-            prompt_template.format(a=1, op="+", b=2)
-        except (KeyError, IndexError, ValueError) as e:
-            raise ConfigError(
-                f"arithmetic: 'prompt_template' {prompt_template!r} does not format with a, op, b: {e!r}"
-            ) from e
+        prompt_template, reward = self.styled_prompt(prompt, prompt_template, reward, a=1, op="+", b=2)
         self.digits = digits
         self.ops = tuple(ops)
         self.allow_negative = bool(allow_negative)
         self.test_fraction = check_fraction(test_fraction, "arithmetic")
         self.prompt_template = prompt_template
-        super().__init__(reward=list(style.reward) if reward is None else reward, system_prompt=system_prompt)
+        super().__init__(reward=reward, system_prompt=system_prompt)
 
     def difficulty_ladder(self) -> list[dict]:
         """1 digit up to this configuration's, then one digit more: at digits=2, digits 1, 2, 3."""

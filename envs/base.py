@@ -77,6 +77,20 @@ class Env(abc.ABC):
         self.truncated_reward = self.style_default("truncated_reward", prompt)
         return style
 
+    def styled_prompt(self, prompt: str, prompt_template: str | None, reward: list[dict] | None,
+                      **sample_fields) -> tuple[str, list[dict]]:
+        """Choose style `prompt` (`use_prompt_style`) and return (template, reward): the style's unless the config
+        sets them. The template must format with `sample_fields` (one example of every field a row fills in), else a
+        ConfigError naming `prompt_template` and the fields."""
+        style = self.use_prompt_style(prompt)
+        template = style.template if prompt_template is None else prompt_template
+        try:
+            template.format(**sample_fields)
+        except (KeyError, IndexError, ValueError) as e:
+            raise ConfigError(f"{self.name}: 'prompt_template' {template!r} does not format with "
+                              f"{', '.join(sample_fields)}: {e!r}") from e
+        return template, list(style.reward) if reward is None else reward
+
     @classmethod
     def style_default(cls, attribute: str, prompt: str | None):
         """`default_max_new_tokens` or `truncated_reward` under prompt style `prompt` (the class's own when the

@@ -70,20 +70,13 @@ class CountdownEnv(Env):
         if isinstance(ops, str) or not list(ops) or any(op not in OPS for op in ops) or len(set(ops)) != len(list(ops)) \
                 or set(ops) == {"/"}:
             raise ConfigError(f"countdown: 'ops' must list distinct operators from + - * / (not / alone), got {ops!r}")
-        style = self.use_prompt_style(prompt)
-        prompt_template = style.template if prompt_template is None else prompt_template
-        try:
-            prompt_template.format(numbers="1, 2", target=3)
-        except (KeyError, IndexError, ValueError) as e:
-            raise ConfigError(
-                f"countdown: 'prompt_template' {prompt_template!r} does not format with numbers, target: {e!r}"
-            ) from e
+        prompt_template, reward = self.styled_prompt(prompt, prompt_template, reward, numbers="1, 2", target=3)
         self.num_numbers = num_numbers
         self.max_number = max_number
         self.ops = tuple(op for op in OPS if op in ops)  # in OPS's order: the default draws as before ops existed
         self.test_fraction = check_fraction(test_fraction, "countdown")
         self.prompt_template = prompt_template
-        super().__init__(reward=list(style.reward) if reward is None else reward, system_prompt=system_prompt)
+        super().__init__(reward=reward, system_prompt=system_prompt)
 
     def difficulty_ladder(self) -> list[dict]:
         """Smaller numbers first: this configuration's count and operators with numbers up to 2/3 and 5/6 of
