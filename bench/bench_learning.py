@@ -2,6 +2,8 @@
 
     python bench/bench_learning.py [--budget-s 90] [--eval-every-s 15] [--eval-prompts 200]
                                    [--systems rlvr-hf,trl] (+ the batch arguments of bench_grpo_trl.py)
+    python bench/bench_learning.py --preset smollm2 --systems rlvr-vllm,trl --prompts 4 --max-new-tokens 48 \
+        --temperature 0.7 --lr 1e-5 --threads 0 --budget-s 600 --eval-every-s 150 --eval-prompts 100 --seed S
 
 Both start from the same warm-started tiny model with the same hyperparameters and the same prompt
 sequence (see bench_grpo_trl.py, whose helpers this reuses). Each trains in its own subprocess
@@ -9,7 +11,10 @@ until its training time reaches the budget; training time is wall time since its
 minus the time spent in this benchmark's evaluations. At t=0, every `--eval-every-s` and at the
 end, both are evaluated the same way: rlvr's `evaluate_greedy` (HF generate, greedy) on the same
 `--eval-prompts` rows of the test split. Peak memory: each subprocess's own peak RSS (`wait4`).
-Writes bench/results/learning.json and learning.png (`--docs-plot`: also docs/bench_learning.png).
+`--preset smollm2`: SmolLM2-135M-Instruct (`make smollm2`) with the instruct prompt and reward, as `rlvr train
+model=smollm2` trains it; `rlvr-vllm` samples with vLLM, as that preset does where vLLM is installed.
+Writes bench/results/learning.json and learning.png (`--docs-plot`: also docs/bench_learning.png);
+`--preset smollm2`: learning_smollm2.json and .png.
 """
 
 from __future__ import annotations
@@ -87,7 +92,8 @@ def worker_rlvr(args, env) -> dict:
     grpo.wrap_grpo_step(run, on_budget)
     with tempfile.TemporaryDirectory() as out:
         try:
-            run.train(grpo.rlvr_config(args, args.model, "hf", out, 1_000_000), log=lambda *_: None)
+            engine = args.worker.removeprefix("rlvr-")  # rlvr-hf or rlvr-vllm
+            run.train(grpo.rlvr_config(args, args.model, engine, out, 1_000_000), log=lambda *_: None)
         except BudgetSpent:
             pass
     if not curve.points:
@@ -111,7 +117,7 @@ def worker_trl(args, env) -> dict:
                 control.should_training_stop = True
 
     with tempfile.TemporaryDirectory() as out:
-        trainer = grpo.trl_trainer(args, args.model, grpo.step_rows(env, 0, max_steps, args.prompts), env, out,
+        trainer = grpo.trl_trainer(args, args.model, grpo.step_rows(env, args.seed, max_steps, args.prompts), env, out,
                                      max_steps, [OnBudget()])
         holder.update(trainer=trainer, tokenizer=trainer.processing_class)
         trainer.train()
@@ -119,7 +125,7 @@ def worker_trl(args, env) -> dict:
 
 
 WORKER_ARGS = ("budget_s", "eval_every_s", "eval_prompts", "prompts", "group", "max_new_tokens", "temperature",
-               "beta", "lr", "threads")
+               "beta", "lr", "threads", "preset", "seed")
 
 
 def plot(results: dict, budget: float, path: Path) -> None:
@@ -151,7 +157,7 @@ def main() -> None:
 
         if args.threads:
             torch.set_num_threads(args.threads)
-        env = build_env(grpo.compose([]).env)
+        env = build_env(grpo.compose(grpo.preset_overrides(args)).env)
         raw = (worker_trl if args.worker == "trl" else worker_rlvr)(args, env)
         Path(args.result).write_text(json.dumps(raw))
         return
@@ -161,7 +167,7 @@ def main() -> None:
     if args.threads:  # the tiny model's warm start, when not cached yet, runs here
         torch.set_num_threads(args.threads)
     load_before = common.load_average()
-    model_path = grpo.tiny_model_path()
+    model_path = args.base_model or grpo.tiny_model_path(preset=grpo.preset_overrides(args))
     print(common.machine_line())
     print(f"model: {model_path}; budget {args.budget_s:.0f} s of training each")
     results, failed = {}, {}
@@ -184,12 +190,13 @@ def main() -> None:
     print("\nCurve (training seconds: accuracy):")
     for name, r in results.items():
         print(f"  {name}: " + ", ".join(f"{p['train_s']:.0f}s {p['accuracy']:.1%}" for p in r["points"]))
-    common.write_json("learning", {"args": vars(args), "model": model_path, "results": results, "failed": failed},
+    name = "learning" if args.preset == "tiny" else f"learning_{args.preset}"
+    common.write_json(name, {"args": vars(args), "model": model_path, "results": results, "failed": failed},
                       load_before)
     if results:
-        plot(results, args.budget_s, common.RESULTS / "learning.png")
+        plot(results, args.budget_s, common.RESULTS / f"{name}.png")
         if args.docs_plot:
-            shutil.copy(common.RESULTS / "learning.png", common.ROOT / "docs" / "bench_learning.png")
+            shutil.copy(common.RESULTS / f"{name}.png", common.ROOT / "docs" / f"bench_{name}.png")
     if failed:
         sys.exit(1)
 
