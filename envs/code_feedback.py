@@ -9,9 +9,14 @@ error with the end of stderr, timeout, memory limit), cut to `max_tool_output_ch
 was dropped), then asks for the whole corrected program. `max_turns` attempts at most.
 
 Reward: the code verifier on the last attempt, as code_stdio scores its one completion (the fraction of
-tests passed; with `hidden_tests=k`, `hidden_reward` says whether the held-back cases count).
+tests passed), with the feedback runs' limits (`test_timeout_s`, `test_memory_mb`).
 
 Choices:
+  * One case of each problem is held back by default (`hidden_tests=1`, at least one case stays shown) and the
+    reward counts every case (`hidden_reward=both`): the feedback reveals every shown case, so a reward on the
+    shown cases alone would pay a program that prints the outputs it was told.
+  * The reward's runs have the feedback runs' limits, so a program cannot tell a scored run from a feedback
+    run by its limits (and fail on purpose only where it is not scored).
   * The prompt always lists the shown tests as examples (code_stdio lists them only when some are held
     back): the feedback reveals them anyway, and a policy should not learn about a test from a failure first.
   * Feedback runs only the shown cases and stops at the first failure (`stop_at_first_failure`), so the
@@ -50,24 +55,27 @@ class CodeFeedbackEnv(MultiTurnEnv):
 
     def __init__(self, *, train_file: str | None = None, test_file: str | None = None, hub: str | None = None,
                  hub_config: str | None = None, statement_field: str = "statement", tests_field: str = "tests",
-                 backend: str = "docker", prompt_template: str = DEFAULT_TEMPLATE, hidden_tests: int = 0,
-                 hidden_reward: str = "shown", max_turns: int = 3, max_total_tokens: int | None = None,
+                 backend: str = "docker", prompt_template: str = DEFAULT_TEMPLATE, hidden_tests: int = 1,
+                 hidden_reward: str = "both", max_turns: int = 3, max_total_tokens: int | None = None,
                  max_tool_output_chars: int = 600, test_timeout_s: float = 5.0, test_memory_mb: int = 256,
                  turn_reward_weight: float = 0.0, reward: list[dict] | None = None, system_prompt: str | None = None):
         for field, value in (("test_timeout_s", test_timeout_s), ("test_memory_mb", test_memory_mb)):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
                 raise ConfigError(f"code_feedback: {field!r} must be a positive number, got {value!r}")
         # the problems, their split and the default reward are code_stdio's; this env only adds the turns
+        limits = {"timeout_s": test_timeout_s, "memory_mb": test_memory_mb}
+        default = [{"verifier": "code", "params": {"backend": backend, "hidden_reward": hidden_reward, **limits}}]
         with _as_code_feedback():
             self.problems = CodeStdioEnv(train_file=train_file, test_file=test_file, hub=hub, hub_config=hub_config,
                                          statement_field=statement_field, tests_field=tests_field, backend=backend,
-                                         prompt_template=prompt_template, reward=reward, hidden_tests=hidden_tests,
-                                         hidden_reward=hidden_reward)
+                                         prompt_template=prompt_template, reward=reward if reward is not None else default,
+                                         hidden_tests=hidden_tests)
+        if reward is not None and hidden_reward != "both":
+            raise ConfigError("code_feedback: 'hidden_reward' applies to the default reward; with env.reward, "
+                              "set the code verifier's params.hidden_reward instead")
         super().__init__(max_turns=max_turns, max_total_tokens=max_total_tokens,
                          max_tool_output_chars=max_tool_output_chars, turn_reward_weight=turn_reward_weight,
-                         system_prompt=system_prompt,
-                         reward=reward if reward is not None else
-                         [{"verifier": "code", "params": {"backend": backend, "hidden_reward": hidden_reward}}])
+                         system_prompt=system_prompt, reward=reward if reward is not None else default)
         self.backend, self.test_timeout_s, self.test_memory_mb = backend, float(test_timeout_s), test_memory_mb
         self._runner: CodeVerifier | None = None
         self._lock = threading.Lock()

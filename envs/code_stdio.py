@@ -12,8 +12,9 @@ Reward: the `code` verifier with the row's stdio tests, run in the Docker sandbo
 the fraction of tests passed; the status is correct only when all pass.
 
 Held-back tests: `hidden_tests=k` keeps each problem's last k cases (at most all but one) out of the
-prompt, which then lists the shown cases as examples; the reward uses the shown ones
-(`hidden_reward=shown`) or all (`both`), and every step logs `tests/shown_pass`, `tests/hidden_pass`
+prompt, which then lists the shown cases as examples; the reward uses all of them (`hidden_reward=both`, the
+default: a program that only looks up the shown examples' outputs earns no more than its share of them) or the
+shown ones alone (`shown`, to measure the gap without paying for it), and every step logs `tests/shown_pass`, `tests/hidden_pass`
 and `hack/hidden_gap` (verifiers/code.py); `rlvr eval` reports `shown_pass`, `hidden_pass` and `hidden_gap`.
 """
 
@@ -69,7 +70,7 @@ class CodeStdioEnv(DataEnv):
                  hub_config: str | None = None, statement_field: str = "statement", tests_field: str = "tests",
                  backend: str = "docker", prompt_template: str = DEFAULT_TEMPLATE,
                  reward: list[dict] | None = None, system_prompt: str | None = None, hidden_tests: int = 0,
-                 hidden_reward: str = "shown"):
+                 hidden_reward: str = "both"):
         if isinstance(hidden_tests, bool) or not isinstance(hidden_tests, int) or hidden_tests < 0:
             raise ConfigError(f"code_stdio: 'hidden_tests' must be an int >= 0, got {hidden_tests!r}")
         self.hidden_tests = hidden_tests
@@ -83,7 +84,7 @@ class CodeStdioEnv(DataEnv):
         self.required_fields = (statement_field, tests_field)
         if reward is None:
             reward = [{"verifier": "code", "params": {"backend": backend, "hidden_reward": hidden_reward}}]
-        elif hidden_reward != "shown":
+        elif hidden_reward != "both":
             raise ConfigError("code_stdio: 'hidden_reward' applies to the default reward; with env.reward, "
                               "set the code verifier's params.hidden_reward instead")
         super().__init__(train_file=train_file, test_file=test_file, hub=hub, hub_config=hub_config,

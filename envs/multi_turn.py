@@ -22,13 +22,16 @@ conversation, so a verifier that wants the turns can read them.
 
 Per-turn rewards (optional, per env): `Reply.reward` is a float for the turn it answers, or None (no reward
 that turn). A trajectory's training reward is then the verifiers' score plus `turn_reward_weight` times
-the sum of its turn rewards (`add_turn_rewards`; weight 0.0, the default, leaves every reward as the
-verifiers gave it). Choices: the bonus is added to the trajectory's one scalar reward, so every algorithm
+the mean of its turn rewards (`add_turn_rewards`; weight 0.0, the default, leaves every reward as the
+verifiers gave it). Choices: the mean, not the sum: with a sum, every extra turn adds to the reward, so a
+policy that fails on purpose before its right answer beats one that answers right at once; with the mean
+(each turn reward at most 1 for code_feedback's pass fraction) a trajectory that ends at its first turn with
+that turn's best reward earns the most, and one that improves still earns more than one that stays wrong. The bonus is added to the trajectory's one scalar reward, so every algorithm
 (group advantages, PPO's final-token reward, DPO's pairs) reads it unchanged; it is not credited to the
 turn's own tokens (a per-token reward would need each algorithm's advantage to take one). It is added before
 `rollout.truncated_reward`, which can zero it like any positive reward. `rlvr eval` reports the verifiers'
 score only (a turn reward is shaping, not correctness). Logged: `reward/turn_mean`, the mean over
-trajectories of their summed turn rewards, when any turn had one.
+trajectories of their mean turn reward (0 for a trajectory without one), when any turn had one.
 
 Not done yet: per-token credit for turn rewards (see above); offline DPO on trajectories (trainer/validate.py
 refuses `data=` with a multi-turn env: the file format holds one-turn completions); DAPO's overlong penalty on
@@ -115,14 +118,16 @@ class MultiTurnEnv(Env):
         return self.verifier.verify_batch(finals, records)
 
     def add_turn_rewards(self, results: Sequence[VerifyResult], turn_rewards: Sequence[Sequence[float]]) -> list[VerifyResult]:
-        """`results` (one per trajectory) with `turn_reward_weight` x the sum of each trajectory's turn rewards
-        added to its reward, the sum kept in details as `turn_reward`. Weight 0: `results` as they are."""
+        """`results` (one per trajectory) with `turn_reward_weight` x the mean of each trajectory's turn rewards
+        (0 without any) added to its reward, the mean kept in details as `turn_reward`. Weight 0: `results` as
+        they are."""
         if len(results) != len(turn_rewards):
             raise ValueError(f"add_turn_rewards got {len(results)} results for {len(turn_rewards)} trajectories")
         if self.turn_reward_weight == 0:
             return list(results)
-        return [VerifyResult(r.reward + self.turn_reward_weight * sum(t), r.status, {**r.details, "turn_reward": sum(t)})
-                for r, t in zip(results, turn_rewards)]
+        means = [sum(t) / len(t) if t else 0.0 for t in turn_rewards]
+        return [VerifyResult(r.reward + self.turn_reward_weight * m, r.status, {**r.details, "turn_reward": m})
+                for r, m in zip(results, means)]
 
     def truncate_output(self, text: str) -> tuple[str, bool]:
         """`text` cut to `max_tool_output_chars`, with a note of what was dropped; (text, whether it was cut)."""

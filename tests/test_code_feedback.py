@@ -58,7 +58,7 @@ def play(tmp_path, env_data, tokenizer, problem, attempts, **env_args):
 def test_a_failed_attempt_sees_the_failing_test_and_the_second_attempt_passes(tmp_path, env_data, tiny_lm):
     row, engine, traj, result = play(tmp_path, env_data, tiny_lm.tokenizer, REVERSE,
                                      [program("print(input())"), program("print(input()[::-1])")])
-    assert "Example input:\nabc" in row["messages"][0]["content"]  # nothing held back: the tests are shown
+    assert "Example input:\nabc" in row["messages"][0]["content"]  # one case: nothing held back, it is shown
     assert (traj["turns"], traj["end"]) == (2, "done")
     assert result.reward == 1.0 and result.status.value == "correct"
     feedback = traj["messages"][2]
@@ -101,15 +101,35 @@ def test_feedback_is_cut_to_max_tool_output_chars(tmp_path, env_data, tiny_lm):
     assert traj["output_truncated"] == 2  # both attempts' reports were cut (the last one is not appended)
 
 
+def test_by_default_the_shown_cases_lookup_table_earns_only_its_share(tmp_path, env_data, tiny_lm):
+    """With the defaults (one case held back, every case rewarded) a program that prints what the prompt showed
+    passes the feedback and scores the shown share only; before, the reward was the shown cases' alone (1.0)."""
+    table = "print({'1 2': 3}.get(input().strip(), 0))"
+    row, _, traj, result = play(tmp_path, env_data, tiny_lm.tokenizer, SUM, [program(table)])
+    assert "40 60" not in row["messages"][0]["content"]
+    assert (traj["turns"], traj["end"]) == (1, "done")
+    assert (result.reward, result.status.value) == (0.5, "incorrect")
+
+
+def test_the_reward_runs_with_the_feedback_runs_limits(tmp_path, env_data):
+    """A program that could tell a scored run from a feedback run by its limits could fail only where unscored."""
+    env = load_env("code_feedback", test_file=str(env_data.write_jsonl(tmp_path / "p.jsonl", [SUM])),
+                   test_timeout_s=2.5, test_memory_mb=300)
+    assert env.verifier.components[0].verifier.limits == env.runner.limits
+    with pytest.raises(ConfigError, match="hidden_reward"):
+        load_env("code_feedback", test_file=str(tmp_path / "p.jsonl"), hidden_reward="shown",
+                 reward=[{"verifier": "code"}])
+
+
 def test_turn_rewards_are_each_attempts_shown_pass_fraction(tmp_path, env_data, tiny_lm):
     # both SUM cases shown; print(100) fails the first and passes the second (so every case runs, not only up to
-    # the first failure), the real program passes both: 1.0 + 0.1 * (0.5 + 1.0)
+    # the first failure), the real program passes both: 1.0 + 0.1 * (0.5 + 1.0) / 2
     _, _, traj, result = play(tmp_path, env_data, tiny_lm.tokenizer, SUM,
                               [program("print(100)"), program("a, b = map(int, input().split())\nprint(a + b)")],
-                              turn_reward_weight=0.1)
+                              turn_reward_weight=0.1, hidden_tests=0)
     assert traj["turn_rewards"] == [0.5, 1.0] and result.reward == 1.0
     env = load_env("code_feedback", turn_reward_weight=0.1)
-    assert env.add_turn_rewards([result], [traj["turn_rewards"]])[0].reward == pytest.approx(1.15)
+    assert env.add_turn_rewards([result], [traj["turn_rewards"]])[0].reward == pytest.approx(1.075)
 
 
 def test_bad_config_and_rows_name_code_feedback_and_the_row(tmp_path, env_data):

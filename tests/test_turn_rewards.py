@@ -1,5 +1,5 @@
 """Per-turn rewards (envs/multi_turn.py): a trajectory's reward is the verifiers' score plus
-`turn_reward_weight` x the sum of its turns' `Reply.reward`; weight 0 leaves the score as it was. The numbers
+`turn_reward_weight` x the mean of its turns' `Reply.reward`; weight 0 leaves the score as it was. The numbers
 are derived by hand from a scripted policy and an env whose turn rewards are fixed."""
 
 from __future__ import annotations
@@ -39,16 +39,35 @@ def rollout_and_score(env, tokenizer, answer="<answer>7</answer>"):
     return rollout, scored, env.add_turn_rewards(scored, [t["turn_rewards"] for t in rollout.trajectories])
 
 
-def test_the_reward_is_the_score_plus_the_weighted_sum_of_turn_rewards(tiny_lm):
+def test_the_reward_is_the_score_plus_the_weighted_mean_of_turn_rewards(tiny_lm):
     rollout, scored, rewarded = rollout_and_score(TwoTurns(turn_reward_weight=0.5), tiny_lm.tokenizer)
     assert [t["turn_rewards"] for t in rollout.trajectories] == [[0.25, 0.5], [0.25, 0.5], []]
     assert [r.reward for r in scored] == [1.0, 1.0, 1.0]
-    assert [r.reward for r in rewarded] == [1.375, 1.375, 1.0]  # 1 + 0.5 * (0.25 + 0.5); no turn reward: 1
-    assert rewarded[0].details["turn_reward"] == 0.75 and rewarded[0].status == scored[0].status
-    assert trajectory_metrics(rollout.trajectories)["reward/turn_mean"] == pytest.approx(0.5)  # (0.75 + 0.75 + 0) / 3
-    # a wrong final answer keeps its turn rewards: 0 + 0.5 * 0.75
+    assert [r.reward for r in rewarded] == [1.1875, 1.1875, 1.0]  # 1 + 0.5 * (0.25 + 0.5) / 2; no turn reward: 1
+    assert rewarded[0].details["turn_reward"] == 0.375 and rewarded[0].status == scored[0].status
+    assert trajectory_metrics(rollout.trajectories)["reward/turn_mean"] == pytest.approx(0.25)  # (0.375 * 2 + 0) / 3
+    # a wrong final answer keeps its turn rewards: 0 + 0.5 * 0.375
     assert [r.reward for r in rollout_and_score(TwoTurns(turn_reward_weight=0.5), tiny_lm.tokenizer,
-                                                "<answer>8</answer>")[2]] == [0.375, 0.375, 0.0]
+                                                "<answer>8</answer>")[2]] == [0.1875, 0.1875, 0.0]
+
+
+def test_failing_on_purpose_before_the_right_answer_never_beats_answering_right_at_once(tiny_lm):
+    """A sum of turn rewards paid for extra turns: two deliberate misses at 0.9 then a pass (0.9 + 0.9 + 1) beat
+    one pass (1). The mean pays the one-turn answer most."""
+    class Attempts(TwoTurns):
+        def rows(self, split, n, seed=0):
+            return [{**row, "misses": i} for i, row in enumerate(super().rows(split, n, seed))]
+
+        def step(self, row, state, assistant_text):
+            state["turn"] += 1
+            if state["turn"] > row["misses"]:
+                return Reply([], done=True, reward=1.0)
+            return Reply([{"role": "user", "content": "again"}], reward=0.9)
+
+    rewarded = rollout_and_score(Attempts(turn_reward_weight=1.0, max_turns=3), tiny_lm.tokenizer)[2]
+    at_once, after_one_miss, after_two = (r.reward for r in rewarded)
+    assert at_once == 2.0 and after_one_miss == pytest.approx(1.95) and after_two == pytest.approx(1 + 2.8 / 3)
+    assert at_once > after_one_miss > after_two
 
 
 def test_weight_zero_leaves_the_verifiers_results_untouched(tiny_lm):
@@ -77,5 +96,5 @@ def test_the_training_step_reward_carries_the_turn_rewards(tiny_lm, compose_trai
     ctx = _context(cfg, tiny_lm)
     ctx.env, ctx.engine = TwoTurns(turn_reward_weight=0.5), ScriptedEngine(tiny_lm.tokenizer, ["<answer>7</answer>"])
     sampled = sample_and_score(ctx, 1, {})
-    expected = [[1.0 if r["silent"] else 1.375] * 2 for r in sampled.rows]
+    expected = [[1.0 if r["silent"] else 1.1875] * 2 for r in sampled.rows]
     assert sampled.rewards.tolist() == expected

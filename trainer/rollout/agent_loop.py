@@ -179,7 +179,8 @@ def trajectory_metrics(trajectories: list[dict]) -> dict:
     for reason in ("done", "max_turns", "token_budget", "truncated"):
         metrics[f"end/{reason}"] = sum(t["end"] == reason for t in trajectories) / n
     if any(t.get("turn_rewards") for t in trajectories):  # an env with per-turn rewards (envs/multi_turn.py)
-        metrics["reward/turn_mean"] = sum(sum(t.get("turn_rewards", ())) for t in trajectories) / n
+        means = [sum(r) / len(r) if (r := t.get("turn_rewards")) else 0.0 for t in trajectories]
+        metrics["reward/turn_mean"] = sum(means) / n
     return metrics
 
 
