@@ -21,6 +21,7 @@ on a lock file; a killed build leaves no half-written entry (trainer/models/cach
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.metadata
 import json
@@ -99,6 +100,14 @@ def packaged_file(name: str) -> Path:
 
 
 def file_sha256(path: Path) -> str:
+    """The file's sha256, read once per process for the same (path, size, modification time): the packaged
+    check and the cache key hash the same 93 MB file, and `rlvr eval` resolves a model more than once."""
+    stat = Path(path).stat()
+    return _sha256(str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=16)
+def _sha256(path: str, size: int, mtime_ns: int) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for chunk in iter(lambda: handle.read(1 << 20), b""):
