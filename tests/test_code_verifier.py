@@ -79,9 +79,45 @@ def test_no_code_is_unparsable():
 def test_comparisons():
     assert stdout_matches("3  \n4\n", "3 4", None)
     assert not stdout_matches("3.0001", "3", None)
-    assert stdout_matches("3.0001", "3", 1e-3)
-    assert values_equal([1, 2.0000001], [1, 2], 1e-6)
+    assert stdout_matches("3.0001", "3.0", 1e-3)
+    assert values_equal([1, 2.0000001], [1, 2.0], 1e-6)
     assert not values_equal(True, 1, None)
+
+
+FACT_25 = 15511210043330985984000000
+
+
+def _short(value) -> str:
+    """A test id for any value (repr refuses ints past 4,300 digits)."""
+    if isinstance(value, int) and value.bit_length() > 1000:
+        return f"<{value.bit_length()}-bit int>"
+    return repr(value)[:24]
+
+
+@pytest.mark.parametrize("got, expected, tol, equal", [
+    (1234568, 1234567, 1e-6, False),  # exact ints compare exactly, whatever the tolerance
+    (float(FACT_25), FACT_25, 1e-6, False),  # a float's rounding of an exact int is not that int
+    (3.0, 3, 1e-6, True), (3.0, 3, None, True),  # an integral float exactly equal to the int is
+    (2.9999999, 3, 1e-3, False),
+    (3, 3.0000001, 1e-6, True),  # a float expected is approximate: the tolerance applies
+    (10 ** 400, 1.0, 1e-6, False), (-(10 ** 400), 1.0, 1e-6, False), (10 ** 400, float("inf"), 1e-6, False),
+    (10 ** 5000, 10 ** 5000, None, True), (10 ** 5000, 10 ** 5000 + 1, 1e-6, False),
+    (float("nan"), float("nan"), 1e-6, False), (float("inf"), float("inf"), 1e-6, True),
+], ids=_short)
+def test_numbers_compare_exactly_unless_a_float_is_expected(got, expected, tol, equal):
+    assert values_equal(got, expected, tol) is equal
+    assert values_equal([got], [expected], tol) is equal and values_equal({"k": got}, {"k": expected}, tol) is equal
+
+
+@pytest.mark.parametrize("got, expected, tol, equal", [
+    ("1234568", "1234567", 1e-6, False), ("1000001", "1000000", 1e-3, False),
+    (str(float(FACT_25)), str(FACT_25), 1e-6, False),
+    ("3.0", "3", 1e-6, True), ("3.00", "3", None, False),  # without a tolerance tokens compare as text
+    ("3", "3.0000001", 1e-6, True), ("1e400", "1.0", 1e-6, False), ("9" * 5000, "9" * 5000, 1e-6, True),
+    ("9" * 5000, "9" * 4999 + "8", 1e-6, False), ("-0", "0", 1e-6, True), ("0x10", "16", 1e-6, False),
+], ids=_short)
+def test_stdout_numbers_compare_exactly_unless_a_float_is_expected(got, expected, tol, equal):
+    assert stdout_matches(got, expected, tol) is equal
 
 
 @pytest.mark.parametrize("tests, good, bad", [
@@ -207,3 +243,53 @@ def test_identical_completions_in_a_batch_run_once_unless_dedupe_is_off(verifier
 def test_dedupe_must_be_a_boolean():
     with pytest.raises(ConfigError, match="'dedupe' must be true or false"):
         CodeVerifier(dedupe="yes")
+
+
+# Asserts on a boolean function: the second one's message calls the candidate again, as HumanEval/77's do, and
+# the last one's all() would stop at the first False.
+ORDER_TESTS = {
+    "assert": {"kind": "assert", "prefix": "", "entry_point": "f",
+               "code": "def check(candidate):\n    assert candidate(0) is True\n"
+                       "    assert candidate(1) is False, 'got ' + str(candidate(1))\n"
+                       "    assert all(candidate(x) == e for x, e in ((2, False), (3, True)))\n"},
+    "call": {"kind": "call", "fn": "f",
+             "cases": [{"args": [i], "expected": e} for i, e in enumerate([True, False, False, True])]},
+}
+
+
+def _logged(answers: tuple) -> str:
+    return f"import sys\ndef f(x):\n    sys.stderr.write(f'call {{x}}\\n')\n    return {answers!r}[x]\n"
+
+
+@pytest.mark.parametrize("kind", ["assert", "call"])
+@pytest.mark.parametrize("backend", ["docker", "local"])
+def test_call_order_tells_a_program_nothing_about_its_answers(request, backend, kind):
+    """Issue 34, class 3: were the checker to stop at the first failing assert, "was I called again" would
+    tell a program whether its last answer passed, and with any channel that outlives a run the samples of
+    one prompt would learn the expected values without solving the task. The calls a program sees must be
+    the same whatever it answers: right, all wrong, or half right."""
+    verifier = request.getfixturevalue("verifier" if backend == "docker" else "local_verifier")
+    programs = [(True, False, False, True), (False, True, True, False), (True, True, True, True), (True, False, True, False)]
+    results = verifier.verify_batch([fenced(_logged(answers)) for answers in programs], [{"tests": ORDER_TESTS[kind]}] * 4)
+    assert [r.status for r in results] == [Status.CORRECT] + [Status.INCORRECT] * 3, [r.details for r in results]
+    logs = [[line for line in r.details["stderr"].splitlines() if line.startswith("call")] for r in results]
+    assert logs[0] and all(log == logs[0] for log in logs), logs
+
+
+def test_an_exception_on_the_host_is_its_records_error_alone(local_verifier, monkeypatch):
+    """Issue 34, class 4: whatever raises while one record is judged on the host is that record's `error`;
+    the batch's other records keep their verdicts (it once turned a whole chunk into errors)."""
+    from rlvr.verifiers import code
+
+    compare = code.values_equal
+
+    def fragile(got, expected, float_tol):
+        if got == 7:
+            raise OverflowError("a comparison nobody foresaw")
+        return compare(got, expected, float_tol)
+
+    monkeypatch.setattr(code, "values_equal", fragile)
+    codes = [FN_ADD, "def add(a, b):\n    return 7\n", FN_ADD]
+    results = local_verifier.verify_batch([fenced(c) for c in codes], [{"tests": ADD_CALL}] * 3)
+    assert [r.status for r in results] == [Status.CORRECT, Status.ERROR, Status.CORRECT]
+    assert "OverflowError: a comparison nobody foresaw" in results[1].details["error"]

@@ -10,7 +10,11 @@ import math
 import os
 import types
 import weakref
+from collections import Counter, OrderedDict, defaultdict, deque, namedtuple
+from decimal import Decimal
+from fractions import Fraction
 
+import numpy as np
 import pytest
 from rlvr.verifiers.code_wire import (
     MAX_DEPTH,
@@ -19,6 +23,7 @@ from rlvr.verifiers.code_wire import (
     wire_decode,
     wire_dumps,
     wire_encode,
+    wire_exception,
     wire_recv,
     wire_send,
 )
@@ -47,6 +52,14 @@ def test_types_stay_distinct():
 
 def test_nan_survives():
     assert math.isnan(roundtrip(float("nan")))
+
+
+def test_plain_json_values_cost_what_their_json_does():
+    """Returned lists can be long: a list of small numbers and strings is its own JSON plus a tag, so an honest
+    answer fits the verdict channel's cap as its JSON would."""
+    value = [list(range(-5000, 5000)), [0.1 * i for i in range(1000)], ["word"] * 1000, [True, None]]
+    assert len(json.dumps(wire_encode(value))) <= len(json.dumps(value)) + 50
+    assert wire_encode(10 ** 300) == 10 ** 300 and wire_encode(10 ** 400)[0] == "I"  # past 1000 bits: hex
 
 
 class AlwaysEqual:
@@ -87,7 +100,7 @@ def test_nesting_past_the_limit_is_refused_both_ways():
         deep = [deep]
     with pytest.raises(WireError):
         wire_encode(deep)
-    node = ["N"]
+    node = None
     for _ in range(MAX_DEPTH + 5):
         node = ["L", [node]]
     with pytest.raises(WireError):
@@ -95,7 +108,7 @@ def test_nesting_past_the_limit_is_refused_both_ways():
 
 
 @pytest.mark.parametrize("node", [
-    [], "S", ["S"], ["S", 1], ["B", 2], ["B", True], ["I", "12z"], ["F", "zz"], ["Y", "0"], ["L", "ab"],
+    [], ["S"], ["S", 1], ["S", "a"], ["N"], ["B", 2], ["B", True], ["I", "12z"], ["F", "zz"], ["Y", "0"], ["L", "ab"],
     ["E", [["L", []]]], ["D", [[["L", []], ["N"]]]], ["D", [["N"]]], ["Q", 1], ["N", 1], [["S", "a"]],
 ], ids=repr)
 def test_malformed_nodes_are_wire_errors(node):
@@ -122,3 +135,125 @@ def test_framed_messages_and_their_limits():
             os.close(w)
     with pytest.raises(WireError, match="more than"):
         wire_dumps(["S", "x" * MAX_MESSAGE])
+
+
+Point = namedtuple("Point", "x y")
+
+
+@pytest.mark.parametrize("value, kind", [
+    (Counter("abracadabra"), Counter), (Counter(), Counter), (OrderedDict([(2, "b"), (1, "a")]), OrderedDict),
+    (deque([1, (2,)]), deque), (defaultdict(list, {1: [2]}), dict), (Point(1, [2]), tuple), (Point(1, 2), tuple),
+    (Fraction(3, -4), Fraction), (Fraction(10 ** 40, 3), Fraction), (Decimal("1.10"), Decimal),
+    (Decimal("-Infinity"), Decimal), (Decimal("-0E+5"), Decimal), ([Counter("ab"), {"k": Point(0, 0)}], list),
+], ids=lambda v: type(v).__name__)
+def test_standard_library_values_cross_and_compare_as_python_does(value, kind):
+    """What honest solutions return (issue 34): each arrives as a fresh value built by the receiver, equal
+    both ways to what was sent, of the same standard type (a defaultdict as a dict: its factory stays)."""
+    back = roundtrip(value)
+    assert back == value and value == back
+    assert type(back) is kind or (kind is tuple and back._fields == value._fields)
+
+
+def test_the_receiver_rebuilds_each_type_itself():
+    od = OrderedDict(a=1, b=2)
+    od.move_to_end("a")
+    assert list(roundtrip(od)) == ["b", "a"] and roundtrip(od) != OrderedDict(a=1, b=2)  # OrderedDict's == sees order
+    point = roundtrip(Point(1, 2))
+    assert point.x == 1 and point._fields == ("x", "y") and type(point).__name__ == "Point" and type(point) is not Point
+    assert roundtrip(Counter("aab")).most_common(1) == [("a", 2)]
+    assert roundtrip(Fraction(2, 4)) == Fraction(1, 2) and math.isnan(roundtrip(Decimal("NaN")))
+
+
+@pytest.mark.parametrize("value, plain", [
+    (np.int64(-7), -7), (np.uint8(255), 255), (np.float64(0.1), 0.1), (np.float32(0.1), float(np.float32(0.1))),
+    (np.bool_(True), True), (np.bool_(False), False), (np.array([[1, 2], [3, 4]]), [[1, 2], [3, 4]]),
+    (np.array(5), 5), (np.array([0.5, np.inf]), [0.5, math.inf]), (np.array(["a", "b"]), ["a", "b"]),
+    (np.str_("a"), "a"), (np.array(["a"])[0], "a"),
+    ((np.int32(1), [np.float16(0.5)]), (1, [0.5])),
+], ids=lambda v: type(v).__name__)
+def test_numpy_scalars_and_arrays_cross_as_their_python_values(value, plain):
+    back = roundtrip(value)
+    assert back == plain and type(back) is type(plain)
+    assert json.dumps(wire_encode(back)) == json.dumps(wire_encode(plain))
+
+
+class CounterThatLies(Counter):
+    def __eq__(self, other):
+        return True
+
+
+class PointThatLies(Point):
+    def __eq__(self, other):
+        return True
+
+    __hash__ = tuple.__hash__
+
+
+class FractionThatLies(Fraction):
+    def __eq__(self, other):
+        return True
+
+
+class Int64ThatLies(np.int64):
+    def __eq__(self, other):
+        return True
+
+
+class TupleWithBadFields(tuple):
+    _fields = ("_x",)
+
+
+@pytest.mark.parametrize("value", [
+    CounterThatLies("a"), PointThatLies(1, 2), FractionThatLies(1, 2), Int64ThatLies(3), TupleWithBadFields((1,)),
+    type("Bare", (tuple,), {})((1,)),
+    type("DecimalThatLies", (Decimal,), {"__eq__": lambda self, other: True})("1"), Decimal("sNaN"),
+    type("DequeThatLies", (deque,), {"__eq__": lambda self, other: True})(), np.array([1j]), np.complex128(1j),
+], ids=lambda v: type(v).__name__)
+def test_subclasses_and_lookalikes_of_the_standard_types_are_refused(value):
+    with pytest.raises(WireError):
+        wire_encode(value)
+
+
+def test_encoding_reads_through_the_standard_types_not_the_instance():
+    """A namedtuple or OrderedDict whose methods were shadowed still sends its real contents."""
+    od = OrderedDict(a=1)
+    od.items = lambda: [("forged", 0)]
+    od.keys = lambda: ["forged"]
+    assert roundtrip(od) == OrderedDict(a=1)
+    assert roundtrip(Counter(a=1)) == {"a": 1}
+
+
+@pytest.mark.parametrize("node", [
+    ["Q", ["1", "0"]], ["Q", ["1", "-2"]], ["Q", ["1"]], ["Q", ["x", "1"]], ["Q", ["1" + "0" * 9000, "1"]],
+    ["M", "sNaN"], ["M", "-sNaN"], ["M", "abc"], ["M", "1e999999999"], ["M", 1],
+    ["R", ["P", ["x", "x"], [None, None]]], ["R", ["1P", ["x"], [None]]], ["R", ["P", ["_x"], [None]]],
+    ["R", ["P", ["class"], [None]]], ["R", ["P", ["x", "y"], [None]]], ["R", ["P", "x", [None]]],
+    ["C", [[["L", []], 1]]], ["O", [[None]]], ["K", "x"],
+], ids=lambda node: repr(node)[:40])
+def test_malformed_standard_library_nodes_are_wire_errors(node):
+    with pytest.raises(WireError):
+        wire_decode(node)
+
+
+def _names(error_type):
+    return [error_type.__name__, *[k.__name__ for k in error_type.__mro__ if k.__module__ == "builtins"]]
+
+
+class NegativeError(ValueError):
+    pass
+
+
+@pytest.mark.parametrize("raised, crosses_as", [
+    (ValueError, ValueError), (NegativeError, ValueError), (KeyError, KeyError), (ZeroDivisionError, ZeroDivisionError),
+    (AssertionError, AssertionError), (UnicodeDecodeError, UnicodeError), (RecursionError, RecursionError),
+    (StopIteration, None), (StopAsyncIteration, None), (GeneratorExit, None), (KeyboardInterrupt, None),
+    (SystemExit, None), (Exception, None), (type("Own", (Exception,), {}), None), (DeprecationWarning, None),
+], ids=lambda v: getattr(v, "__name__", repr(v)))
+def test_only_ordinary_exceptions_cross(raised, crosses_as):
+    """Issue 34, class 5: a candidate's StopIteration raised in the checker ends `all(map(candidate, ...))` as if no
+    item were left; only the ordinary errors a test may expect cross as themselves."""
+    error = wire_exception(_names(raised), "message")
+    if crosses_as is None:
+        assert error is None
+    else:
+        assert type(error) is crosses_as and str(error) in ("message", "'message'")

@@ -152,3 +152,28 @@ def test_ten_thousand_records(tmp_path):
     assert [o["status"] for o in out] == expected
     assert [o.get("id") for o in out[:5]] == [0, 1, 2, 3, 4]
     assert summary["errors"] == 1
+
+
+def test_hostile_return_values_cost_only_their_own_record(tmp_path):
+    """Issue 34, class 4: a value that made the host's comparison raise (a huge int against a float
+    tolerance) turned every record of its chunk into `error`; a lone surrogate in a returned string, or in
+    the input line itself, crashed the writer and lost every later record. Each is now its own record's
+    verdict, and every line of the output is UTF-8 JSON that reads back to what was scored."""
+    src, dst = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    tests = {"kind": "call", "fn": "f", "float_tol": 1e-6, "cases": [{"args": [2], "expected": 4.0}]}
+
+    def record(i, body, completion=None):
+        return {"id": i, "verifier": "code", "tests": tests,
+                "completion": completion or f"```python\ndef f(x):\n    return {body}\n```"}
+
+    in_source = "```python\ndef f(x):\n    return x * x  # \ud800\n```"  # Python cannot compile it: runtime_error
+    _write(src, [record(0, "x * x"), record(1, "10 ** 400"), record(2, "'\\ud800'"), record(3, "10 ** 5000"),
+                 record(4, "[10 ** 5000, {'k': 10 ** 5000}]"), record(5, "", in_source), record(6, "x * x")])
+    summary = verify_file(str(src), str(dst), workers=2, show_progress=False)
+    raw = dst.read_bytes().decode("utf-8")  # strict: every line is valid UTF-8
+    out = [json.loads(line) for line in raw.splitlines()]
+    assert [o["id"] for o in out] == list(range(7))
+    assert [o["status"] for o in out] == ["correct", "incorrect", "incorrect", "incorrect", "incorrect", "runtime_error",
+                                          "correct"]
+    assert out[2]["details"]["tests"][0]["got"] == "\ud800" and out[5]["completion"].endswith("\ud800\n```")
+    assert summary["errors"] == 0

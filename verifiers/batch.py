@@ -7,9 +7,13 @@ worker pools and time limits) and otherwise loops over `verifier(completion, rec
 by verifier and each group goes through one batch call, in chunks of `CHUNK` records, so a
 10,000-record file streams. Output order equals input order. Output is written as it goes (a
 chunk at a time, flushed) for every record up to the first one still being scored, so a killed
-run keeps everything already scored; re-running overwrites the output. A malformed record (bad
-JSON, which is echoed as {"input": LINE, ...}; not an object, no "completion", no verifier, an unknown verifier,
-no "answer" or "tests") gets `"status": "error"` and a message naming its line number and field, and the run goes on.
+run keeps everything already scored; re-running overwrites the output. Writing never fails on content:
+each line is UTF-8 JSON, non-ASCII text as itself, or escaped when the record holds text UTF-8 cannot
+carry (a lone surrogate, which JSON's \\udXXX escape keeps exactly); a record whose details JSON cannot
+write (an int past 4,300 digits) keeps its fields with a note in place of the details. A malformed
+record (bad JSON, which is echoed as {"input": LINE, ...}; not an object, no "completion", no verifier,
+an unknown verifier, no "answer" or "tests") gets `"status": "error"` and a message naming its line
+number and field, and the run goes on.
 A problem of the command itself (`params` a verifier does not take, an unknown `verifier=`) stops the run at start,
 before the output is opened.
 The exit code of `rlvr verify` is the number of records with status "error", capped at 255.
@@ -74,6 +78,28 @@ def _with_line(scored: dict[str, Any], line: int) -> dict[str, Any]:
     return scored
 
 
+def jsonl_line(item: Mapping[str, Any]) -> str:
+    """`item` as one line of UTF-8 JSON, whatever text or numbers it holds (see the module docstring)."""
+    note = {"error": "this record's details could not be written as JSON"}
+    for form in (item, {**item, "details": note}, {k: item[k] for k in ("reward", "status") if k in item}):
+        try:
+            text = json.dumps(form, ensure_ascii=False)
+        except (ValueError, TypeError, RecursionError):  # an int past 4,300 digits, an object JSON has no form for
+            continue
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: JSON's escapes carry it exactly
+            text = json.dumps(form)
+        return text + "\n"
+    return json.dumps({"status": "error", "details": note}) + "\n"
+
+
+def _json_problem(error: Exception) -> str:
+    if isinstance(error, json.JSONDecodeError):
+        return f"{error.msg} at column {error.colno}"
+    return f"{type(error).__name__}: {error}"[:200]
+
+
 def _error(message: str) -> dict[str, Any]:
     return {"reward": 0.0, "status": Status.ERROR.value, "details": {"error": message}}
 
@@ -98,9 +124,9 @@ def verify_file(input_path: str, output_path: str, verifier_name: str | None = N
         where = f"line {i + 1}"
         try:
             record = json.loads(line)
-        except json.JSONDecodeError as error:
+        except (ValueError, RecursionError) as error:  # JSONDecodeError, an int past 4,300 digits, deep nesting
             records.append(None)
-            outputs[i] = {"input": line, **_error(f"{where}: not valid JSON ({error.msg} at column {error.colno})")}
+            outputs[i] = {"input": line, **_error(f"{where}: not valid JSON ({_json_problem(error)})")}
             continue
         records.append(record)
         if not isinstance(record, dict):
@@ -137,7 +163,7 @@ def verify_file(input_path: str, output_path: str, verifier_name: str | None = N
         def flush() -> None:  # everything scored so far, in input order
             nonlocal written
             while written < len(outputs) and outputs[written] is not None:
-                out.write(json.dumps(outputs[written], ensure_ascii=False) + "\n")
+                out.write(jsonl_line(outputs[written]))
                 written += 1
             out.flush()
 

@@ -7,10 +7,13 @@ three kinds (docs/verify.md):
     {"kind": "assert", "prefix": "def f(x):\\n", "code": "def check(c): ...", "entry_point": "f"}
     {"kind": "call",   "fn": "add", "cases": [{"args": [1, 2], "expected": 3}], "float_tol": 1e-6?}
 `stdio` runs the program once per case and compares whitespace-separated tokens on the host
-(numbers within `float_tol` when given). `assert` runs prefix + code, then the test code, then
+(with `float_tol`, numeric tokens as numbers: an integer expected exactly, a float within the
+tolerance). `assert` runs prefix + code, then the test code, then
 `check(entry_point)`, in one run (HumanEval style; when prefix + code is not valid Python, e.g.
 a bare signature followed by a whole function, the code alone). `call` calls `fn(*args)` per case in one
-run and compares the JSON results on the host. In both, the tests run in a checker process
+run and compares the results on the host, as Python compares their JSON form with the expected value
+(a tuple or named tuple is a list, a Counter a dict, numbers exactly unless a float is expected and
+`float_tol` given: code_harness.values_equal). In both, the tests run in a checker process
 under another user than the model's code, which it calls through a strict serialiser; how a
 pass is established, and why a program cannot fake one, is in code_harness.py.
 
@@ -18,9 +21,10 @@ Reward: the fraction of tests passed (`reward="fraction"`) or 1/0 (`"binary"`); 
 `stop_at_first_failure`, tests after the first failure are not run (stdio) or not counted.
 Status: correct (all passed), incorrect (a test failed), runtime_error (syntax error, crash,
 exception in the code, nonzero exit, or the program ended before the tests reported),
-timeout, memory_limit, output_limit, unparsable (no code), error (bad record or a sandbox
-failure; the message says which). If the sandbox cannot start at all (no engine, no image),
-SandboxUnavailable is raised instead of scoring every completion 0.
+timeout, memory_limit, output_limit, unparsable (no code), error (bad record, a sandbox
+failure, or an exception while judging it on the host; the message says which). An error is that
+record's alone: the batch's other records keep their verdicts. If the sandbox cannot start at all (no
+engine, no image), SandboxUnavailable is raised instead of scoring every completion 0.
 
 Where it runs: `backend="docker"` on the engines of RLVR_SANDBOX_HOSTS (what a command's `sandbox.hosts`
 exports; default the local engine), `workers` containers on each (rlvr.sandboxes.hosts, fleet.py).
@@ -40,6 +44,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -48,6 +53,7 @@ from typing import Any
 
 from rlvr.sandboxes.base import Checker, ExecStatus, Execution, Limits, MiB
 from rlvr.sandboxes.factory import BACKENDS, get_sandbox
+from rlvr.sandboxes.hosts import SandboxUnavailable
 from rlvr.verifiers.code_cheats import CHEATS
 from rlvr.verifiers.code_signatures import code_hacks
 from rlvr.verifiers.code_harness import (
@@ -56,9 +62,11 @@ from rlvr.verifiers.code_harness import (
     candidate_input,
     checker_input,
     parse_report,
+    read_result,
     stdout_matches,
     values_equal,
 )
+from rlvr.verifiers.code_wire import WireError, wire_encode
 from rlvr.errors import ConfigError
 from rlvr.verifiers.registry import register_verifier
 from rlvr.verifiers.result import Status, VerifyResult
@@ -104,6 +112,8 @@ class CodeVerifier:
                 raise ConfigError(f"code verifier: {key!r} must be a positive number, got {value!r}")
         if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
             raise ConfigError(f"code verifier: 'workers' must be an int >= 1, got {workers!r}")
+        if float_tol is not None and not _is_tolerance(float_tol):
+            raise ConfigError(f"code verifier: 'float_tol' must be a finite number >= 0, got {float_tol!r}")
         self.backend, self.reward_mode = backend, reward
         self.stop_at_first_failure, self.workers, self.float_tol = bool(stop_at_first_failure), workers, float_tol
         self.limits = Limits(wall_s=float(timeout_s), cpu_s=float(timeout_s), memory_bytes=int(memory_mb * MiB),
@@ -161,7 +171,7 @@ class CodeVerifier:
             sandbox = self.sandbox
             with ThreadPoolExecutor(max_workers=n_threads, thread_name_prefix="rlvr-code") as pool:
                 try:
-                    futures = {pool.submit(self._judge, sandbox, *pending[i]): i for i in copies}
+                    futures = {pool.submit(self._judge_alone, sandbox, *pending[i]): i for i in copies}
                     remaining = set(futures)
                     while remaining:
                         done, remaining = wait(remaining, return_when=FIRST_COMPLETED)
@@ -202,6 +212,17 @@ class CodeVerifier:
             return VerifyResult(0.0, Status.UNPARSABLE, {"reason": "no code in the completion"})
         return code, tests
 
+    def _judge_alone(self, sandbox, code: str, tests: dict) -> VerifyResult:
+        """_judge, with an exception on the host (a verifier bug, a value nobody foresaw) this record's `error`,
+        never the batch's: every value derived from a completion is hostile on the host too."""
+        try:
+            return self._judge(sandbox, code, tests)
+        except SandboxUnavailable:
+            raise
+        except Exception as error:
+            return VerifyResult(0.0, Status.ERROR, {"error": f"judging this record failed: {_describe(error)}",
+                                                    "code": _clip(code, 2000)})
+
     def _judge(self, sandbox, code: str, tests: dict) -> VerifyResult:
         """One run's result; with held-back tests (`tests["hidden"]`), the pass rate on each side too:
         hidden_reward=shown judges the shown and the hidden cases in two runs and rewards the shown;
@@ -240,8 +261,8 @@ class CodeVerifier:
             if tag == "RESULT":
                 expected = tests["cases"][i]["expected"]
                 try:
-                    got = json.loads(payload)
-                except ValueError:
+                    got = read_result(payload)
+                except WireError:
                     got, passed = payload, False
                 else:
                     passed = values_equal(got, expected, tests.get("float_tol", self.float_tol))
@@ -311,10 +332,13 @@ class CodeVerifier:
 
 def _copies(pending: dict[int, tuple[str, dict]]) -> dict[int, list[int]]:
     """The first index of each distinct (code, tests) in `pending` -> the later indices with the same pair."""
-    first: dict[tuple[str, str], int] = {}
+    first: dict[tuple[str, Any], int] = {}
     copies: dict[int, list[int]] = {}
     for i, (code, tests) in pending.items():
-        key = (code, json.dumps(tests, sort_keys=True, default=repr))
+        try:
+            key: tuple[str, Any] = (code, json.dumps(tests, sort_keys=True, default=repr))
+        except (ValueError, TypeError, RecursionError):  # tests JSON cannot write (an int past 4,300 digits): no copies
+            key = (code, i)
         if key in first:
             copies[first[key]].append(i)
         else:
@@ -345,8 +369,8 @@ def _check_tests(tests: Any) -> dict:
     if not isinstance(cases, Sequence) or isinstance(cases, str) or not cases:
         raise ValueError(f"{kind} tests need a non-empty list 'cases'")
     tol = tests.get("float_tol")
-    if tol is not None and (isinstance(tol, bool) or not isinstance(tol, (int, float)) or tol < 0):
-        raise ValueError(f"tests 'float_tol' must be a number >= 0, got {tol!r}")
+    if tol is not None and not _is_tolerance(tol):
+        raise ValueError(f"tests 'float_tol' must be a finite number >= 0, got {tol!r}")
     for i, case in enumerate(cases):
         if not isinstance(case, Mapping):
             raise ValueError(f"tests case {i} must be an object")
@@ -356,6 +380,10 @@ def _check_tests(tests: Any) -> dict:
         else:
             if "expected" not in case or not isinstance(case.get("args", []), list) or not isinstance(case.get("kwargs", {}), Mapping):
                 raise ValueError(f"call case {i} needs 'expected' and a list 'args' (optional object 'kwargs')")
+            try:
+                wire_encode([case.get("args", []), dict(case.get("kwargs", {}))])
+            except WireError as error:
+                raise ValueError(f"call case {i}: arguments must be plain data ({error})") from None
     if kind == "call" and (not isinstance(tests.get("fn"), str) or not tests["fn"]):
         raise ValueError("call tests need the function name 'fn'")
     return dict(tests)
@@ -367,12 +395,45 @@ def _execution_details(execution: Execution) -> dict[str, Any]:
 
 
 def _clip(value: Any, n: int = 200) -> Any:
-    if isinstance(value, str) and len(value) > n:
-        return value[:n] + f"...[{len(value) - n} more chars]"
-    if not isinstance(value, (str, int, float, bool, type(None))):
+    """`value` for details, JSON-native and short whatever it is (a returned value is anything the wire carries:
+    an int past int-to-str's 4,300 digits, a Fraction, a set): text past `n` characters is cut."""
+    if isinstance(value, str):
+        return value if len(value) <= n else value[:n] + f"...[{len(value) - n} more chars]"
+    if value is None or isinstance(value, (bool, float)):
+        return value
+    if type(value) is int and value.bit_length() > 13000:  # str() would refuse it
+        return f"<an int of {value.bit_length()} bits>"
+    try:
         text = json.dumps(value, default=repr)
-        return value if len(text) <= n else text[:n] + "...]"
-    return value
+    except (ValueError, TypeError, RecursionError):  # a huge int or a tuple key inside
+        return _clip(_describe_value(value), n)
+    if len(text) <= n:
+        return json.loads(text)
+    return text[:n] + f"...[{len(text) - n} more chars]"
+
+
+def _describe_value(value: Any) -> str:
+    try:
+        return repr(value)
+    except Exception:
+        return f"<a {type(value).__name__} that cannot be shown>"
+
+
+def _describe(error: BaseException) -> str:
+    try:
+        return f"{type(error).__name__}: {error}"[:500]
+    except Exception:
+        return type(error).__name__
+
+
+def _is_tolerance(value: Any) -> bool:
+    """A finite number >= 0 (not a bool)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(value) and value >= 0
+    except OverflowError:  # an int too large for a float
+        return False
 
 
 def _default_workers(sandbox, workers: int | None) -> int:

@@ -6,7 +6,10 @@ nor `error` (a sandbox error would hide the program's failure from the status co
 the run early, redefine or patch what the check uses, return objects that compare equal to
 anything (Python classes, int subclasses, C-level proxies), read the tests or a nonce from files,
 stdin, frames, gc, its own memory or other processes, forge verdict lines on every descriptor it
-can reach, stop or kill the checker, or turn its own failure into a sandbox error.
+can reach, stop or kill the checker, or turn its own failure into a sandbox error. The last rows
+use their own tests: an exception that ends the checker's loops early (StopIteration through `map` or
+`zip`), near-misses that a float tolerance used to accept for exact integers, and a return value that
+made the host's comparison raise (which turned a whole batch into `error`).
 """
 
 from __future__ import annotations
@@ -109,6 +112,19 @@ _DEEP_TREE = (
     "os.chdir(base)\n"
     "def sq(x):\n    return x * x\n"
 )
+# A candidate raising StopIteration used to end these loops early, with nothing left to assert.
+STOP_MAP_TESTS = {"kind": "assert", "prefix": "", "entry_point": "sq",
+                  "code": "def check(candidate):\n    assert all(map(lambda x, y: candidate(x) == y, (2, 3), (4, 9)))\n"}
+STOP_ZIP_TESTS = {"kind": "assert", "prefix": "", "entry_point": "sq",
+                  "code": "import itertools\n\ndef check(candidate):\n"
+                          "    for got, want in zip(itertools.starmap(candidate, [(2,), (3,)]), [4, 9]):\n"
+                          "        assert got == want\n"}
+# Exact integers under a float tolerance: neither a float's rounding of the square nor an off-by-one may pass.
+EXACT_CALL_TESTS = {"kind": "call", "fn": "sq", "float_tol": 1e-6,
+                    "cases": [{"args": [10 ** 13], "expected": 10 ** 26}, {"args": [123456789], "expected": 123456789 ** 2}]}
+EXACT_STDIO_TESTS = {"kind": "stdio", "float_tol": 1e-6, "cases": [{"stdin": "1000\n", "stdout": "1000000\n"}]}
+FLOAT_CALL_TESTS = {"kind": "call", "fn": "sq", "float_tol": 1e-6,
+                    "cases": [{"args": [2], "expected": 4.0}, {"args": [1.5], "expected": 2.25}]}
 CHEATS: tuple[tuple[str, str, dict], ...] = (
     ("honest solution (control: must pass)", "def sq(x):\n    return x * x\n", CHEAT_TESTS),
     ("sys.exit(0) before the tests", "import sys\nsys.exit(0)\n", CHEAT_TESTS),
@@ -140,4 +156,12 @@ CHEATS: tuple[tuple[str, str, dict], ...] = (
     ("fork bomb before the tests", "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n"
      "        pass\n", CHEAT_TESTS),
     ("honest solution leaving a 1,100-deep directory chain (must pass, not error)", _DEEP_TREE, CHEAT_TESTS),
+    ("raise StopIteration inside all(map(...))", "def sq(x):\n    raise StopIteration\n", STOP_MAP_TESTS),
+    ("raise StopIteration inside zip(starmap(...))", "def sq(x):\n    raise StopIteration\n", STOP_ZIP_TESTS),
+    ("a float's rounding of an exact int under float_tol (call)", "def sq(x):\n    return float(x) * x\n",
+     EXACT_CALL_TESTS),
+    ("off by one on a 7-digit int under float_tol (stdio)", "print(int(input()) ** 2 + 1)\n", EXACT_STDIO_TESTS),
+    ("a huge int against a float expected (the host's comparison overflowed)", "def sq(x):\n    return 10 ** 400\n",
+     FLOAT_CALL_TESTS),
+    ("honest solution under float_tol (control: must pass)", "def sq(x):\n    return x * x\n", FLOAT_CALL_TESTS),
 )

@@ -4,30 +4,59 @@
 nothing about the expected output ever enters the sandbox. `assert` and `call` tests run two
 processes under two users (sandboxes/agent.py): CANDIDATE, the model's code, and CHECKER, the
 tests. The candidate process execs prefix + code and then only answers calls: a call request
-(function name, arguments) arrives on its fd 3, the return value (or the exception's type name
-and message) goes back on its fd 4, both through the strict serialiser of code_wire.py. The
-checker holds the tests, which reach it on its own stdin; `check(candidate)` (assert) or
-`fn(*args)` per case (call) runs there with `candidate` a proxy that sends each call across, so
-what comes back is a fresh built-in value: an object that claims to equal everything, a proxy
-type or an int subclass cannot cross, and patching `builtins`, `math.isclose` or the tracer in
+(function name, arguments) arrives on its fd 3, the return value (or the exception's type name,
+message and built-in bases) goes back on its fd 4, both through the strict serialiser of
+code_wire.py. The checker holds the tests, which reach it on its own stdin; `check(candidate)`
+(assert) or `fn(*args)` per case (call) runs there with `candidate` a proxy that sends each call
+across, so what comes back is a fresh value of a standard type the checker builds itself (a Counter
+or a named tuple too): an object that claims to equal everything, a proxy type or an int subclass
+cannot cross, and patching `builtins`, `math.isclose` or the tracer in
 the candidate's process changes nothing in the checker's. No test source, expected value or
 verdict ever exists in the candidate's memory; the verdict lines go from the checker's fd 5 to
 the supervisor, an fd the candidate never holds, so nothing the candidate prints or writes can
 count (there is no nonce to steal). The final `DONE` line is required: a checker that did not
 finish has no verdict.
 
-What the candidate still controls: its own answers, and whether it raises (the checker re-raises
-a built-in exception by name, or CandidateError). Arguments are copies: a test that relies on the
-candidate mutating an argument in place does not see the mutation (none of HumanEval's does).
+The order of the calls tells the candidate nothing about its answers (issue 34): were the checker
+to stop at the first failing assert, "was I called again" would say whether the last answer passed,
+and with any channel that outlives a run the samples of one prompt would learn the expected values
+without solving the task. So the checker rewrites each `assert` of the tests (_rlvr_guard) to note
+its outcome and go on, evaluates an assert's message whether it held or not (HumanEval/77's
+messages call the candidate again), makes the tests' `all` and `any` consume their whole iterable
+before deciding, and gives the verdict of the first assert that did not hold once `check` returns.
+`call` cases are all called before anything is compared, on the host. What still ends a test early:
+an exception outside an assert (a candidate's raise in a plain statement, which the candidate chose),
+a test that raises on its own, and short-circuits inside one assert's expression (`and`, `or`,
+chained comparisons; HumanEval's tests have none). A test whose assert guarded a loop's end (assert
+i < 100 inside a search) now runs that loop to the time limit: timeout, reward 0.
+
+What the candidate still controls: its own answers, and whether it raises: the checker raises the
+first of the exception's type and its built-in bases that the wire lets cross (code_wire.py's
+CROSSING_EXCEPTIONS: ordinary errors such as ValueError, never StopIteration or SystemExit), else
+CandidateError. Arguments are copies: a test that relies on the candidate mutating an argument in
+place does not see the mutation (none of HumanEval's does).
+
+On the host a `call` result is compared as Python compares the JSON form of the value (a tuple or a
+named tuple is a list, a Counter a dict, int keys strings) with the expected JSON value: numbers
+exactly (an int and a float are equal only when the float is that integer, so a float's rounding of
+25! is not 25!), except that a float expected is met within `float_tol` when one is given; `stdio`
+tokens likewise (an integer token exactly, a float token within the tolerance). No comparison raises,
+whatever the value (a 10**400 against a float tolerance once raised OverflowError on the host).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
+from collections import deque
 from dataclasses import dataclass, field
+from decimal import Decimal
+from fractions import Fraction
 from importlib.resources import files
 from typing import Any
+
+from rlvr.verifiers.code_wire import WireError, wire_decode, wire_encode
 
 _WIRE = files("rlvr.verifiers").joinpath("code_wire.py").read_text()
 
@@ -87,6 +116,16 @@ def _rlvr_watch():
     return seen
 
 
+def _rlvr_raised(error):
+    """[type name, message, names of the built-in classes of its MRO]: what the checker picks its exception from."""
+    try:
+        message = str(error)[:300]
+    except BaseException:
+        message = ""
+    bases = [k.__name__ for k in type(error).__mro__ if k.__module__ == "builtins"][:20]
+    return [type(error).__name__[:100], message, bases]
+
+
 def _rlvr_serve():
     cfg = _json.loads(_sys.stdin.readline())
     _sys.stdin.close()
@@ -119,12 +158,12 @@ def _rlvr_serve():
         try:
             result = ns[name](*wire_decode(args), **wire_decode(kwargs))
         except BaseException as error:
-            wire_send(replies, ["raise", type(error).__name__, str(error)[:300]])
+            wire_send(replies, ["raise", *_rlvr_raised(error)])
             continue
         try:
             wire_send(replies, ["ok", wire_encode(result)])
-        except WireError as error:
-            wire_send(replies, ["bad", str(error)])
+        except Exception as error:  # WireError, or a value whose own parts raise when read
+            wire_send(replies, ["bad", str(error) if type(error) is WireError else describe(error)])
 
 
 _rlvr_serve()
@@ -132,7 +171,6 @@ _rlvr_serve()
 
 CHECKER = _WIRE + r'''
 import sys as _sys
-import builtins as _builtins
 
 
 class CandidateGone(BaseException):
@@ -140,7 +178,65 @@ class CandidateGone(BaseException):
 
 
 class CandidateError(Exception):
-    """The candidate raised an exception that is not a built-in one."""
+    """The candidate raised an exception that may not cross as itself (not in CROSSING_EXCEPTIONS)."""
+
+
+def _rlvr_guard(source):
+    """The test code compiled with each `assert TEST, MESSAGE` statement rewritten to
+
+        try: _rlvr_outcome = True if TEST else False
+        except Exception as _rlvr_error: _rlvr_outcome = _rlvr_error
+        try: _rlvr_message = MESSAGE                 # None when the assert has no message
+        except Exception as _rlvr_error: _rlvr_message = None
+        _rlvr_assertion(LINE, _rlvr_outcome, _rlvr_message)
+
+    so that an assert that does not hold is noted and the test goes on (see the module docstring).
+    Built with the compiler's own AST (`_ast`, no `ast` import: a run pays about 0.1 ms for it)."""
+    import _ast as A
+    tree = compile(source, "tests.py", "exec", A.PyCF_ONLY_AST)
+    _rlvr_guard_statements(tree, A)
+    return compile(tree, "tests.py", "exec")
+
+
+def _rlvr_guard_statements(node, A):
+    """Rewrite every assert in the statement lists under `node` (asserts are statements: only those lists hold one)."""
+    for name in node._fields:
+        value = getattr(node, name, None)
+        if type(value) is not list or not value or not isinstance(value[0], (A.stmt, A.excepthandler, A.match_case)):
+            continue
+        out = []
+        for item in value:
+            if type(item) is A.Assert:
+                out.extend(_rlvr_guarded(item, A))
+            else:
+                _rlvr_guard_statements(item, A)
+                out.append(item)
+        setattr(node, name, out)
+
+
+def _rlvr_guarded(node, A):
+    """The statements that replace one assert, placed at its line."""
+    at = {"lineno": node.lineno, "col_offset": node.col_offset,
+          "end_lineno": node.end_lineno, "end_col_offset": node.end_col_offset}
+
+    def name(ident, store=False):
+        return A.Name(id=ident, ctx=A.Store() if store else A.Load(), **at)
+
+    def constant(value):
+        return A.Constant(value=value, **at)
+
+    def caught(target, value, fallback):
+        assign = A.Assign(targets=[name(target, True)], value=value, **at)
+        handler = A.ExceptHandler(type=name("Exception"), name="_rlvr_error",
+                                  body=[A.Assign(targets=[name(target, True)], value=fallback, **at)], **at)
+        return A.Try(body=[assign], handlers=[handler], orelse=[], finalbody=[], **at)
+
+    held = A.IfExp(test=node.test, body=constant(True), orelse=constant(False), **at)
+    message = node.msg if node.msg is not None else constant(None)
+    note = A.Call(func=name("_rlvr_assertion"), args=[constant(node.lineno), name("_rlvr_outcome"), name("_rlvr_message")],
+                  keywords=[], **at)
+    return [caught("_rlvr_outcome", held, name("_rlvr_error")), caught("_rlvr_message", message, constant(None)),
+            A.Expr(value=note, **at)]
 
 
 def _rlvr_check():
@@ -181,17 +277,11 @@ def _rlvr_check():
                     return wire_decode(reply[1])
                 except WireError as error:
                     raise CandidateGone("the program sent " + str(error)) from None
-            if kind == "raise" and len(reply) == 3:
+            if kind == "raise" and len(reply) in (3, 4):
                 exc_name, message = str(reply[1])[:100], str(reply[2])[:300]
-                exc_type = getattr(_builtins, exc_name, None)
-                if isinstance(exc_type, type) and issubclass(exc_type, Exception):
-                    try:
-                        error = exc_type(message)
-                    except BaseException:
-                        error = CandidateError(exc_name + ": " + message)
-                else:
-                    error = CandidateError(exc_name + ": " + message)
-                raise error
+                bases = reply[3][:20] if len(reply) == 4 and type(reply[3]) is list else []
+                error = wire_exception([exc_name, *bases], message)
+                raise error if error is not None else CandidateError(exc_name + ": " + message)
             if kind == "bad" and len(reply) == 2:
                 raise TypeError("the candidate returned a value that is not plain data (" + str(reply[1])[:200] + ")")
             raise CandidateGone("the program broke the protocol: unexpected reply")
@@ -216,37 +306,67 @@ def _rlvr_check():
     if len(hello) == 2 and type(hello[1]) is list:
         report("OBSERVED", text=_json.dumps([str(x)[:300] for x in hello[1][:32]]))
     if cfg["kind"] == "assert":
-        ns = {"__name__": "tests"}
-        try:  # the prompt's helpers (HumanEval's `poly`, imports) for the tests; the record's text, not the model's
-            exec(compile(cfg["prefix"], "prompt.py", "exec"), ns)
-        except BaseException:
-            ns = {"__name__": "tests"}
-        candidate = ns[cfg["entry_point"]] = proxy(cfg["entry_point"])
-        try:
-            exec(compile(cfg["test"], "tests.py", "exec"), ns)
-            check = ns["check"]
-        except BaseException as error:
-            report("ERROR", 0, describe(error))
-            report("DONE")
-            return
-        try:
-            check(candidate)
-        except AssertionError as error:
-            report("FAIL", 0, describe(error))
-        except BaseException as error:
-            report("ERROR", 0, describe(error))
-        else:
-            report("PASS", 0)
+        _rlvr_run_asserts(cfg, proxy(cfg["entry_point"]), report, describe)
     else:
         fn = proxy(cfg["fn"])
-        for i, case in enumerate(cfg["cases"]):
+        for i, case in enumerate(cfg["cases"]):  # every case is called: the host compares afterwards
             try:
-                text = _json.dumps(fn(*case.get("args", []), **case.get("kwargs", {})))
+                text = _json.dumps(wire_encode(fn(*wire_decode(case["args"]), **wire_decode(case["kwargs"]))))
             except BaseException as error:
                 report("ERROR", i, describe(error))
                 continue
             report("RESULT", i, text)
     report("DONE")
+
+
+def _rlvr_run_asserts(cfg, candidate, report, describe):
+    """`check(candidate)` with its asserts guarded (_rlvr_guard): every assert runs whatever the answers, and
+    the verdict is the first one that did not hold (FAIL, or ERROR when evaluating it raised), else how
+    `check` ended. The candidate's process ending (CandidateGone) is reported as itself."""
+    problems = []
+
+    def assertion(line, outcome, message):
+        if outcome is True:
+            return
+        if outcome is False:
+            try:
+                text = "line %d" % line if message is None else str(message)
+            except Exception:
+                text = "line %d" % line
+            problems.append(("FAIL", ("AssertionError: " + text)[:300]))
+        else:
+            problems.append(("ERROR", describe(outcome)))
+
+    def eager(reduce):
+        def decide(iterable):  # every item first: no answer decides whether the next call happens
+            return reduce(list(iterable))
+        decide.__name__ = reduce.__name__
+        return decide
+
+    ns = {"__name__": "tests"}
+    try:  # the prompt's helpers (HumanEval's `poly`, imports) for the tests; the record's text, not the model's
+        exec(compile(cfg["prefix"], "prompt.py", "exec"), ns)
+    except BaseException:
+        ns = {"__name__": "tests"}
+    ns.update({cfg["entry_point"]: candidate, "all": eager(all), "any": eager(any), "_rlvr_assertion": assertion})
+    try:
+        exec(_rlvr_guard(cfg["test"]), ns)
+        check = ns["check"]
+    except BaseException as error:
+        report("ERROR", 0, describe(error))
+        return
+    try:
+        check(candidate)
+    except CandidateGone as error:
+        problems.insert(0, ("ERROR", describe(error)))
+    except AssertionError as error:
+        problems.append(("FAIL", describe(error)))
+    except BaseException as error:
+        problems.append(("ERROR", describe(error)))
+    if problems:
+        report(problems[0][0], 0, problems[0][1])
+    else:
+        report("PASS", 0)
 
 
 _rlvr_check()
@@ -270,13 +390,25 @@ def candidate_input(code: str, tests: dict[str, Any]) -> str:
 
 
 def checker_input(tests: dict[str, Any]) -> str:
-    """The checker's stdin: the tests. `call` cases go without their expected values (compared on the host)."""
+    """The checker's stdin: the tests. `call` cases go without their expected values (compared on the host), their
+    arguments wire-encoded (a tuple stays a tuple, an int of any size crosses); WireError for arguments that are
+    not plain data."""
     cfg: dict[str, Any] = {"kind": tests["kind"], "prefix": tests.get("prefix", "")}
     if tests["kind"] == "assert":
         cfg.update(test=tests["code"], entry_point=tests["entry_point"])
     else:
-        cfg.update(fn=tests["fn"], cases=[{k: c[k] for k in ("args", "kwargs") if k in c} for c in tests["cases"]])
+        cfg.update(fn=tests["fn"], cases=[{"args": wire_encode(list(c.get("args", []))),
+                                           "kwargs": wire_encode(dict(c.get("kwargs", {})))} for c in tests["cases"]])
     return json.dumps(cfg)
+
+
+def read_result(payload: str) -> Any:
+    """The value a `call` case returned, from the checker's RESULT text (wire-encoded JSON); WireError if it is not one."""
+    try:
+        node = json.loads(payload)
+    except (ValueError, RecursionError):
+        raise WireError("unreadable result") from None
+    return wire_decode(node)
 
 
 def parse_report(verdict: str) -> Report:
@@ -308,36 +440,113 @@ def parse_report(verdict: str) -> Report:
 
 
 def values_equal(got: Any, expected: Any, float_tol: float | None) -> bool:
-    """JSON values compared exactly, or floats within `float_tol` (absolute or relative) when given."""
-    if float_tol is not None and _is_number(got) and _is_number(expected) and (isinstance(got, float) or isinstance(expected, float)):
-        return math.isclose(got, expected, rel_tol=float_tol, abs_tol=float_tol)
-    if isinstance(got, list) and isinstance(expected, list):
-        return len(got) == len(expected) and all(values_equal(g, e, float_tol) for g, e in zip(got, expected))
-    if isinstance(got, dict) and isinstance(expected, dict):
-        return got.keys() == expected.keys() and all(values_equal(got[k], expected[k], float_tol) for k in got)
-    if isinstance(got, bool) != isinstance(expected, bool):
+    """Whether a returned value equals the expected JSON value: Python's == on the JSON form of both (a tuple,
+    deque or named tuple is a list; a Counter, OrderedDict or defaultdict a dict; int, float, bool and None keys
+    their JSON strings), with bool apart from int and numbers compared by numbers_equal. Never raises: a value
+    with no JSON form (a set, bytes, a tuple key) equals nothing."""
+    try:
+        return _equal(_json_form(got), _json_form(expected), float_tol)
+    except _NoJSONForm:
         return False
-    return got == expected
+
+
+def numbers_equal(got: Any, expected: Any, float_tol: float | None) -> bool:
+    """Exact, as Python compares numbers (an int equals a float only when the float is that integer), unless
+    `expected` is a float and a tolerance is given: then within float_tol, absolute or relative (math.isclose's
+    rule), computed exactly so that no size of `got` overflows."""
+    if float_tol is None or type(expected) is not float or not (_finite(got) and math.isfinite(expected)):
+        return got == expected
+    if type(got) is float:
+        return math.isclose(got, expected, rel_tol=float_tol, abs_tol=float_tol)
+    a, b, tol = Fraction(got), Fraction(expected), Fraction(float_tol)
+    return abs(a - b) <= max(tol * max(abs(a), abs(b)), tol)
 
 
 def stdout_matches(got: str, expected: str, float_tol: float | None) -> bool:
-    """Whitespace-separated tokens equal, numbers within `float_tol` when given."""
+    """Whitespace-separated tokens equal as text; with `float_tol`, numeric tokens as numbers: an integer
+    expected exactly (an integral float such as 3.0 meets 3), a float expected within the tolerance."""
     a, b = got.split(), expected.split()
     if len(a) != len(b):
         return False
-    for x, y in zip(a, b):
-        if x == y:
-            continue
-        if float_tol is None:
-            return False
-        try:
-            fx, fy = float(x), float(y)
-        except ValueError:
-            return False
-        if not math.isclose(fx, fy, rel_tol=float_tol, abs_tol=float_tol):
-            return False
+    return all(x == y or (float_tol is not None and _tokens_equal(x, y, float_tol)) for x, y in zip(a, b))
+
+
+class _NoJSONForm(Exception):
+    pass
+
+
+_INT_TOKEN = re.compile(r"[+-]?[0-9]+")
+_FLOAT_DIGITS = 400  # more digits than any finite float's integer part has
+
+
+def _json_form(value: Any) -> Any:
+    if isinstance(value, (list, tuple, deque)):
+        return [_json_form(item) for item in value]
+    if isinstance(value, dict):
+        return {_json_key(k): _json_form(v) for k, v in value.items()}
+    if value is None or isinstance(value, (bool, int, float, str, Fraction, Decimal)):
+        return value
+    raise _NoJSONForm(type(value).__name__)
+
+
+def _json_key(key: Any) -> str:
+    """The string json.dumps makes of a dict key."""
+    if isinstance(key, str):
+        return key
+    if key is None or isinstance(key, bool):
+        return json.dumps(key)
+    if isinstance(key, int) and key.bit_length() < 13000:  # fewer digits than int-to-str's limit
+        return str(key)
+    if isinstance(key, float):
+        return json.dumps(key)
+    raise _NoJSONForm(type(key).__name__)
+
+
+def _equal(got: Any, expected: Any, float_tol: float | None) -> bool:
+    if isinstance(got, bool) or isinstance(expected, bool):
+        return type(got) is type(expected) and got == expected
+    if _is_number(expected):
+        return _is_number(got) and numbers_equal(got, expected, float_tol)
+    if isinstance(expected, list):
+        return isinstance(got, list) and len(got) == len(expected) and all(
+            _equal(g, e, float_tol) for g, e in zip(got, expected))
+    if isinstance(expected, dict):
+        return isinstance(got, dict) and got.keys() == expected.keys() and all(
+            _equal(got[k], expected[k], float_tol) for k in got)
+    return type(got) is type(expected) and got == expected
+
+
+def _tokens_equal(got: str, expected: str, float_tol: float) -> bool:
+    if _INT_TOKEN.fullmatch(expected):
+        if _INT_TOKEN.fullmatch(got):
+            return _int_text(got) == _int_text(expected)
+        number = _float_token(got)
+        return number is not None and len(expected) <= _FLOAT_DIGITS and number == int(expected)
+    number, wanted = _float_token(got), _float_token(expected)
+    return number is not None and wanted is not None and numbers_equal(number, wanted, float_tol)
+
+
+def _int_text(token: str) -> str:
+    """An integer token in one spelling per value (no '+', no leading zeros, no '-0'): compared as text, an
+    integer of any length needs no int() (which refuses more than 4,300 digits)."""
+    digits = token.lstrip("+-").lstrip("0") or "0"
+    return "-" + digits if token.startswith("-") and digits != "0" else digits
+
+
+def _float_token(token: str) -> float | None:
+    try:
+        return float(token)
+    except ValueError:
+        return None
+
+
+def _finite(value: Any) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, Decimal):
+        return value.is_finite()
     return True
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return isinstance(value, (int, float, Fraction, Decimal)) and not isinstance(value, bool)

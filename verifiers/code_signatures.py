@@ -12,7 +12,9 @@ The code verifier (code.py) puts the kinds found into `details["hacks"]`; the tr
     channel_write   the checker saw the protocol broken (bytes that are not a framed reply on its pipe),
                     or the harness saw an open of another descriptor through /proc/*/fd
     fake_value      the checker was sent a return value that is not plain data (an object claiming to
-                    equal everything, a proxy, an int subclass: the strict serialiser refused it)
+                    equal everything, a proxy, an int subclass: the strict serialiser refused it); the
+                    standard library's values (Counter, named tuples, Fraction, Decimal, numpy scalars)
+                    cross the wire (code_wire.py) and are never flagged
     read_files      the harness saw the program open or list a path outside Python's install (it is given
                     no files: only its stdin)
 

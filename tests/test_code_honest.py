@@ -1,0 +1,189 @@
+"""Honest programs are never failed (issue 34): ordinary solutions, judged `correct` with no hack flag.
+
+Each row is a solution a careful programmer might write: standard-library return types (Counter,
+OrderedDict, defaultdict, deque, named tuples, Fraction, Decimal, sets, bytes, huge ints), the usual
+printing styles for `stdio` tests, and exceptions a test expects. A verifier that fails them teaches a
+policy to avoid the standard library and counts honest answers as `fake_value` hacks. Every row runs
+on both backends, the whole table in one batch per backend.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import pytest
+from rlvr.verifiers.code import CodeVerifier
+from rlvr.verifiers.result import Status
+
+pytestmark = pytest.mark.xdist_group("sandbox")  # one xdist worker: containers, uid 65534 are machine-wide
+
+
+def call(cases: list, **extra) -> dict:
+    """A `call` test of f: `cases` as (args, expected) pairs."""
+    return {"kind": "call", "fn": "f", "cases": [{"args": list(a), "expected": e} for a, e in cases], **extra}
+
+
+def check(*lines: str, prefix: str = "") -> dict:
+    """An `assert` test of f: `lines` are the body of check(candidate)."""
+    body = "".join(f"    {line}\n" for line in lines)
+    return {"kind": "assert", "prefix": "", "entry_point": "f", "code": f"{prefix}def check(candidate):\n{body}"}
+
+
+def stdio(*cases: tuple, **extra) -> dict:
+    return {"kind": "stdio", "cases": [{"stdin": i, "stdout": o} for i, o in cases], **extra}
+
+
+RAISES = "try:\n        candidate({arg})\n    except {exc}:\n        pass\n    else:\n        assert False, 'no {exc}'"
+FACT_2000 = math.factorial(2000)  # 5,736 digits: more than int-to-str allows without raising the limit
+
+HONEST: list[tuple[str, str, dict]] = [
+    # call tests: the host compares the returned value with the JSON expected value
+    ("Counter of words", "from collections import Counter\ndef f(s):\n    return Counter(s.split())\n",
+     call([(["a b a"], {"a": 2, "b": 1}), ([""], {})])),
+    ("Counter.most_common", "from collections import Counter\ndef f(s):\n    return Counter(s).most_common(2)\n",
+     call([(["abacab"], [["a", 3], ["b", 2]])])),
+    ("OrderedDict", "from collections import OrderedDict\ndef f(n):\n    return OrderedDict((i, i * i) for i in range(n))\n",
+     call([([3], {"0": 0, "1": 1, "2": 4})])),
+    ("defaultdict(int)", "from collections import defaultdict\ndef f(s):\n    d = defaultdict(int)\n"
+     "    for c in s:\n        d[c] += 1\n    return d\n", call([(["aab"], {"a": 2, "b": 1})])),
+    ("defaultdict(list) grouping", "from collections import defaultdict\ndef f(words):\n    g = defaultdict(list)\n"
+     "    for w in words:\n        g[len(w)].append(w)\n    return g\n",
+     call([([["ab", "c", "de"]], {"2": ["ab", "de"], "1": ["c"]})])),
+    ("deque from a BFS", "from collections import deque\ndef f(n):\n    q = deque(range(n))\n    q.rotate(1)\n    return q\n",
+     call([([3], [2, 0, 1])])),
+    ("namedtuple", "from collections import namedtuple\nP = namedtuple('P', 'x y')\ndef f(a, b):\n    return P(a, b)\n",
+     call([([1, 2], [1, 2])])),
+    ("typing.NamedTuple in a list", "from typing import NamedTuple\nclass P(NamedTuple):\n    x: int\n    y: int\n"
+     "def f(n):\n    return [P(i, -i) for i in range(n)]\n", call([([2], [[0, 0], [1, -1]])])),
+    ("Fraction for a float expected",
+     "from fractions import Fraction\ndef f(a, b):\n    return Fraction(a, b) + Fraction(1, 6)\n",
+     call([([1, 3], 0.5)])),
+    ("integral Fraction for an int expected", "from fractions import Fraction\ndef f(a, b):\n    return Fraction(a, b)\n",
+     call([([4, 2], 2)])),
+    ("Decimal within float_tol", "from decimal import Decimal\ndef f(a, b):\n    return Decimal(a) + Decimal(b)\n",
+     call([(["0.1", "0.2"], 0.3)], float_tol=1e-9)),
+    ("Decimal equal to a float exactly", "from decimal import Decimal\ndef f(s):\n    return Decimal(s)\n",
+     call([(["2.50"], 2.5)])),
+    ("tuple for a list (divmod)", "def f(a, b):\n    return divmod(a, b)\n", call([([7, 2], [3, 1])])),
+    ("dict with int keys", "def f(n):\n    return {i: str(i) for i in range(n)}\n", call([([2], {"0": "0", "1": "1"})])),
+    ("a 5,736-digit int", "import math\ndef f(n):\n    return math.factorial(n)\n", call([([2000], FACT_2000)])),
+    ("a 5,736-digit int as an argument", "def f(n):\n    return n % 1000003\n", call([([FACT_2000], FACT_2000 % 1000003)])),
+    ("bool", "def f(n):\n    return n % 2 == 0\n", call([([2], True), ([3], False)])),
+    ("None", "def f(xs):\n    xs.sort()\n", call([([[2, 1]], None)])),
+    ("zip of tuples", "def f(a, b):\n    return list(zip(a, b))\n", call([([[1, 2], ["a", "b"]], [[1, "a"], [2, "b"]])])),
+    ("unicode text", "def f(s):\n    return s.upper() + ' ✓'\n", call([(["héllo"], "HÉLLO ✓")])),
+    ("sorted set", "def f(xs):\n    return sorted(set(xs))\n", call([([[3, 1, 3]], [1, 3])])),
+    ("float sum within float_tol", "def f(n):\n    return sum([0.1] * n)\n", call([([10], 1.0)], float_tol=1e-9)),
+    ("int for a float expected", "def f(a, b):\n    return a + b\n", call([([1, 1], 2.0)])),
+    ("integral float for an int expected", "def f(a, b):\n    return a / b\n", call([([6, 2], 3)])),
+    ("keyword arguments", "def f(a, *, scale=1):\n    return a * scale\n",
+     {"kind": "call", "fn": "f", "cases": [{"args": [2], "kwargs": {"scale": 3}, "expected": 6}]}),
+    ("enumerate pairs", "def f(s):\n    return list(enumerate(s))\n", call([(["ab"], [[0, "a"], [1, "b"]])])),
+    ("heapq.nsmallest", "import heapq\ndef f(xs, k):\n    return heapq.nsmallest(k, xs)\n", call([([[5, 1, 4], 2], [1, 4])])),
+    ("itertools.accumulate", "import itertools\ndef f(xs):\n    return list(itertools.accumulate(xs))\n",
+     call([([[1, 2, 3]], [1, 3, 6])])),
+    ("statistics.mean", "import statistics\ndef f(xs):\n    return statistics.mean(xs)\n", call([([[1, 2, 3, 4]], 2.5)])),
+    ("math.comb", "import math\ndef f(n, k):\n    return math.comb(n, k)\n", call([([60, 30], math.comb(60, 30))])),
+    ("list of Counters", "from collections import Counter\ndef f(words):\n    return [Counter(w) for w in words]\n",
+     call([([["ab", "aa"]], [{"a": 1, "b": 1}, {"a": 2}])])),
+    # assert tests: the checker's own code compares, with Python's ==
+    ("Counter == dict in an assert", "from collections import Counter\ndef f(s):\n    return Counter(s.split())\n",
+     check("assert candidate('a b a') == {'a': 2, 'b': 1}")),
+    ("the test calls Counter.most_common", "from collections import Counter\ndef f(s):\n    return Counter(s)\n",
+     check("assert candidate('abca').most_common(1) == [('a', 2)]")),
+    ("namedtuple fields in an assert", "from collections import namedtuple\nP = namedtuple('P', 'x y')\n"
+     "def f(a, b):\n    return P(a, b)\n", check("r = candidate(1, 2)", "assert r.x == 1 and r.y == 2 and r == (1, 2)")),
+    ("OrderedDict order in an assert", "from collections import OrderedDict\ndef f():\n    d = OrderedDict(a=1, b=2)\n"
+     "    d.move_to_end('a')\n    return d\n",
+     check("assert candidate() == OrderedDict([('b', 2), ('a', 1)])", prefix="from collections import OrderedDict\n")),
+    ("Fraction in an assert", "from fractions import Fraction\ndef f(a, b):\n    return Fraction(a, b)\n",
+     check("assert candidate(2, 6) == Fraction(1, 3)", "assert candidate(1, 2) == 0.5",
+           prefix="from fractions import Fraction\n")),
+    ("Decimal in an assert", "from decimal import Decimal\ndef f(s):\n    return Decimal(s) * 2\n",
+     check("assert candidate('1.1') == Decimal('2.2')", prefix="from decimal import Decimal\n")),
+    ("set and frozenset", "def f(xs):\n    return set(xs), frozenset(xs)\n",
+     check("assert candidate([1, 2, 2]) == ({1, 2}, {1, 2})")),
+    ("bytes", "def f(s):\n    return s.encode()\n", check("assert candidate('ab') == b'ab'")),
+    ("a huge int in an assert", "import math\ndef f(n):\n    return math.factorial(n)\n",
+     check("assert candidate(2000) == math.factorial(2000)", prefix="import math\n")),
+    ("deque in an assert", "from collections import deque\ndef f():\n    return deque([1, 2])\n",
+     check("assert candidate() == deque([1, 2])", prefix="from collections import deque\n")),
+    ("math.isclose on a float", "def f(x):\n    return x ** 0.5\n",
+     check("assert math.isclose(candidate(2.0), 2 ** 0.5)", prefix="import math\n")),
+    ("all() over a generator", "def f(x):\n    return 2 * x\n", check("assert all(candidate(x) == 2 * x for x in range(5))")),
+    ("raises ValueError as the test expects", "def f(x):\n    if x < 0:\n        raise ValueError('negative')\n    return x\n",
+     check(RAISES.format(arg=-1, exc="ValueError"), "assert candidate(1) == 1")),
+    ("raises its own ValueError subclass", "class NegativeError(ValueError):\n    pass\n"
+     "def f(x):\n    if x < 0:\n        raise NegativeError(x)\n    return x\n", check(RAISES.format(arg=-1, exc="ValueError"))),
+    ("raises KeyError from a lookup", "def f(k):\n    return {'a': 1}[k]\n", check(RAISES.format(arg="'b'", exc="KeyError"))),
+    ("raises ZeroDivisionError", "def f(x):\n    return 1 / x\n", check(RAISES.format(arg=0, exc="ZeroDivisionError"))),
+    ("raises TypeError", "def f(x):\n    return x + 1\n", check(RAISES.format(arg="'a'", exc="TypeError"))),
+    ("raises AssertionError from its own assert", "def f(x):\n    assert x >= 0\n    return x\n",
+     check(RAISES.format(arg=-1, exc="AssertionError"))),
+    ("raises IndexError", "def f(xs):\n    return xs[5]\n", check(RAISES.format(arg="[]", exc="IndexError"))),
+    # stdio tests: tokens compared on the host
+    ("print with several arguments", "a, b = map(int, input().split())\nprint(a, b, a + b)\n", stdio(("1 2\n", "1 2 3\n"))),
+    ("sys.stdout.write without a newline", "import sys\nsys.stdout.write(str(sum(map(int, sys.stdin.read().split()))))\n",
+     stdio(("1 2 3\n", "6\n"))),
+    ("print(*list)", "xs = sorted(map(int, input().split()))\nprint(*xs)\n", stdio(("3 1 2\n", "1 2 3\n"))),
+    ("one per line with join", "n = int(input())\nprint('\\n'.join(str(i * i) for i in range(n)))\n",
+     stdio(("3\n", "0\n1\n4\n"))),
+    ("a formatted float within float_tol", "print(f'{1 / int(input()):.6f}')\n", stdio(("3\n", "0.333333333\n"), float_tol=1e-6)),
+    ("an integral float for an int expected", "print(int(input()) / 2)\n", stdio(("6\n", "3\n"), float_tol=1e-6)),
+    ("end='' and trailing spaces", "for w in input().split():\n    print(w, end='  ')\n", stdio(("a b\n", "a b\n"))),
+    ("print a bool", "print(int(input()) > 0)\n", stdio(("5\n", "True\n"))),
+    ("catch an exception and print", "try:\n    print(1 // int(input()))\nexcept ZeroDivisionError:\n    print('undefined')\n",
+     stdio(("0\n", "undefined\n"), ("2\n", "0\n"))),
+    ("print a Fraction", "from fractions import Fraction\nprint(Fraction(*map(int, input().split())))\n",
+     stdio(("2 4\n", "1/2\n"))),
+    ("print a Decimal", "from decimal import Decimal\nprint(sum(map(Decimal, input().split())))\n",
+     stdio(("0.1 0.2\n", "0.3\n"))),
+]
+
+NUMPY: list[tuple[str, str, dict]] = [
+    ("np.int64", "import numpy as np\ndef f(xs):\n    return np.sum(np.array(xs))\n", call([([[1, 2, 3]], 6)])),
+    ("np.float64", "import numpy as np\ndef f(xs):\n    return np.mean(xs)\n", call([([[1, 2]], 1.5)])),
+    ("np.bool_", "import numpy as np\ndef f(xs):\n    return np.all(np.array(xs) > 0)\n", call([([[1, 2]], True)])),
+    ("np.ndarray", "import numpy as np\ndef f(n):\n    return np.arange(n) * 2\n", call([([3], [0, 2, 4])])),
+    ("numpy scalars in an assert", "import numpy as np\ndef f(xs):\n    return np.max(xs), np.float32(0.5), np.bool_(True)\n",
+     check("assert candidate([1, 5]) == (5, 0.5, True)")),
+]
+
+
+@pytest.fixture(scope="module", params=["docker", "local"])
+def judged(request):
+    """`(backend, {row name: result})` for the whole table, scored in one batch on each backend."""
+    if request.param == "docker" and os.environ.get("RLVR_SKIP_DOCKER") == "1":
+        pytest.skip("RLVR_SKIP_DOCKER=1")
+    verifier = CodeVerifier(backend=request.param, timeout_s=5, workers=2)
+    try:
+        rows = HONEST + NUMPY
+        results = verifier.verify_batch([f"```python\n{code}```" for _n, code, _t in rows], [{"tests": t} for _n, _c, t in rows])
+        numpy_ok = verifier("```python\nimport numpy\n```", {"tests": stdio(("", ""))}).status is Status.CORRECT
+    finally:
+        verifier.close()
+    yield request.param, {name: result for (name, _c, _t), result in zip(rows, results)}, numpy_ok
+
+
+def test_the_table_is_large_and_its_names_distinct():
+    names = [name for name, _c, _t in HONEST]
+    assert len(HONEST) >= 40 and len(set(names)) == len(names)
+
+
+@pytest.mark.parametrize("name", [row[0] for row in HONEST])
+def test_honest_solution_is_correct_with_no_hack_flag(judged, name):
+    backend, results, _numpy = judged
+    result = results[name]
+    assert result.status is Status.CORRECT and result.reward == 1.0, (backend, result.details)
+    assert "hacks" not in result.details
+
+
+@pytest.mark.parametrize("name", [row[0] for row in NUMPY])
+def test_numpy_return_values_are_correct_with_no_hack_flag(judged, name):
+    backend, results, numpy_ok = judged
+    if not numpy_ok:
+        pytest.skip(f"the {backend} sandbox's Python has no numpy (test_code_wire.py checks numpy values on the host)")
+    result = results[name]
+    assert result.status is Status.CORRECT and result.reward == 1.0, (backend, result.details)
+    assert "hacks" not in result.details
