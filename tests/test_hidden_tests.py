@@ -41,7 +41,7 @@ def sandboxed():
 
 
 def test_reward_from_shown_logs_both_pass_rates(sandboxed):
-    v = sandboxed()
+    v = sandboxed(hidden_reward="shown")
     honest, fitted = v.verify_batch([f"```python\n{HONEST}```", f"```python\n{FITS_SHOWN}```"], [_record()] * 2)
     assert (honest.reward, honest.status, honest.details["hidden_gap"]) == (1.0, Status.CORRECT, 0.0)
     assert (fitted.reward, fitted.status) == (1.0, Status.CORRECT)  # the reward sees the shown cases only
@@ -49,12 +49,12 @@ def test_reward_from_shown_logs_both_pass_rates(sandboxed):
     assert "hidden_gap" not in v(f"```python\n{HONEST}```", {"tests": {"kind": "stdio", "cases": CASES}}).details
 
 
-def test_reward_from_both_and_call_cases(sandboxed):
-    v = sandboxed(hidden_reward="both")
+def test_by_default_the_reward_counts_the_hidden_cases_and_call_cases_too(sandboxed):
+    v = sandboxed()  # hidden_reward=both: a lookup table of the shown cases earns their share only
     fitted = v(f"```python\n{FITS_SHOWN}```", _record())
     assert (fitted.reward, fitted.status, fitted.details["hidden_gap"]) == (0.5, Status.INCORRECT, 1.0)
     fake = "def add(a, b):\n    return 3\n"
-    result = sandboxed()(f"```python\n{fake}```", {"tests": CALL, "hidden_tests": CALL_HIDDEN})
+    result = sandboxed(hidden_reward="shown")(f"```python\n{fake}```", {"tests": CALL, "hidden_tests": CALL_HIDDEN})
     assert (result.reward, result.details["hidden_pass"], result.details["hidden_gap"]) == (1.0, 0.0, 1.0)
 
 

@@ -30,8 +30,9 @@ Where it runs: `backend="docker"` on the engines of RLVR_SANDBOX_HOSTS (what a c
 exports; default the local engine), `workers` containers on each (rlvr.sandboxes.hosts, fleet.py).
 
 Held-back tests: a record may carry `hidden_tests` (more `stdio` or `call` cases of the tests' kind, which
-the prompt does not show); the reward comes from `tests` alone (`hidden_reward="shown"`) or from both
-(`"both"`), and details hold `shown_pass`, `hidden_pass` and `hidden_gap`. Not done for `assert` tests.
+the prompt does not show); the reward comes from both (`hidden_reward="both"`, the default: a program that
+only looks up the shown cases' outputs earns their share, no more) or from `tests` alone (`"shown"`, to
+measure the gap without paying for it), and details hold `shown_pass`, `hidden_pass` and `hidden_gap`. Not done for `assert` tests.
 
 Identical completions in one batch (same code, same tests) run once by default (`dedupe`); the copies carry
 `details["same_as"]`, the index of the one that ran.
@@ -96,7 +97,7 @@ class CodeVerifier:
 
     def __init__(self, backend: str = "docker", reward: str = "fraction", stop_at_first_failure: bool = False,
                  timeout_s: float = 10.0, memory_mb: int = 512, output_mb: int = 1, workers: int | None = None,
-                 float_tol: float | None = None, hidden_reward: str = "shown", dedupe: bool = True):
+                 float_tol: float | None = None, hidden_reward: str = "both", dedupe: bool = True):
         if hidden_reward not in HIDDEN_REWARDS:
             raise ConfigError(f"code verifier: 'hidden_reward' must be one of {', '.join(HIDDEN_REWARDS)}, got {hidden_reward!r}")
         self.hidden_reward = hidden_reward
