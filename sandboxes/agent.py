@@ -1,7 +1,7 @@
 """The supervisor that runs inside a sandbox: reads jobs, runs each program under limits, reports.
 
 Standard library only and no rlvr imports: both backends start it as `python3 -I -S -c SOURCE
-CONFIG` (SOURCE = base.agent_source(): agent_reset.py, then this file), Docker inside the
+CONFIG` (SOURCE = base.agent_source(): agent_reset.py, agent_clock.py, then this file), Docker inside the
 container, the local backend inside fresh namespaces. One JSON line
 in (job id, program, stdin, limits, optional checker) -> one JSON line out (the same job id,
 stdout, stderr, exit code, status, wall and CPU seconds, peak memory, the checker's verdict),
@@ -17,15 +17,17 @@ the program talk only over two pipes (checker fd 4 -> program fd 3, program fd 4
 the checker writes its verdict to its fd 5, which the program never has, and the supervisor
 returns what arrived there as `verdict`. The checker's input (the tests) arrives on its stdin.
 
-Per job: the program is written to the workdir, run as `python3 -I -B main.py` in a new session
-with rlimits (CPU, address space, file size, open files, processes where asked) and an
-oom_score_adj of 1000. The wall clock is watched here; output beyond the cap kills the job. With
-a checker, the job ends when the checker exits. Afterwards every other process is killed
-(`kill(-1, SIGKILL)` over the PID namespace) and per-run state is reset (agent_reset.py: the
-workdir, /tmp and /dev/shm emptied, POSIX message queues removed); SysV IPC objects left behind,
-shared memory above the level at start, a tree the bounded wipe cannot remove, or a surviving
-process set `dirty` in the reply, which tells the host to replace the sandbox. Clean-up never
-raises.
+Per job: the program is written to a fresh run directory (agent_reset.RUN_DIR) under the workdir root, which
+belongs to root (agent_reset.py: the program owns no inode that outlives its run), and run there
+as `python3 -I -B main.py` in a new session with rlimits (CPU, address space, file size, open
+files, processes where asked) and an oom_score_adj of 1000. Its time limits are the run clock's
+(agent_clock.py: CPU time, and wall time not spent waiting for a CPU, with a backstop); output
+beyond the cap kills the job. With a checker, the job ends when the checker exits. Afterwards every
+other process is killed (`kill(-1, SIGKILL)` over the PID namespace) and per-run state is reset
+(agent_reset.py: the workdir root, /tmp and /dev/shm emptied and their own inodes checked, POSIX
+message queues removed); SysV IPC objects left behind, shared memory above the level at start, a
+tree the bounded wipe cannot remove, a changed root inode, or a surviving process set `dirty` in
+the reply, which tells the host to replace the sandbox. Clean-up never raises.
 """
 
 import ctypes
@@ -45,8 +47,9 @@ CHECKER_MEMORY = 256 << 20  # address space of the checker process (trusted test
 CHECKER_OUTPUT = 64 << 10  # the checker's own stdout/stderr, kept for diagnosis
 _LIBC = ctypes.CDLL(None, use_errno=True)
 
-try:  # imported on the host (tests); inside a sandbox agent_reset.py's source comes first (base.agent_source)
-    from rlvr.sandboxes.agent_reset import _reset_state, _shmem_bytes
+try:  # imported on the host (tests); inside a sandbox their sources come first (base.agent_source)
+    from rlvr.sandboxes.agent_clock import RunClock
+    from rlvr.sandboxes.agent_reset import _clear_keyrings, _make_run_dir, _prepare_roots, _reset_state, _shmem_bytes
 except ImportError:
     pass
 
@@ -59,6 +62,7 @@ def main() -> None:
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGPIPE):
         signal.signal(sig, signal.SIG_IGN)
     config["baseline_shmem"] = _shmem_bytes()
+    config["baseline_roots"] = _prepare_roots(config.setdefault("workdir", "/sandbox"))
     reader = _LineReader(0)
     if config.get("watch_host"):
         config["host_reader"] = reader
@@ -86,19 +90,15 @@ def run_job(job: dict, config: dict) -> dict:
     limits = job["limits"]
     uids = config.get("uids") or {}
     program_uid, checker_uid = uids.get("program"), uids.get("checker")
-    workdir = config.get("workdir", "/sandbox")
-    os.makedirs(workdir, mode=0o700, exist_ok=True)
-    with open(os.path.join(workdir, "main.py"), "w", encoding="utf-8") as f:
-        f.write(job["program"])
-    if program_uid is not None:
-        os.chown(workdir, program_uid, program_uid)
-        os.chown(os.path.join(workdir, "main.py"), program_uid, program_uid)
+    keyring_uid = program_uid if config.get("clear_keyrings") else None
+    if keyring_uid is not None and not _clear_keyrings(keyring_uid):  # before too: a run killed mid-way never reset
+        raise OSError(f"could not clear the kernel keyrings of uid {keyring_uid}")
+    workdir = _make_run_dir(config["workdir"], program_uid, job["program"])
     oom_before = _oom_kills()
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": workdir, "LANG": "C.UTF-8", "TMPDIR": "/tmp",
            "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0"}
     python = config.get("python", PYTHON)
     checker = job.get("checker")
-    start = time.monotonic()
     prog_in, prog_out, prog_err = os.pipe(), os.pipe(), os.pipe()
     prog_fds = {0: prog_in[0], 1: prog_out[1], 2: prog_err[1]}
     feeds = [(prog_in[1], job.get("stdin", "").encode("utf-8"))]
@@ -118,11 +118,13 @@ def run_job(job: dict, config: dict) -> dict:
         feeds.append((chk_in[1], checker.get("input", "").encode("utf-8")))
         captures.update({chk_out[0]: CHECKER_OUTPUT, chk_err[0]: CHECKER_OUTPUT, verdict[0]: int(limits["output_bytes"])})
         limited.add(verdict[0])
+    start = time.monotonic()  # the program's clock starts with the program (agent_clock.py)
     pid = _spawn([python, "-I", "-B", "main.py"], env, workdir, limits, program_uid, prog_fds)
     for fd in child_ends:
         os.close(fd)
     main_pid = checker_pid if checker_pid is not None else pid
-    status, outputs = _supervise(main_pid, feeds, captures, limited, limits, start, config.get("host_reader"))
+    clock = RunClock(limits, start, not_program=(checker_pid,) if checker_pid is not None else ())
+    status, outputs = _supervise(main_pid, feeds, captures, limited, clock, config.get("host_reader"))
     program_done = main_pid == pid or _has_exited(pid)
     if status != "exited":
         _kill_group(main_pid)
@@ -152,7 +154,7 @@ def run_job(job: dict, config: dict) -> dict:
             status = "memory_limit"
         elif code == -signal.SIGXFSZ or _is_file_limit_error(_last_line(stderr)):
             status = "output_limit"
-    leftovers = _reset_state(workdir, config["baseline_shmem"], program_uid if config.get("clear_keyrings") else None)
+    leftovers = _reset_state(config["workdir"], config["baseline_shmem"], keyring_uid, config["baseline_roots"])
     result = {
         "status": status, "stdout": stdout, "stderr": stderr, "exit_code": code,
         "wall_s": round(wall, 6), "cpu_s": round(cpu, 6),
@@ -246,13 +248,12 @@ def _set_rlimits(limits: dict) -> None:
         resource.setrlimit(resource.RLIMIT_NPROC, (int(limits["nproc"]), int(limits["nproc"])))
 
 
-def _supervise(main_pid, feeds, captures, limited, limits, start, host_reader=None):
-    """Feed the input pipes, collect capped output, enforce the wall clock until `main_pid` exits.
+def _supervise(main_pid, feeds, captures, limited, clock, host_reader=None):
+    """Feed the input pipes, collect capped output, read the run clock until `main_pid` exits.
 
     Returns (status, outputs by fd). Each fd in `captures` keeps at most its cap; one in `limited`
-    going past it ends the job with output_limit.
+    going past it ends the job with output_limit; a limit of the clock (agent_clock.py) with timeout.
     """
-    deadline = start + float(limits["wall_s"])
     outputs = {fd: bytearray() for fd in captures}
     pidfd = os.pidfd_open(main_pid)
     poller = select.poll()
@@ -274,11 +275,12 @@ def _supervise(main_pid, feeds, captures, limited, limits, start, host_reader=No
     status = "exited"
     try:
         while status == "exited":
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                status = "timeout"
-                break
-            events = poller.poll(remaining * 1000)
+            now = time.monotonic()
+            if clock.until_tick(now) <= 0:
+                if clock.tick(now):
+                    status = "timeout"
+                continue
+            events = poller.poll(clock.until_tick(now) * 1000)
             if any(fd == pidfd for fd, _ in events):
                 break
             for fd, _event in events:

@@ -16,9 +16,17 @@ from dataclasses import asdict, dataclass, replace
 from importlib.resources import files
 from typing import Any, Protocol
 
+from rlvr.sandboxes.agent_clock import BACKSTOP
+
 MiB = 1 << 20
 STDERR_CAP = 64 * 1024  # a supervisor's own stderr kept on the host; past it the sandbox is dirty
-HOST_GRACE_S = 10.0  # beyond a run's wall limit, for the supervisor to kill, wipe and reply before the host does
+HOST_GRACE_S = 10.0  # beyond a run's longest time, for the supervisor to kill, wipe and reply before the host does
+
+
+def host_timeout_s(limits: Limits) -> float:
+    """How long the host waits for a supervisor's reply before it kills the sandbox: the run clock's backstop
+    (agent_clock.py: BACKSTOP x wall_s, however long the run waited for a CPU) plus HOST_GRACE_S."""
+    return BACKSTOP * limits.wall_s + HOST_GRACE_S
 
 
 def reply_cap(limits: Limits) -> int:
@@ -31,7 +39,7 @@ class ExecStatus(str, enum.Enum):
     """How a run ended. EXITED means the program ended on its own (any exit code, or a signal)."""
 
     EXITED = "exited"
-    TIMEOUT = "timeout"  # wall clock or CPU time
+    TIMEOUT = "timeout"  # CPU time, or wall time not spent waiting for a CPU (agent_clock.py)
     MEMORY_LIMIT = "memory_limit"
     OUTPUT_LIMIT = "output_limit"  # stdout/stderr past the cap, or a file past the size/disk cap
     ERROR = "error"  # the sandbox itself failed; says nothing about the program
@@ -45,8 +53,8 @@ class Limits:
     containers per distinct triple; the rest apply per run.
     """
 
-    wall_s: float = 10.0
-    cpu_s: float = 10.0
+    wall_s: float = 10.0  # time not spent waiting for a CPU; any run ends at BACKSTOP x this (agent_clock.py)
+    cpu_s: float = 10.0  # the program's CPU time, its processes summed, not the checker's (and RLIMIT_CPU on each)
     memory_bytes: int = 512 * MiB  # address space of the program; the container gets this + agent headroom
     output_bytes: int = 1 * MiB  # each of stdout and stderr
     file_bytes: int = 16 * MiB  # largest file the program may write
@@ -119,11 +127,12 @@ _AGENT_SOURCE: str | None = None
 
 
 def agent_source() -> str:
-    """The supervisor as one program for `python3 -c`: agent_reset.py's source, then agent.py's."""
+    """The supervisor as one program for `python3 -c`: agent_reset.py's source, agent_clock.py's, then agent.py's."""
     global _AGENT_SOURCE
     if _AGENT_SOURCE is None:
         folder = files("rlvr.sandboxes")
-        _AGENT_SOURCE = folder.joinpath("agent_reset.py").read_text() + "\n\n" + folder.joinpath("agent.py").read_text()
+        parts = ("agent_reset.py", "agent_clock.py", "agent.py")
+        _AGENT_SOURCE = "\n\n".join(folder.joinpath(name).read_text() for name in parts)
     return _AGENT_SOURCE
 
 

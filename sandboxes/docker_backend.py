@@ -1,15 +1,15 @@
 """Docker backend: each run goes to a supervisor (agent.py) inside a locked-down container.
 
 Every container is created with: `--network none`; a read-only root with size-capped tmpfs at
-/sandbox (the workdir, noexec) and /tmp; `--cap-drop ALL` plus only what the supervisor needs to
-run programs as other users and clean up after them (CHOWN, DAC_OVERRIDE, FOWNER, KILL, SETUID,
-SETGID); `no-new-privileges`; `--pids-limit`; memory equal to memory+swap (no swap); a CPU quota;
+/sandbox (the workdir root, root's and 0711: each run works in a fresh directory below it; noexec)
+and /tmp; `--cap-drop ALL` plus only what the supervisor needs to run programs as other users and
+clean up after them (CHOWN, DAC_OVERRIDE, FOWNER, KILL, SETUID, SETGID); `no-new-privileges`; `--pids-limit`; memory equal to memory+swap (no swap); a CPU quota;
 `--init`; a private IPC namespace whose SysV limits are those of a tmpfs; an empty environment (nothing from the host); no logging
 driver (output is not stored); `--rm`. The supervisor is root and non-dumpable; programs run as
 65534 and checkers as 65533, without capabilities (agent.py). Inside, the supervisor applies
-per-run rlimits, the wall clock and the output cap, and kills every leftover process after each
-run. The host adds its own wall-clock kill: no reply within `wall_s + HOST_GRACE_S` and the
-container is removed.
+per-run rlimits, the run clock (agent_clock.py) and the output cap, and kills every leftover process after
+each run. The host adds its own wall-clock kill: no reply within `base.host_timeout_s` (the run clock's
+backstop, BACKSTOP x wall_s, + HOST_GRACE_S) and the container is removed.
 
 Host and supervisor talk over the container's attached stdin/stdout: one JSON line each way.
 Every job carries a fresh id that the reply must echo; a reply with another id, a reply or a
@@ -33,7 +33,6 @@ import uuid
 from typing import Any
 
 from rlvr.sandboxes.base import (
-    HOST_GRACE_S,
     STDERR_CAP,
     Checker,
     ExecStatus,
@@ -41,6 +40,7 @@ from rlvr.sandboxes.base import (
     Limits,
     MiB,
     agent_source,
+    host_timeout_s,
     reply_cap,
 )
 from rlvr.sandboxes.fleet import READMIT_AFTER_S, Engine, Fleet
@@ -104,7 +104,7 @@ class AgentContainer:
             labels={LABEL: "1", OWNER_LABEL: owner, INSTANCE_LABEL: instance},
             host_config=client.api.create_host_config(
                 network_mode="none", read_only=True,
-                tmpfs={WORKDIR: f"{tmpfs_opts},mode=0700,uid=65534,gid=65534", "/tmp": f"{tmpfs_opts},mode=1777"},
+                tmpfs={WORKDIR: f"{tmpfs_opts},mode=0711", "/tmp": f"{tmpfs_opts},mode=1777"},  # roots: root's
                 cap_drop=["ALL"], cap_add=CAPABILITIES, security_opt=["no-new-privileges"], pids_limit=int(limits.pids),
                 shm_size=int(limits.tmpfs_bytes),
                 sysctls=ipc_sysctls(limits),
@@ -292,13 +292,13 @@ class DockerSandbox:
         try:
             with engine.pool.container(_container_key(limits)) as box:
                 try:
-                    reply = box.request(job, timeout=limits.wall_s + HOST_GRACE_S, reply_cap=reply_cap(limits))
+                    reply = box.request(job, timeout=host_timeout_s(limits), reply_cap=reply_cap(limits))
                 except AgentTimeout:
                     box.dirty = True
                     if not engine.answers():
-                        return None, f"no reply within {limits.wall_s + HOST_GRACE_S:.0f}s and no answer to a ping"
+                        return None, f"no reply within {host_timeout_s(limits):.0f}s and no answer to a ping"
                     return Execution.failure(
-                        f"sandbox: no reply within {limits.wall_s + HOST_GRACE_S:.0f}s; container killed",
+                        f"sandbox: no reply within {host_timeout_s(limits):.0f}s; container killed",
                         ExecStatus.TIMEOUT, time.monotonic() - start), None
                 except AgentGone as gone:
                     box.dirty = True

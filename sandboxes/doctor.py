@@ -108,7 +108,7 @@ def local_limitations() -> list[str]:
     lines = ["the host filesystem is readable wherever the program's user may read it",
              "no cgroup: memory is bounded per process (address space), not per run",
              ("no seccomp: the whole syscall surface is exposed (a kernel exploit escapes; the run's leased uid has "
-              "a host keyring, emptied after every run)")]
+              "host keyrings, its persistent one too, emptied before and after every run)")]
     if not sandbox.root:
         lines.append("not root: program, checker and supervisor share one user (uid 0 of a user namespace, no "
                      "capabilities), so the program can list their descriptors and stop or kill the checker (no "

@@ -16,7 +16,8 @@ supervisor's, as in Docker.
 What this does NOT protect against (also in sandboxes/README.md): the host's filesystem is
 visible and readable where permissions allow; no cgroup bounds total memory (only per-process
 address space) or process count for a non-root user; kernel attack surface is the full syscall
-set (no seccomp); CPU quota is per process (RLIMIT_CPU), not per run.
+set (no seccomp); no CPU quota: a run's CPU time is bounded (the run clock, agent_clock.py, sums its
+processes; RLIMIT_CPU per process), not how many cores it uses at once.
 """
 
 from __future__ import annotations
@@ -34,13 +35,13 @@ import time
 from contextlib import contextmanager
 
 from rlvr.sandboxes.base import (
-    HOST_GRACE_S,
     STDERR_CAP,
     Checker,
     ExecStatus,
     Execution,
     Limits,
     agent_source,
+    host_timeout_s,
     reply_cap,
 )
 
@@ -58,8 +59,9 @@ class UidLeases:
 
     BASE, SLOTS = 2_100_000_000, 128
 
-    def __init__(self, directory: str | None = None):
+    def __init__(self, directory: str | None = None, base: int = BASE):
         self.directory = directory or ("/run/lock" if os.access("/run/lock", os.W_OK) else tempfile.gettempdir())
+        self.base = base  # program uid of slot 0 (tests lease from a range of their own)
 
     @contextmanager
     def lease(self):
@@ -73,7 +75,7 @@ class UidLeases:
                     handle.close()
                     continue
                 try:
-                    yield self.BASE + 2 * slot, self.BASE + 2 * slot + 1
+                    yield self.base + 2 * slot, self.base + 2 * slot + 1
                 finally:
                     handle.close()  # closing releases the flock
                 return
@@ -81,9 +83,11 @@ class UidLeases:
 
 
 class LocalSandbox:
-    """`run(program, stdin, limits)` under unshare + rlimits; `workers` bounds concurrent runs."""
+    """`run(program, stdin, limits)` under unshare + rlimits; `workers` bounds concurrent runs; `leases`: where
+    the runs' uids come from (default: the machine-wide UidLeases)."""
 
-    def __init__(self, limits: Limits | None = None, workers: int | None = None, python: str | None = None):
+    def __init__(self, limits: Limits | None = None, workers: int | None = None, python: str | None = None,
+                 leases: UidLeases | None = None):
         if shutil.which("unshare") is None:
             raise RuntimeError("the local sandbox needs `unshare` (util-linux)")
         self.limits = limits or Limits()
@@ -92,7 +96,7 @@ class LocalSandbox:
         self.separate_users = self.root  # program, checker and supervisor under three users
         self.fs_problem = ""  # what the last run's supervisor could not make private ("" = all of it)
         self._slots = threading.BoundedSemaphore(workers or os.cpu_count() or 2)
-        self._uids = UidLeases()
+        self.leases = leases or UidLeases()
 
     def command(self, limits: Limits, uids: tuple[int, int] | None = None) -> list[str]:
         """The unshare command line of one run; `uids` (program, checker) as root, from a lease."""
@@ -100,7 +104,7 @@ class LocalSandbox:
             "workdir": "/tmp/sandbox", "mount_tmpfs": True, "tmpfs_bytes": int(limits.tmpfs_bytes),
             "one_job": True, "python": self.python,
             "uids": {"program": uids[0], "checker": uids[1]} if uids else None,
-            "clear_keyrings": uids is not None,  # the leased uid's keyring outlives the run: emptied after it
+            "clear_keyrings": uids is not None,  # the leased uid's keyrings outlive runs: emptied before and after
         }
         namespaces = ["--pid", "--net", "--mount", "--ipc", "--uts", "--fork", "--kill-child", "--mount-proc"]
         if not self.root:
@@ -114,13 +118,13 @@ class LocalSandbox:
                "limits": {**limits.to_json(), "nproc": limits.pids if self.root else 0}}
         if checker is not None:
             job["checker"] = {"program": checker.program, "input": checker.input}
-        with self._slots, (self._uids.lease() if self.root else _no_lease()) as uids:
+        with self._slots, (self.leases.lease() if self.root else _no_lease()) as uids:
             start = time.monotonic()
             env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
             proc = subprocess.Popen(self.command(limits, uids), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, env=env, start_new_session=True)
             try:
-                out, err = _exchange(proc, json.dumps(job).encode() + b"\n", limits.wall_s + HOST_GRACE_S,
+                out, err = _exchange(proc, json.dumps(job).encode() + b"\n", host_timeout_s(limits),
                                      reply_cap(limits))
             except TimeoutError:
                 _kill(proc)

@@ -8,9 +8,10 @@ it), and a marker for files a probe tries to leave behind. No probe sends traffi
 
 The probes from "connect to a host abstract Unix socket" on attack the sandbox itself: reach the
 supervisor (its fds, memory, signals) to forge or stall its reply, leave state for the next run
-(files in every writable place, SysV IPC, POSIX message queues, shared memory), and make the
-clean-up fail (a 1,100-deep directory chain). Each is followed by the AFTERMATH run, which must
-find none of it.
+(files in every writable place, SysV IPC, POSIX message queues, shared memory, the kernel keyrings
+including the uid's persistent one, and the workdir's own inode: its mode, a default ACL, extended
+attributes), and make the clean-up fail (a 1,100-deep directory chain). Each is followed by the
+AFTERMATH run, which must start and find none of it.
 """
 
 from __future__ import annotations
@@ -114,7 +115,27 @@ def _leave_state(c: ProbeContext) -> str:
         "print('sysv', shm, libc.msgget(0x5EED, 0o1666), libc.semget(0x5EED, 1, 0o1666))\n"
         "libc.mq_open.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p]\n"
         "print('mq', libc.mq_open(('/' + marker).encode(), os.O_CREAT | os.O_RDWR, 0o666, None), ctypes.get_errno())\n"
-        f"print('key', libc.syscall({ADD_KEY}, b'user', {KEY_NAME!r}.encode(), b'cached', 6, -4))\n")
+        f"print('key', libc.syscall({ADD_KEY}, b'user', {KEY_NAME!r}.encode(), b'cached', 6, -4))\n"
+        f"ring = libc.syscall({KEYCTL}, 22, -1, -2)\n"  # the uid's persistent keyring, which outlives every process
+        f"print('persistent', ring, libc.syscall({ADD_KEY}, b'user', {KEY_NAME!r}.encode(), b'cached', 6, ring)"
+        " if ring >= 0 else ctypes.get_errno())\n")
+
+
+# No access for anyone, as a default ACL: files written into the directory later would inherit it.
+NO_ACCESS_ACL = "struct.pack('<I', 2) + b''.join(struct.pack('<HHI', tag, 0, 0xFFFFFFFF) for tag in (1, 4, 0x20))"
+
+
+def _mark_the_workdir(c: ProbeContext) -> str:
+    """Mark the inodes of the places themselves, which emptying them keeps: an extended attribute on each, then
+    a no-access default ACL and mode 0 on the workdir and its parent, so that a later run could not start."""
+    return (
+        "import os, struct\nmarked = []\n"
+        f"for d in ('.', '..', os.path.expanduser('~')) + {STATE_PLACES!r}:\n"
+        f"    for step in (lambda: os.setxattr(d, 'user.' + {c.marker!r}, b'cached answer'),\n"
+        f"                 lambda: os.setxattr(d, 'system.posix_acl_default', {NO_ACCESS_ACL}),\n"
+        "                 lambda: os.chmod(d, 0)):\n"
+        "        try:\n            step()\n            marked.append(d)\n        except OSError:\n            pass\n"
+        "print('marked', sorted(set(marked)))\n")
 
 
 def _nothing_on_host(e: Execution, ctx: ProbeContext) -> str | None:
@@ -198,6 +219,8 @@ PROBES: tuple[Probe, ...] = (
           note="supervisor root + non-dumpable, program another user; a forged reply would end the run early"),
     Probe("leave state: files everywhere, SysV IPC, message queue, shared memory", _leave_state, EXITED,
           check=_nothing_on_host, note="wiped, or the sandbox replaced; AFTERMATH checks"),
+    Probe("mark the workdir itself: xattrs, default ACL, mode 0", _mark_the_workdir, EXITED,
+          check=_stdout_has("marked ['.'"), note="the workdir root is root's; the run's own directory is removed"),
     Probe("1,100-deep directory chain (clean-up must not fail)", lambda c: (
         "import os\nfor i in range(1100):\n    os.mkdir('d')\n    os.chdir('d')\n"
         "os.chmod('.', 0)\nprint('built')\n"),
@@ -218,9 +241,15 @@ AFTERMATH = (
     "for kind in ('shm', 'msg', 'sem'):\n"
     "    try:\n        if len(open('/proc/sysvipc/' + kind).read().splitlines()) > 1:\n            state.append('sysv ' + kind)\n"
     "    except OSError:\n        pass\n"
-    "import ctypes\n"
-    f"if ctypes.CDLL(None).syscall({KEYCTL}, 10, -4, b'user', {KEY_NAME!r}.encode(), 0) >= 0:\n"
+    "for d in ('.', '..', os.path.expanduser('~')) + " + repr(STATE_PLACES) + ":\n"
+    "    try:\n        if any(a.startswith('user.rlvr-probe') for a in os.listxattr(d)):\n"
+    "            state.append('xattr ' + d)\n    except OSError:\n        pass\n"
+    "import ctypes\nlibc = ctypes.CDLL(None)\n"
+    f"if libc.syscall({KEYCTL}, 10, -4, b'user', {KEY_NAME!r}.encode(), 0) >= 0:\n"
     "    state.append('keyring')\n"
+    f"ring = libc.syscall({KEYCTL}, 22, -1, -2)\n"
+    f"if ring >= 0 and libc.syscall({KEYCTL}, 10, ring, b'user', {KEY_NAME!r}.encode(), 0) >= 0:\n"
+    "    state.append('persistent keyring')\n"
     "print('state', state)\n"
 )
 

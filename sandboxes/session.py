@@ -9,7 +9,8 @@ long-lived interpreter whose state could leak into another trajectory or outlive
 
 Choices and their costs, written down because a live interpreter would behave differently:
   * the per-call limits (`Limits`: wall, CPU, memory, output) bound the replay and the new cell
-    together, and replay time grows with the number of cells (the tool tasks here use few);
+    together, and replay time grows with the number of cells (the tool tasks here use few); time
+    a call spends waiting for a CPU on a loaded machine is not counted (agent_clock.py);
   * a cell that did not exit cleanly (exception, timeout, memory) is not kept, so its partial
     effects are not either; a cell whose result depends on time or randomness is recomputed;
   * files written by a cell do not persist (the workdir is wiped after every run), only variables;

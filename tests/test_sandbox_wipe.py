@@ -2,14 +2,24 @@
 
 Properties: it never raises; it empties what it can reach; it never follows a link out of the
 directory it wipes; past its depth or entry budget it says False (the sandbox is then replaced).
+The workdir root is root's and 0711, and any change to a root inode (mode, owner, extended
+attributes) is reported, which makes the sandbox dirty.
 """
 
 from __future__ import annotations
 
 import os
 
+import pytest
 from rlvr.sandboxes import agent_reset
-from rlvr.sandboxes.agent_reset import WIPE_MAX_DEPTH, WIPE_MAX_ENTRIES, _wipe
+from rlvr.sandboxes.agent_reset import (
+    WIPE_MAX_DEPTH,
+    WIPE_MAX_ENTRIES,
+    _changed_roots,
+    _prepare_roots,
+    _root_state,
+    _wipe,
+)
 
 
 def test_an_ordinary_tree_is_emptied(tmp_path):
@@ -85,3 +95,35 @@ def test_a_missing_or_non_directory_path_is_false_not_an_exception(tmp_path):
     (tmp_path / "file").write_text("x")
     assert _wipe(str(tmp_path / "file")) is False
     assert _wipe(str(tmp_path / "absent")) is False
+
+
+def test_the_workdir_root_is_roots_and_passable_only(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("the supervisor is root; chown to root needs it")
+    root = tmp_path / "sandbox"
+    baseline = _prepare_roots(str(root))
+    st = os.lstat(root)
+    assert (st.st_uid, st.st_gid, st.st_mode & 0o7777) == (0, 0, 0o711)
+    assert baseline[str(root)] == _root_state(str(root)) and _changed_roots(baseline) == []
+
+
+@pytest.mark.parametrize("change", ["xattr", "mode", "owner"])
+def test_any_change_to_a_root_inode_is_reported(tmp_path, change):
+    """What the program could once do to the workdir root (issue 34): now it is root's, and were it changed
+    anyway, the sandbox is reported dirty (replaced) rather than passed on."""
+    baseline = {str(tmp_path): _root_state(str(tmp_path))}
+    if change == "xattr":
+        try:
+            os.setxattr(tmp_path, "user.rlvr-cache", b"2:4,3:9")
+        except OSError as error:
+            pytest.skip(f"no user xattrs on this filesystem: {error}")
+    elif change == "mode":
+        os.chmod(tmp_path, 0)
+    elif os.geteuid() == 0:
+        os.chown(tmp_path, os.getuid() + 1, -1)
+    else:
+        pytest.skip("chown needs root")
+    try:
+        assert [problem.split(" itself")[0] for problem in _changed_roots(baseline)] == [str(tmp_path)]
+    finally:
+        os.chmod(tmp_path, 0o700)
