@@ -5,6 +5,7 @@ A second run into a directory that holds a run is refused before anything in it 
 continues the saved run's config (its steps, save_every, env) with the command line's overrides on top,
 and leaves no stray outputs/<date>/<time>/ behind. In-process through `rlvr.cli.main`, as test_cli.py."""
 
+import dataclasses
 import json
 import sys
 
@@ -112,3 +113,67 @@ def test_resume_of_a_directory_that_holds_no_run_is_one_line(tmp_path, rlvr):
     code, out = rlvr("train", "resume=empty", "output_dir=elsewhere")
     assert code not in (0, None) and "drop output_dir=elsewhere" in out
     assert not (tmp_path / "outputs").exists() and not (tmp_path / "elsewhere").exists()
+
+
+def test_a_start_that_fails_never_blocks_its_retry(tiny_lm, tmp_path, rlvr, monkeypatch):
+    """`rollout=vllm` without vLLM, a server that does not come up, a logger that cannot start: the same command
+    run again once the cause is fixed must train, not find "a run" its failed start wrote (issue: first hour)."""
+    import rlvr.trainer.loggers as loggers
+    import rlvr.trainer.run as run
+
+    real_engine, real_wandb = run.build_engine, loggers.WandbLogger
+
+    def no_engine(*args, **kwargs):
+        raise RuntimeError("the engine did not start")
+
+    monkeypatch.setattr(run, "build_engine", no_engine)
+    command = _tiny(tiny_lm, "train.steps=1", "output_dir=run", "logger=[tensorboard,wandb]")
+    code, out = rlvr(*command)
+    assert code not in (0, None) and "the engine did not start" in out
+    assert not (tmp_path / "run" / "config.yaml").exists()
+
+    monkeypatch.setattr(run, "build_engine", real_engine)  # the engine is fixed; now W&B fails after TensorBoard began
+
+    def no_wandb(*args, **kwargs):
+        raise RuntimeError("wandb did not start")
+
+    monkeypatch.setattr(loggers, "WandbLogger", no_wandb)
+    code, out = rlvr(*command)
+    assert code not in (0, None) and "wandb did not start" in out
+    assert not (tmp_path / "run" / "config.yaml").exists() and (tmp_path / "run" / "tensorboard").exists()
+
+    monkeypatch.setattr(loggers, "WandbLogger", real_wandb)
+    code, out = rlvr(*command[:-1], "logger=[tensorboard]")  # fixed: the same output_dir trains
+    assert code in (0, None), out
+    assert _steps(tmp_path / "run") == [0, 1]
+
+
+def test_a_resume_that_changes_what_the_checkpoint_is_is_refused_before_anything_is_written(tiny_lm, tmp_path, rlvr):
+    """`resume=RUN env=countdown` used to build countdown's model, load the run's checkpoint into it, crash, and leave
+    the run's config.yaml rewritten, so that a plain `resume=RUN` crashed too from then on."""
+    assert rlvr(*_tiny(tiny_lm, "train.steps=2", "train.save_every=1", "output_dir=run"))[0] in (0, None)
+    before = {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir() if p.is_file()}
+    code, out = rlvr("train", "resume=run", "env=countdown", "train.steps=3")
+    assert code not in (0, None)
+    assert "env.name: 'arithmetic' in the run, 'countdown' now" in out and "Traceback" not in out
+    assert {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir() if p.is_file()} == before
+    code, out = rlvr("train", "resume=run", "train.steps=3")  # the run still resumes as it was
+    assert code in (0, None), out
+    assert _steps(tmp_path / "run") == [0, 1, 2, 3]
+    assert yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())["train"]["steps"] == 3
+
+
+def test_a_resume_that_fails_in_its_first_step_leaves_the_config_as_it_was(tiny_lm, tmp_path, rlvr, monkeypatch):
+    import rlvr.trainer.run as run
+
+    assert rlvr(*_tiny(tiny_lm, "train.steps=1", "output_dir=run"))[0] in (0, None)
+    saved = (tmp_path / "run" / "config.yaml").read_text()
+    algorithm = run.ALGORITHMS["grpo"]
+
+    def broken(ctx, step):
+        raise RuntimeError("step failed")
+
+    monkeypatch.setitem(run.ALGORITHMS, "grpo", dataclasses.replace(algorithm, step=broken))
+    code, out = rlvr("train", "resume=run", "train.steps=2", "optim.lr=0.5")
+    assert code not in (0, None) and "step failed" in out
+    assert (tmp_path / "run" / "config.yaml").read_text() == saved

@@ -15,6 +15,7 @@ import shutil
 from pathlib import Path
 
 import torch
+from omegaconf import OmegaConf
 
 from rlvr.trainer.models.lora import ADAPTER_DIR, is_lora, merged_copy
 
@@ -47,9 +48,16 @@ def save_checkpoint(run_dir: Path, step: int, model, tokenizer, optimizer, sched
 
 
 def state_layout(cfg) -> dict:
-    """The config values the checkpoint's tensors depend on: the optimizer holds moments for exactly these
-    parameters (the policy or its LoRA adapters, plus PPO's critic), so a resume must build the same ones."""
+    """The config values the checkpoint depends on: what model it is (the environment names the tiny model's
+    vocabulary and warm start; a resume that builds another base model or tokenizer reads the checkpoint's ids as
+    another vocabulary's), and the parameters the optimizer holds moments for (the policy or its LoRA adapters, plus
+    PPO's critic), so a resume must build the same ones. Anything else (steps, learning rate, the environment's
+    difficulty, the engine) may change on resume."""
     return {
+        "env.name": cfg.env.name,
+        "model.name": cfg.model.name,
+        "model.name_or_path": cfg.model.get("name_or_path"),
+        "model.arch": OmegaConf.to_container(cfg.model.arch) if "arch" in cfg.model else None,
         "algo.critic": cfg.algo.critic if cfg.algo.name == "ppo" else None,  # only ppo has a critic
         "model.lora.r": cfg.model.lora.r,
         "model.lora.target_modules": list(cfg.model.lora.target_modules) if cfg.model.lora.r else None,

@@ -103,13 +103,16 @@ def train(cfg, log=print) -> dict:
         conflicts = resume_conflicts(OmegaConf.load(run_dir / "config.yaml"), cfg)
         if conflicts:
             raise ConfigError(f"resume={cfg.resume}: {checkpoint.name} was trained with other parameters than this "
-                              f"command builds ({'; '.join(conflicts)}); pass the run's values, or start a new run")
+                              f"command builds ({'; '.join(conflicts)}); pass the run's values, or start a new run "
+                              f"from it (model=hf model.name_or_path={checkpoint})")
     if not cfg.resume and cfg.overwrite and parallel.is_main:  # (without overwrite, refused above)
         prepare_new_run_dir(run_dir, overwrite=True)  # the earlier run's files go now, after every check
     files = RunFiles(run_dir) if parallel.is_main else QuietRunFiles()  # created once the config has passed every check
     with parallel.main_first():  # one rank builds the cached tiny model, the others load it
         base_path = resolve_model_path(cfg, env, log=log)
-    tokenizer = load_tokenizer(base_path, chat=True, prompt_format=cfg.model.prompt_format)
+    # a resume reads its prompts with the checkpoint's own tokenizer (saved beside its weights), never a rebuilt one
+    tokenizer = load_tokenizer(str(checkpoint) if checkpoint else base_path, chat=True,
+                               prompt_format=cfg.model.prompt_format)
     # ddp | fsdp2 wrap before the optimizer is built; model.lora adds adapters (trainer/models/lora.py)
     policy = build_policy(cfg.model, base_path, checkpoint, seed=cfg.seed).to(device)
     if cfg.train.pack_sequences:  # refused where packed rows would attend across sequences (models/packing.py)
@@ -144,12 +147,7 @@ def train(cfg, log=print) -> dict:
                 curriculum.load_state_dict(trainer_state["curriculum"])
             else:
                 log(f"{checkpoint.name} was trained without a curriculum; it starts now at level {curriculum.level}")
-        files.truncate_after(start_step)
         log(f"resuming {run_dir} from {checkpoint.name}")
-    files.write_config(cfg)
-    if parallel.is_main:
-        files.loggers = build_loggers(cfg.logger, run_dir, OmegaConf.to_container(cfg, resolve=True), cfg.wandb,
-                                      resume_step=start_step if checkpoint else None)
 
     sampling = SamplingParams(n=cfg.train.completions_per_prompt, max_new_tokens=cfg.rollout.max_new_tokens,
                               temperature=cfg.rollout.temperature, top_p=cfg.rollout.top_p, top_k=cfg.rollout.top_k,
@@ -164,6 +162,17 @@ def train(cfg, log=print) -> dict:
                                                                              copies_weights),
                                         "log_dir": str(run_dir / "servers")}),  # rollout=server: each server's log
                           weights=lambda policy: for_engine(parallel.plain(policy), copies_weights, adapter_sync))
+    # Only now, with everything built, does the run directory change: a start that fails (vLLM missing, a server
+    # that does not come up, a logger that cannot start) leaves nothing that blocks its retry, and a resume that
+    # fails leaves its run as it was. A new run exists from its config.yaml on (run_dir.py); a resumed run's
+    # config.yaml is rewritten once this session's first step has succeeded (below).
+    if parallel.is_main:
+        files.loggers = build_loggers(cfg.logger, run_dir, OmegaConf.to_container(cfg, resolve=True), cfg.wandb,
+                                      resume_step=start_step if checkpoint else None)
+    if checkpoint:
+        files.truncate_after(start_step)
+    else:
+        files.write_config(cfg)
     # with ranks, the step sees its rank's share of the prompts (trainer/distributed.py)
     train_env = curriculum.env if curriculum else env  # a curriculum: train prompts from its current level
     ctx = RunContext(parallel.local_config(cfg), parallel.shard_env(train_env), tokenizer, model, reference, engine,
@@ -226,6 +235,8 @@ def train(cfg, log=print) -> dict:
             metrics.update(held_out_eval())
         files.log_metrics(metrics)
         files.log_samples(samples)
+        if checkpoint and step == start_step + 1:  # the resume works: later resumes start from its config
+            files.write_config(cfg)
         warning = truncation_warning(metrics.get("truncated_frac", 0.0), cfg.rollout.max_new_tokens, f"step {step}'s")
         if warning and step >= quiet_until and parallel.is_main:  # once, then at most once per eval_every steps
             tqdm.write(warning, file=sys.stderr)

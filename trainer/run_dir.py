@@ -3,7 +3,10 @@ handed to the chosen loggers (trainer/loggers.py: TensorBoard, W&B).
 
 A directory that already holds a run is never trained into by a new run: `prepare_new_run_dir`
 refuses it (naming `resume=` and `overwrite=true`), or, with `overwrite=true`, removes the earlier
-run's files first, so one directory never mixes two runs' metrics or checkpoints.
+run's files first, so one directory never mixes two runs' metrics or checkpoints. A run exists from its
+`config.yaml` on, which the trainer writes once everything the run needs is built (trainer/run.py): a
+directory holding only the loggers' files of a start that failed before that (`tensorboard/`, `wandb/`)
+holds no run, and a new run there removes them and goes on, so a failed start never blocks its retry.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from rlvr.errors import ConfigError
 # what `rlvr train` writes into a run directory (besides Hydra's .hydra/ and train.log)
 RUN_FILES = ("config.yaml", "metrics.jsonl", "samples.jsonl", "summary.json", "checkpoints", "tensorboard", "wandb",
              "wandb_id")
+LOGGER_FILES = ("tensorboard", "wandb", "wandb_id")  # built just before config.yaml: alone, a failed start's
 
 
 def run_files_in(run_dir: Path) -> list[str]:
@@ -32,12 +36,14 @@ def prepare_new_run_dir(run_dir: Path, overwrite: bool) -> None:
     found = run_files_in(run_dir)
     if not found:
         return
+    if set(found) <= set(LOGGER_FILES):  # a start that failed before its config.yaml: no run to keep
+        overwrite = True
     if not overwrite:
         raise ConfigError(f"output_dir={run_dir} already holds a run ({', '.join(found)}): continue it with "
                           f"resume={run_dir}, replace it with overwrite=true, or choose another output_dir")
-    for name in found:
+    for name in found:  # tolerant: under torchrun every rank may clear a failed start's leftovers at once
         path = Path(run_dir) / name
-        shutil.rmtree(path) if path.is_dir() else path.unlink()
+        shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
 
 
 class RunFiles:
