@@ -5,7 +5,10 @@ TRL (`reward_funcs=[...]`, trl 1.x): a `RewardFunction` is called with the batch
 scored), `completion_ids` and every other dataset column as a keyword argument holding one value per
 completion. Those columns are the record `rlvr verify` reads (docs/verify.md): `answer` for
 `math`/`exact`, `tests` for `code` (a dict, or its JSON string: Arrow stores nested dicts with varying
-keys badly), anything a plugin verifier reads. It returns one float per completion and, through TRL's
+keys badly), anything a plugin verifier reads. A dataset that names them otherwise (TRL's examples and open-r1
+call the reference `solution`) passes `columns={"solution": "answer"}`; a built-in verifier's field missing
+from the columns is a ValueError naming the columns given and the field needed, never a silent 0 reward.
+It returns one float per completion and, through TRL's
 `log_metric`, logs the share of each status (`rlvr_math/correct_frac`, `rlvr_math/timeout_frac`, ...:
 the function's name, then the status) and the hack rate (`rlvr_math/hack_rate`), so a TRL run shows
 what its verifier saw.
@@ -53,13 +56,22 @@ from rlvr.verifiers.result import Status
 
 # what TRL passes besides the dataset's columns; none of it is part of the record a verifier reads
 _TRL_ARGUMENTS = ("trainer_state", "log_extra", "log_metric", "environments")
+# the record fields each built-in verifier reads (docs/verify.md); a plugin's are its own business
+RECORD_FIELDS = {"math": ("answer",), "exact": ("answer",), "code": ("tests",), "countdown": ("numbers", "target"),
+                 "reasoning_gym": ("rg_entry", "rg_task")}
 
 
 class RewardFunction:
     """An rlvr reward (one verifier, a composite spec, or an environment's reward) as TRL's reward function."""
 
     def __init__(self, reward: str | list[dict] = "math", *, env: str | None = None, workers: int | None = None,
-                 **env_params: Any):
+                 columns: Mapping[str, str] | None = None, **env_params: Any):
+        """`columns`: dataset column -> record field, for a dataset whose names differ from the record's
+        (`{"solution": "answer"}`); the other columns pass under their own names."""
+        if columns is not None and (not isinstance(columns, Mapping) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in columns.items())):
+            raise ConfigError(f"RewardFunction: columns must map dataset column names to record fields, got {columns!r}")
+        self.columns = dict(columns or {})
         if env is not None:
             environment = load_env(env, **env_params)
             if is_multi_turn(environment):
@@ -81,7 +93,8 @@ class RewardFunction:
         if completions is None:
             raise TypeError(f"{self.__name__}: called without `completions`")
         log_metric = columns.get("log_metric")
-        fields = {k: v for k, v in columns.items() if k not in _TRL_ARGUMENTS}
+        fields = {self.columns.get(k, k): v for k, v in columns.items() if k not in _TRL_ARGUMENTS}
+        self._check_fields(fields)
         for name, values in fields.items():
             if not isinstance(values, Sequence) or isinstance(values, (str, bytes)) or len(values) != len(completions):
                 raise ValueError(f"{self.__name__}: column {name!r} must hold one value per completion "
@@ -94,6 +107,18 @@ class RewardFunction:
             for name, value in status_metrics(results).items():
                 log_metric(f"{self.__name__}/{name}", value)
         return [float(r.reward) for r in results]
+
+    def _check_fields(self, fields: Mapping[str, Any]) -> None:
+        """A ValueError when a built-in verifier's record field is not among the columns: the verifier would score
+        every completion 0 (status error), which TRL shows only as a reward that never moves."""
+        for name in self.composite.component_names:
+            missing = [f for f in RECORD_FIELDS.get(name, ()) if f not in fields]
+            if missing:
+                raise ValueError(f"{self.__name__}: the {name} verifier reads the record field {missing[0]!r}, which "
+                                 f"is not among the dataset's columns {sorted(fields)}"
+                                 + (f" (after columns={self.columns})" if self.columns else "")
+                                 + f"; rename the column, or pass RewardFunction(..., columns={{'COLUMN': "
+                                 f"{missing[0]!r}}})")
 
     def close(self) -> None:
         """Stop what the verifiers hold (the code verifier's sandbox and its warm containers, math workers)."""

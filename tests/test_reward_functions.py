@@ -76,6 +76,20 @@ def test_conversational_completions_and_bad_columns():
         RewardFunction(env="guess_number")
 
 
+def test_a_column_the_verifier_needs_is_named_never_a_silent_zero():
+    """TRL's examples name the reference `solution`: the reward used to be 0.0 with nothing said."""
+    with RewardFunction("math") as reward:
+        with pytest.raises(ValueError, match=r"reads the record field 'answer', which is not among the dataset's "
+                                             r"columns \['solution'\].*columns=\{'COLUMN': 'answer'\}"):
+            reward(completions=["<answer>2</answer>"], solution=["2"])
+    with RewardFunction("math", columns={"solution": "answer"}) as reward:
+        assert reward(completions=["<answer>2</answer>", "<answer>3</answer>"], solution=["2", "2"]) == [1.0, 0.0]
+    with RewardFunction([{"verifier": "code"}]) as reward, pytest.raises(ValueError, match="'tests'"):
+        reward(completions=["x"], answer=["2"])
+    with pytest.raises(ConfigError, match="columns must map"):
+        RewardFunction("math", columns=["solution"])
+
+
 def test_env_reward_is_the_environments_composite():
     from rlvr.envs import load_env
 
