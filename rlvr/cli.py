@@ -62,6 +62,8 @@ def _run_hydra(command: str, overrides: list[str], task, errors: tuple[type[Base
     """
     import hydra
 
+    if not any(o.startswith("-") for o in overrides):  # --help, --cfg job: Hydra's own flags, no run
+        _check_overrides(command, [o for o in overrides if not o.lstrip("+~").startswith("hydra")])
     code = 0
 
     @hydra.main(version_base="1.3", config_path="pkg://rlvr.conf", config_name=command)
@@ -75,6 +77,54 @@ def _run_hydra(command: str, overrides: list[str], task, errors: tuple[type[Base
     sys.argv = [f"rlvr {command}", *overrides]
     run()
     return code
+
+
+def _check_overrides(command: str, overrides: list[str]) -> None:
+    """Compose `command`'s config with `overrides` once before Hydra runs it, so that a misspelt key, a value of
+    the wrong type or an unknown group option ends in one line naming the override (with the nearest key, or
+    the options), not Hydra's block that suggests `+key=` (which would add the typo as a new key)."""
+    from hydra import compose, initialize_config_module
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        with initialize_config_module(config_module="rlvr.conf", version_base="1.3"):
+            compose(config_name=command, overrides=overrides)
+    except (HydraException, OmegaConfBaseException) as error:
+        raise SystemExit(f"rlvr {command}: {_one_line(command, overrides, error)}") from None
+
+
+def _one_line(command: str, overrides: list[str], error: BaseException) -> str:
+    """What a composition error says, in one line: the override, what is wrong with it, what would be right."""
+    import difflib
+
+    from hydra import compose, initialize_config_module
+
+    cause = error.__cause__
+    key = getattr(cause, "full_key", None)
+    override = next((o for o in overrides if key and o.lstrip("+~").split("=", 1)[0] == key), key)
+    first = str(cause or error).strip().splitlines()[0]
+    if key and type(cause).__name__ == "ConfigAttributeError":  # a key that is not in its section
+        section, _, name = key.rpartition(".")
+        groups = [o for o in overrides if "=" in o and "." not in o.split("=", 1)[0] and o != override]  # env=...
+        try:
+            with initialize_config_module(config_module="rlvr.conf", version_base="1.3"):
+                parent = compose(config_name=command, overrides=groups)
+            for part in section.split(".") if section else []:
+                parent = parent[part]
+            near = difflib.get_close_matches(name, [str(k) for k in parent], n=1)
+        except Exception:  # no suggestion is better than a second error
+            near = []
+        hint = f"; did you mean {section + '.' if section else ''}{near[0]}?" if near else ""
+        return f"{override}: {section or 'the config'} has no key {name!r}{hint} (rlvr {command} --help lists every key)"
+    if key:
+        return f"{override}: {first}"
+    if type(error).__name__ == "MissingConfigException":  # an unknown option of a group: list the options
+        lines = [line.strip() for line in str(error).splitlines()]
+        options = [line for line in lines[lines.index("") + 2:] if line and not line.startswith(("Config", "provider"))] \
+            if "" in lines else []
+        return f"{lines[0]}" + (f" (options: {', '.join(options)})" if options else "")
+    return first
 
 
 def _train(overrides: list[str]) -> int:

@@ -81,6 +81,28 @@ def test_bad_input_stops_at_start(tiny_lm, tmp_path, monkeypatch, capsys, overri
     assert not (out / "metrics.jsonl").exists() and not (out / "checkpoints").exists()
 
 
+COMPOSITION_ERRORS = [
+    ("train.stepz=3", "rlvr train: train.stepz=3: train has no key 'stepz'; did you mean train.steps?"),
+    ("env.digitz=3", "rlvr train: env.digitz=3: env has no key 'digitz'; did you mean env.digits?"),
+    ("train.steps=abc", "rlvr train: train.steps=abc: Value 'abc' of type 'str' could not be converted to Integer"),
+    ("algo=nope", "Could not find 'algo/nope' (options: dapo, dpo, dr_grpo, grpo, gspo, npg, ppo, reinforce, trpo)"),
+]
+
+
+@pytest.mark.parametrize("override,line", COMPOSITION_ERRORS, ids=[o for o, _ in COMPOSITION_ERRORS])
+def test_a_misspelt_key_or_a_bad_type_is_one_line_that_never_suggests_plus(tmp_path, monkeypatch, capsys, override,
+                                                                          line):
+    """Hydra's own message is a 7-line block whose fix (`+train.stepz=3`) adds the typo as a new key."""
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as info:
+        main(["train", override])
+    captured = capsys.readouterr()
+    assert isinstance(info.value.code, str) and "\n" not in info.value.code and line in info.value.code
+    assert "To append" not in captured.err + captured.out and "+" + override not in info.value.code
+    assert not list(tmp_path.iterdir())  # nothing written, not even outputs/<date>/
+
+
 @pytest.mark.slow  # a fresh interpreter importing torch: about 10 s on a busy 2-core machine
 def test_bad_input_exit_status_in_a_shell(tiny_lm, tmp_path):
     result = _rlvr("train", "algo.aggregation=foo", f"model.name_or_path={tiny_lm.path}", "output_dir=run",
