@@ -57,8 +57,10 @@ except ImportError:
 def main() -> None:
     config = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
     _make_undumpable()
+    problems = _set_sysctls(config.get("sysctls") or {})  # local backend: this run's IPC namespace bounded
     if config.get("mount_tmpfs"):  # local backend: private, size-capped dirs in our own mount namespace
-        config["fs_problem"] = _mount_private_dirs(config)
+        problems.append(_mount_private_dirs(config))
+    config["fs_problem"] = "; ".join(p for p in problems if p)
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGPIPE):
         signal.signal(sig, signal.SIG_IGN)
     config["baseline_shmem"] = _shmem_bytes()
@@ -441,6 +443,18 @@ def _make_undumpable() -> None:
     """PR_SET_DUMPABLE 0: no ptrace attach, no /proc/<pid>/mem or fd by anyone without CAP_SYS_PTRACE."""
     if _LIBC.prctl(4, 0, 0, 0, 0) != 0:
         raise OSError("PR_SET_DUMPABLE failed")
+
+
+def _set_sysctls(sysctls: dict) -> list:
+    """Write namespaced sysctls (the IPC namespace's SysV limits, base.ipc_sysctls); what failed, as text."""
+    problems = []
+    for name, value in sysctls.items():
+        try:
+            with open("/proc/sys/" + name.replace(".", "/"), "w") as f:
+                f.write(str(value))
+        except OSError as error:
+            problems.append(f"{name} not set ({error.strerror}): SysV IPC unbounded but for the run's cgroup")
+    return problems
 
 
 def _mount_private_dirs(config: dict) -> str:

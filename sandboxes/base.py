@@ -35,6 +35,13 @@ def reply_cap(limits: Limits) -> int:
     return 6 * 3 * int(limits.output_bytes) + MiB
 
 
+def ipc_sysctls(limits: Limits) -> dict[str, str]:
+    """A run's IPC namespace bounded like a tmpfs: SysV shared memory at most `tmpfs_bytes` in all, few segments,
+    small message queues (the kernel defaults are practically unbounded). Both backends set these."""
+    return {"kernel.shmmax": str(int(limits.tmpfs_bytes)), "kernel.shmall": str(int(limits.tmpfs_bytes) // 4096),
+            "kernel.shmmni": "32", "kernel.msgmni": "32", "kernel.msgmnb": "65536", "kernel.msgmax": "8192"}
+
+
 class ExecStatus(str, enum.Enum):
     """How a run ended. EXITED means the program ended on its own (any exit code, or a signal)."""
 

@@ -33,6 +33,7 @@ import uuid
 from typing import Any
 
 from rlvr.sandboxes.base import (
+    ipc_sysctls,
     STDERR_CAP,
     Checker,
     ExecStatus,
@@ -324,13 +325,6 @@ class DockerSandbox:
             fleet, self._fleet = self._fleet, None
         if fleet is not None:
             fleet.close()
-
-
-def ipc_sysctls(limits: Limits) -> dict[str, str]:
-    """The container's IPC namespace bounded like a tmpfs: SysV shared memory at most `tmpfs_bytes`
-    in all, few segments, small message queues (the kernel defaults are practically unbounded)."""
-    return {"kernel.shmmax": str(int(limits.tmpfs_bytes)), "kernel.shmall": str(int(limits.tmpfs_bytes) // 4096),
-            "kernel.shmmni": "32", "kernel.msgmni": "32", "kernel.msgmnb": "65536", "kernel.msgmax": "8192"}
 
 
 def _container_key(limits: Limits) -> tuple:

@@ -105,14 +105,21 @@ def local_limitations() -> list[str]:
 
     sandbox = LocalSandbox(workers=1)
     sandbox.run("pass")
-    lines = ["the host filesystem is readable wherever the program's user may read it",
-             "no cgroup: memory is bounded per process (address space), not per run",
+    lines = ["the program sees /usr, the merged-/usr links, a few /etc files (ld.so.cache, localtime, passwd, group, "
+             "nsswitch.conf, alternatives) and the interpreter's prefix, read-only (bubblewrap's fresh root: no host "
+             "socket, /run or /home exists inside)",
              ("no seccomp: the whole syscall surface is exposed (a kernel exploit escapes; the run's leased uid has "
               "host keyrings, its persistent one too, emptied before and after every run)")]
+    if sandbox.cgroup is None:
+        lines.append("no cgroup per run (" + ("not root" if not sandbox.root else "none could be made") + "): memory "
+                     "is bounded per process (address space) and SysV segments by the IPC sysctls, but memfd and "
+                     "tmpfs pages a program unmaps are not bounded per run, nor its processes as a whole")
     if not sandbox.root:
         lines.append("not root: program, checker and supervisor share one user (uid 0 of a user namespace, no "
                      "capabilities), so the program can list their descriptors and stop or kill the checker (no "
                      "verdict then, never a pass), though not open their descriptors or memory (non-dumpable); "
+                     "it keeps the user's supplementary groups (a user namespace cannot drop them; nothing they open "
+                     "is bound inside); "
                      "no process limit applies; the probes 'write outside the workdir' (uid 0) and 'reach the "
                      "supervisor' (fd listing, a signal to PID 1 that the kernel drops) report NO for this")
     if sandbox.fs_problem:

@@ -1,23 +1,24 @@
-"""Local backend: the same supervisor (agent.py), one per run, in fresh Linux namespaces.
+"""Local backend: the same supervisor (agent.py), one per run, under bubblewrap.
 
-For machines without Docker. Each run is `unshare --pid --net --mount --ipc --uts --fork
---mount-proc` around the supervisor: a private PID namespace (every process of the run dies with
-it), a network namespace with only a loopback that is down (abstract Unix sockets are per network
-namespace, so those are private too), a private IPC namespace. In its mount namespace the
-supervisor makes every inherited mount read-only and mounts private size-capped tmpfs on /tmp
-(which holds the workdir), /var/tmp, /dev/shm, /run/lock and a fresh /dev/mqueue (agent.py).
-Run as root, the program and the checker run under a pair of uids leased for the run alone (UidLeases below)
-with RLIMIT_NPROC on the program, and the supervisor is a root process they cannot signal or trace; run as an ordinary user, a user
-namespace is added (`--user --map-root-user`) and program, checker and supervisor share one user
-(`separate_users` is False: the checker is then NOT out of the program's reach). Per-run rlimits
-(CPU, address space, file size, open files), the wall clock and the output cap are the
-supervisor's, as in Docker.
+For machines without Docker. Each run is `bwrap --unshare-pid --unshare-net --unshare-ipc --unshare-uts
+--die-with-parent` around the supervisor, in a fresh root holding only what is bound (LocalSandbox._filesystem:
+/usr read-only, a few /etc files, /proc, a minimal /dev), so no host filesystem socket (/run/docker.sock) exists
+inside: a private PID namespace (every process of the run dies with it), a network namespace of its own (abstract
+Unix sockets too), a private IPC namespace whose SysV limits the supervisor sets (base.ipc_sysctls). The supervisor
+makes every mount read-only and mounts private size-capped tmpfs on /tmp (which holds the workdir), /var/tmp,
+/dev/shm, /run/lock and a fresh /dev/mqueue (agent.py). Run as root, the program and the checker run under a pair
+of uids leased for the run alone (UidLeases below) with RLIMIT_NPROC on the program, the supervisor is a root
+process they cannot signal or trace, nobody has supplementary groups, and the run has a memory + pids cgroup of its
+own (RunCgroup: memory no rlimit counts, SysV segments and unmapped memfd pages, is bounded by run_memory_bytes).
+Run as an ordinary user, a user namespace is added (`--unshare-user --uid 0`) and program, checker and supervisor
+share one user (`separate_users` is False: the checker is then NOT out of the program's reach), with the caller's
+supplementary groups and no cgroup. Per-run rlimits (CPU, address space, file size, open files), the wall clock and
+the output cap are the supervisor's, as in Docker.
 
-What this does NOT protect against (also in sandboxes/README.md): the host's filesystem is
-visible and readable where permissions allow; no cgroup bounds total memory (only per-process
-address space) or process count for a non-root user; kernel attack surface is the full syscall
-set (no seccomp); no CPU quota: a run's CPU time is bounded (the run clock, agent_clock.py, sums its
-processes; RLIMIT_CPU per process), not how many cores it uses at once.
+What this does NOT protect against (also in sandboxes/README.md and `rlvr sandbox doctor`): what is bound is
+readable; kernel attack surface is the full syscall set (no seccomp); without root, no cgroup bounds memory outside
+the address space or the process count; no CPU quota: a run's CPU time is bounded (the run clock, agent_clock.py,
+sums its processes; RLIMIT_CPU per process), not how many cores it uses at once.
 """
 
 from __future__ import annotations
@@ -37,11 +38,13 @@ from contextlib import contextmanager
 from rlvr.sandboxes.base import (
     STDERR_CAP,
     Checker,
+    MiB,
     ExecStatus,
     Execution,
     Limits,
     agent_source,
     host_timeout_s,
+    ipc_sysctls,
     reply_cap,
 )
 
@@ -82,34 +85,152 @@ class UidLeases:
             time.sleep(0.05)
 
 
+def run_memory_bytes(limits: Limits) -> int:
+    """What one run may hold in all (its cgroup's memory limit): the program's address space, each of the five
+    size-capped tmpfs places full, SysV segments up to ipc_sysctls' cap, and the supervisor's and a checker's
+    headroom (the Docker backend's container memory, plus /var/tmp, /run/lock and SysV)."""
+    return int(limits.memory_bytes + 6 * limits.tmpfs_bytes + AGENT_HEADROOM + CHECKER_HEADROOM)
+
+
+AGENT_HEADROOM, CHECKER_HEADROOM = 64 * MiB, 128 * MiB  # as docker_backend's
+
+
+class RunCgroup:
+    """A memory + pids cgroup per leased uid (root only), so that memory no rlimit counts (SysV segments, memfd and
+    tmpfs pages, pipe buffers) is bounded per run: cgroup v2 under /sys/fs/cgroup/rlvr-local, else v1 beneath this
+    process's own memory and pids cgroups. `available()` is False where neither can be made (doctor says so)."""
+
+    V2_ROOT = "/sys/fs/cgroup"
+
+    def __init__(self):
+        self.dirs: dict[str, str] = {}  # controller ("memory", "pids", or "" for v2) -> parent directory
+        try:
+            if os.path.exists(os.path.join(self.V2_ROOT, "cgroup.controllers")):
+                base = os.path.join(self.V2_ROOT, "rlvr-local")
+                os.makedirs(base, exist_ok=True)
+                for parent in (self.V2_ROOT, base):
+                    with open(os.path.join(parent, "cgroup.subtree_control"), "w") as f:
+                        f.write("+memory +pids")
+                self.dirs[""] = base
+            else:
+                own = dict(line.strip().split(":", 2)[1:] for line in open("/proc/self/cgroup") if line.count(":") >= 2)
+                for controller in ("memory", "pids"):
+                    base = os.path.join(self.V2_ROOT, controller, own[controller].lstrip("/"), "rlvr-local")
+                    os.makedirs(base, exist_ok=True)
+                    self.dirs[controller] = base
+        except (OSError, KeyError, ValueError):
+            self.dirs = {}
+
+    def available(self) -> bool:
+        return bool(self.dirs)
+
+    @contextmanager
+    def for_run(self, name: str, limits: Limits):
+        """Yield (cgroup.procs files to join, bwrap arguments that show the run its memory cgroup); the
+        cgroup's processes are killed and it is removed afterwards."""
+        memory, pids = run_memory_bytes(limits), int(limits.pids) + 8  # + bwrap's init, the supervisor, a checker
+        if "" in self.dirs:
+            paths = [os.path.join(self.dirs[""], name)]
+            settings = {"memory.max": memory, "memory.swap.max": 0, "pids.max": pids}
+            inside = ["--ro-bind", paths[0], "/sys/fs/cgroup"]
+        else:
+            paths = [os.path.join(self.dirs["memory"], name), os.path.join(self.dirs["pids"], name)]
+            settings = {"memory.limit_in_bytes": memory, "memory.memsw.limit_in_bytes": memory, "pids.max": pids}
+            inside = ["--ro-bind", paths[0], "/sys/fs/cgroup/memory"]
+        for path in paths:
+            _kill_cgroup(path)  # a lease's earlier holder died mid-run: nothing of it may share this one
+            os.makedirs(path, exist_ok=True)
+        for key, value in settings.items():
+            target = next((os.path.join(p, key) for p in paths if os.path.exists(os.path.join(p, key))), None)
+            if target is None and key != "memory.memsw.limit_in_bytes":  # v1 without swap accounting lacks memsw
+                raise OSError(f"cgroup file {key} missing under {paths}")
+            if target is not None:
+                with open(target, "w") as f:
+                    f.write(str(value))
+        try:
+            yield [os.path.join(p, "cgroup.procs") for p in paths], inside
+        finally:
+            for path in paths:
+                _kill_cgroup(path)
+                try:
+                    os.rmdir(path)
+                except OSError:
+                    pass  # still emptying: the next run of this lease reuses it
+
+
+def _kill_cgroup(path: str) -> None:
+    for _ in range(50):
+        try:
+            with open(os.path.join(path, "cgroup.procs")) as f:
+                pids = [int(line) for line in f if line.strip()]
+        except OSError:
+            return
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, 9)
+            except OSError:
+                pass
+        time.sleep(0.01)
+
+
 class LocalSandbox:
-    """`run(program, stdin, limits)` under unshare + rlimits; `workers` bounds concurrent runs; `leases`: where
-    the runs' uids come from (default: the machine-wide UidLeases)."""
+    """`run(program, stdin, limits)` under bubblewrap + rlimits (+ a cgroup as root); `workers` bounds concurrent
+    runs; `leases`: where the runs' uids come from (default: the machine-wide UidLeases)."""
 
     def __init__(self, limits: Limits | None = None, workers: int | None = None, python: str | None = None,
                  leases: UidLeases | None = None):
-        if shutil.which("unshare") is None:
-            raise RuntimeError("the local sandbox needs `unshare` (util-linux)")
+        self.bwrap = shutil.which("bwrap", path="/usr/local/bin:/usr/bin:/bin")
+        if self.bwrap is None:
+            raise RuntimeError("the local sandbox needs bubblewrap: `apt-get install bubblewrap` (`make docker` does)")
         self.limits = limits or Limits()
         self.python = python or (shutil.which("python3", path="/usr/bin:/bin") or sys.executable)
         self.root = os.geteuid() == 0
         self.separate_users = self.root  # program, checker and supervisor under three users
+        self.cgroup = RunCgroup() if self.root else None
+        if self.cgroup is not None and not self.cgroup.available():
+            self.cgroup = None
         self.fs_problem = ""  # what the last run's supervisor could not make private ("" = all of it)
         self._slots = threading.BoundedSemaphore(workers or os.cpu_count() or 2)
         self.leases = leases or UidLeases()
 
-    def command(self, limits: Limits, uids: tuple[int, int] | None = None) -> list[str]:
-        """The unshare command line of one run; `uids` (program, checker) as root, from a lease."""
+    def command(self, limits: Limits, uids: tuple[int, int] | None = None, inside: list[str] = ()) -> list[str]:
+        """The bwrap command line of one run; `uids` (program, checker) as root, from a lease; `inside`: more
+        bwrap arguments (the run's cgroup)."""
         config = {
             "workdir": "/tmp/sandbox", "mount_tmpfs": True, "tmpfs_bytes": int(limits.tmpfs_bytes),
-            "one_job": True, "python": self.python,
+            "one_job": True, "python": self.python, "sysctls": ipc_sysctls(limits),
             "uids": {"program": uids[0], "checker": uids[1]} if uids else None,
             "clear_keyrings": uids is not None,  # the leased uid's keyrings outlive runs: emptied before and after
         }
-        namespaces = ["--pid", "--net", "--mount", "--ipc", "--uts", "--fork", "--kill-child", "--mount-proc"]
+        # Not --unshare-all: as root, a user namespace would leave the leased uids unmapped. The supervisor keeps
+        # root's capabilities (bwrap keeps them for a root caller; in a user namespace --cap-add ALL) and drops
+        # them for the program (agent.py). The root is a fresh tmpfs holding only what is bound below.
+        namespaces = ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
         if not self.root:
-            namespaces = ["--user", "--map-root-user", *namespaces]
-        return ["unshare", *namespaces, "--", self.python, "-I", "-S", "-c", agent_source(), json.dumps(config)]
+            namespaces += ["--unshare-user", "--uid", "0", "--gid", "0", "--cap-add", "ALL"]
+        return [self.bwrap, *namespaces, "--die-with-parent", "--new-session", *self._filesystem(), *inside,
+                "--", self.python, "-I", "-S", "-c", agent_source(), json.dumps(config)]
+
+    def _filesystem(self) -> list[str]:
+        """/usr and the merged-/usr links, a few files of /etc, the interpreter's prefix if outside /usr, a
+        fresh /proc and minimal /dev, and empty mount points for the supervisor's size-capped tmpfs places."""
+        binds = ["--ro-bind", "/usr", "/usr"]
+        for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+            if os.path.islink(top):
+                binds += ["--symlink", os.readlink(top), top]
+            elif os.path.isdir(top):
+                binds += ["--ro-bind", top, top]
+        for name in ("ld.so.cache", "localtime", "alternatives", "passwd", "group", "nsswitch.conf"):
+            binds += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+        prefix = os.path.dirname(os.path.dirname(os.path.realpath(self.python)))
+        if not (prefix + "/").startswith("/usr/"):
+            binds += ["--ro-bind", prefix, prefix]
+        binds += ["--proc", "/proc", "--dev", "/dev"]
+        for place in ("/tmp", "/var/tmp", "/run/lock", "/dev/mqueue"):
+            binds += ["--dir", place]
+        return binds
 
     def run(self, program: str, stdin: str = "", limits: Limits | None = None,
             checker: Checker | None = None) -> Execution:
@@ -118,11 +239,16 @@ class LocalSandbox:
                "limits": {**limits.to_json(), "nproc": limits.pids if self.root else 0}}
         if checker is not None:
             job["checker"] = {"program": checker.program, "input": checker.input}
-        with self._slots, (self.leases.lease() if self.root else _no_lease()) as uids:
+        with self._slots, (self.leases.lease() if self.root else _no_lease()) as uids, \
+                (self.cgroup.for_run(f"run-{uids[0]}", limits) if self.cgroup else _no_lease()) as cgroup:
             start = time.monotonic()
             env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
-            proc = subprocess.Popen(self.command(limits, uids), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, env=env, start_new_session=True)
+            argv = self.command(limits, uids, cgroup[1] if cgroup else [])
+            if cgroup:  # the shell joins the run's cgroup, then becomes bwrap: nothing of the run starts outside
+                argv = ["/bin/sh", "-c", 'for f in $1; do echo $$ > "$f" || exit 125; done; shift; exec "$@"', "sh",
+                        " ".join(cgroup[0]), *argv]
+            proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    env=env, start_new_session=True, **({"extra_groups": []} if self.root else {}))
             try:
                 out, err = _exchange(proc, json.dumps(job).encode() + b"\n", host_timeout_s(limits),
                                      reply_cap(limits))

@@ -19,7 +19,9 @@ from __future__ import annotations
 import os
 import platform
 import secrets
+import shutil
 import socket
+import tempfile
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,6 +39,7 @@ class ProbeContext:
     host_path: str  # a file on the host that must not be readable inside the sandbox
     abstract_socket: str = ""  # name (without the leading NUL) of an abstract Unix socket the host listens on
     marker: str = "rlvr-probe-x"  # name of the files a probe tries to leave in every writable place
+    fs_socket: str = ""  # a world-writable Unix socket the host listens on in a directory no sandbox replaces
 
 
 @dataclass(frozen=True)
@@ -145,6 +148,49 @@ def _nothing_on_host(e: Execution, ctx: ProbeContext) -> str | None:
     return f"the program wrote on the host: {left}" if left else None
 
 
+HOARD_MB = 1536  # what the hoarder tries to hold beyond its address space (a run held 1.4-1.5 GiB, issue 34)
+
+
+def held_bound(limits: Limits) -> int:
+    """The most one run may hold on either backend: its address space, six tmpfs places (the local backend's five
+    plus SysV segments at ipc_sysctls' cap; Docker has fewer), and 192 MiB for the supervisor and a checker."""
+    return int(limits.memory_bytes + 6 * limits.tmpfs_bytes + 192 * MiB)
+
+
+def _hoard(c: ProbeContext) -> str:
+    """Memory no rlimit counts: SysV segments and memfd pages, each touched and then unmapped (RLIMIT_AS only
+    counts what is mapped). Prints what it holds as it goes; contained: a refusal or the memory limit first."""
+    return (
+        "import ctypes, mmap, os\nlibc = ctypes.CDLL(None, use_errno=True)\nlibc.shmat.restype = ctypes.c_void_p\n"
+        "held, fds = 0, []\n"
+        f"for i in range({HOARD_MB // 16}):\n"
+        "    shm = libc.shmget(0x20000 + i, 16 << 20, 0o1600)\n"
+        "    if shm < 0:\n        print('sysv refused', ctypes.get_errno(), flush=True)\n        break\n"
+        "    addr = libc.shmat(shm, None, 0)\n    ctypes.memset(addr, 1, 16 << 20)\n"
+        "    libc.shmdt(ctypes.c_void_p(addr))\n    held += 16\n    print('held', held, flush=True)\n"
+        f"while held < {HOARD_MB}:\n"
+        "    fd = os.memfd_create('hoard')\n    os.ftruncate(fd, 8 << 20)\n"
+        "    with mmap.mmap(fd, 8 << 20) as m:\n        m.write(b'x' * (8 << 20))\n"
+        "    fds.append(fd)\n    held += 8\n    print('held', held, flush=True)\n")
+
+
+def _held_within_limits(e: Execution, c: ProbeContext) -> str | None:
+    held = max([int(line.split()[1]) for line in e.stdout.splitlines() if line.startswith("held")], default=0)
+    limit = held_bound(probe_limits(HOARDER))
+    return f"held {held} MiB outside the address space (bound {limit >> 20} MiB)" if held * MiB > limit else None
+
+
+def _connect_fs_socket(c: ProbeContext) -> str:
+    return ("import socket\ns = socket.socket(socket.AF_UNIX)\n"
+            f"try:\n    s.connect({c.fs_socket!r})\n    print('CONNECTED')\n"
+            "except OSError as e:\n    print('blocked', e.errno)\n")
+
+
+HOARDER = Probe("hold SysV shm and memfd pages outside the address space", _hoard,
+                frozenset({ExecStatus.EXITED, ExecStatus.MEMORY_LIMIT}), check=_held_within_limits,
+                limits=SHORT.with_(wall_s=10.0, cpu_s=10.0),
+                note="ipc_sysctls bound SysV; the container's (docker) or the run's (local) memory cgroup the rest")
+
 PROBES: tuple[Probe, ...] = (
     Probe("fork bomb", lambda c: (
         "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"),
@@ -180,7 +226,7 @@ PROBES: tuple[Probe, ...] = (
     Probe("read host files", lambda c: (
         f"try:\n    open({c.host_path!r}).read()\n    print('READ')\nexcept OSError as e:\n    print('blocked', e)\n"),
         EXITED, check=lambda e, c: None if "blocked" in e.stdout else "a host file was readable",
-        backends=("docker",), note="local backend: the host filesystem is visible"),
+        note="local: only /usr, a few /etc files and the interpreter are bound"),
     Probe("write outside the workdir", lambda c: (
         "import os\nprint('uid', os.getuid())\n"
         "for p in ('/usr/lib/evil', '/etc/evil'):\n"
@@ -214,6 +260,16 @@ PROBES: tuple[Probe, ...] = (
             "reached the host's abstract Unix socket" if "CONNECTED" in e.stdout
             else None if "blocked" in e.stdout else f"unexpected output {e.stdout!r} {e.stderr[-200:]!r}"),
         note="abstract sockets belong to the network namespace"),
+    Probe("connect to a host filesystem socket (as /run/docker.sock)", _connect_fs_socket, EXITED,
+          check=lambda e, c: (
+              "reached the host's Unix socket" if "CONNECTED" in e.stdout
+              else None if "blocked" in e.stdout else f"unexpected output {e.stdout!r} {e.stderr[-200:]!r}"),
+          note="only what is bound exists inside (local: bubblewrap's fresh root)"),
+    Probe("supplementary groups", lambda c: (
+        "print('groups', open('/proc/self/status').read().split('Groups:')[1].split('\\n')[0].split())\n"),
+        EXITED, check=lambda e, c: None if "groups []" in e.stdout else f"the program holds groups: {e.stdout!r}",
+        note="a group (docker, say) would open what it owns"),
+    HOARDER,
     Probe("reach the supervisor: fds, memory, ptrace, SIGSTOP, forged reply", _supervisor_reach, TIMEOUT,
           check=lambda e, c: None if "reached []" in e.stdout else f"reached another process: {e.stdout[-300:]!r}",
           note="supervisor root + non-dumpable, program another user; a forged reply would end the run early"),
@@ -292,8 +348,19 @@ class HostFixtures:
         self._abstract.settimeout(0.2)
         self._abstract_thread = threading.Thread(target=self._accept, args=(self._abstract,), daemon=True)
         self._abstract_thread.start()
+        # A world-writable socket where /run/docker.sock lives (/run, not a place any sandbox replaces) when we may.
+        self._socket_dir = tempfile.mkdtemp(prefix="rlvr-probe-", dir="/run" if os.access("/run", os.W_OK) else None)
+        os.chmod(self._socket_dir, 0o755)
+        self._fs_socket = socket.socket(socket.AF_UNIX)
+        socket_path = os.path.join(self._socket_dir, "api.sock")
+        self._fs_socket.bind(socket_path)
+        os.chmod(socket_path, 0o777)
+        self._fs_socket.listen(8)
+        self._fs_socket.settimeout(0.2)
+        self._fs_thread = threading.Thread(target=self._accept, args=(self._fs_socket,), daemon=True)
+        self._fs_thread.start()
         self.ctx = ProbeContext(self._server.getsockname()[1], secret, os.path.abspath(__file__), name,
-                                f"rlvr-probe-{secrets.token_hex(6)}")
+                                f"rlvr-probe-{secrets.token_hex(6)}", socket_path)
         return self
 
     def _accept(self, server: socket.socket) -> None:
@@ -309,8 +376,11 @@ class HostFixtures:
         self._stop.set()
         self._thread.join()
         self._abstract_thread.join()
+        self._fs_thread.join()
         self._server.close()
         self._abstract.close()
+        self._fs_socket.close()
+        shutil.rmtree(self._socket_dir, ignore_errors=True)
         if self._old is None:
             os.environ.pop(SECRET_VAR, None)
         else:

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Make a Docker engine available for the sandbox: install Debian's docker.io (and debootstrap,
 # which builds the sandbox image offline) when missing, then start dockerd when it is not
-# answering, and wait until `docker info` works. Idempotent; `make docker` and CI run it.
+# answering, and wait until `docker info` works. Also installs bubblewrap, which the local
+# backend runs every program under. Idempotent; `make docker` and CI run it.
 #
 # The engine runs with --iptables=false --bridge=none: sandbox containers use --network none,
 # so no bridge or NAT rule is ever needed (and this machine's kernel may lack the modules).
@@ -10,14 +11,14 @@ set -euo pipefail
 WAIT_S="${RLVR_DOCKER_WAIT_S:-60}"
 LOG="${RLVR_DOCKERD_LOG:-/tmp/rlvr-dockerd.log}"
 
-if docker info >/dev/null 2>&1; then
-    echo "docker: engine already running"
-    exit 0
-fi
-
 need=()
-command -v dockerd >/dev/null 2>&1 || need+=(docker.io)
-command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)
+command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
+running=0
+docker info >/dev/null 2>&1 && running=1
+if [ "$running" = 0 ]; then
+    command -v dockerd >/dev/null 2>&1 || need+=(docker.io)
+    command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)
+fi
 if ((${#need[@]})); then
     if [ "$(id -u)" != 0 ]; then
         echo "docker: ${need[*]} missing and not root; install them (apt-get install ${need[*]})" >&2
@@ -27,6 +28,11 @@ if ((${#need[@]})); then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+if [ "$running" = 1 ]; then
+    echo "docker: engine already running"
+    exit 0
 fi
 
 if ! pgrep -x dockerd >/dev/null 2>&1; then
