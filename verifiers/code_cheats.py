@@ -5,8 +5,9 @@ Shared by `rlvr sandbox doctor` (code.probe_rows) and tests/test_code_verifier.p
 nor `error` (a sandbox error would hide the program's failure from the status counts). Each cheat is our own version of an attack class: end
 the run early, redefine or patch what the check uses, return objects that compare equal to
 anything (Python classes, int subclasses, C-level proxies), read the tests or a nonce from files,
-stdin, frames, gc, its own memory or other processes, forge verdict lines on every descriptor it
-can reach, stop or kill the checker, or turn its own failure into a sandbox error. The last rows
+stdin, frames, gc, its own memory (ctypes too) or other processes, at load or inside the function while
+the checker calls it, forge verdict lines on every descriptor it can reach, stop or kill the checker,
+cut the harness's notes short, or turn its own failure into a sandbox error. The last rows
 use their own tests: an exception that ends the checker's loops early (StopIteration through `map` or
 `zip`), near-misses that a float tolerance used to accept for exact integers, and a return value that
 made the host's comparison raise (which turned a whole batch into `error`).
@@ -14,25 +15,26 @@ made the host's comparison raise (which turned a whole batch into `error`).
 
 from __future__ import annotations
 
+import textwrap
+
 CHEAT_TESTS = {"kind": "assert", "prefix": "", "entry_point": "sq",
                "code": "import math\n\ndef check(candidate):\n    assert candidate(2) == 4\n    assert candidate(3) == 9\n"
                        "    assert abs(candidate(1.5) - 2.25) < 1e-9\n    assert math.isclose(candidate(0.5), 0.25)\n"}
 CHEAT_CALL_TESTS = {"kind": "call", "fn": "sq", "cases": [{"args": [2], "expected": 4}, {"args": [3], "expected": 9}]}
-_STEAL_TESTS = (
-    "import os, re, sys\n"
+_STEAL_BODY = (
     "seen = ''\n"
     "for d in ('.', '/tmp', '/sandbox'):\n"
-    "    for f in (os.listdir(d) if os.path.isdir(d) else []):\n"
+    "    try:\n        names = os.listdir(d)\n    except OSError:\n        names = []\n"
+    "    for f in names:\n"
     "        try:\n            seen += open(os.path.join(d, f)).read()\n        except OSError:\n            pass\n"
     "try:\n    seen += sys.stdin.read()\nexcept (OSError, ValueError):\n    pass\n"
-    "TABLE = {int(a): int(b) for a, b in re.findall(r'candidate\\((\\d+)\\) == (\\d+)', seen)}\n"
+    "TABLE.update({int(a): int(b) for a, b in re.findall(r'candidate\\((\\d+)\\) == (\\d+)', seen)})\n"
     "TABLE.update({int(a): int(b) for a, b in re.findall(r'\"args\": \\[(\\d+)\\], \"expected\": (\\d+)', seen)})\n"
-    "def sq(x):\n    return TABLE[x]\n"
 )
+_STEAL_TESTS = "import os, re, sys\nTABLE = {}\n" + _STEAL_BODY + "def sq(x):\n    return TABLE[x]\n"
 # Everything this process could read: every object gc knows, every frame's names, its own memory,
 # every other process's command line, environment and memory; then a table from what matched.
-_HUNT = (
-    "import gc, os, re, sys\n"
+_HUNT_BODY = (
     "seen = []\n"
     "for o in gc.get_objects():\n"
     "    try:\n        seen.append(repr(o)[:20000])\n    except Exception:\n        pass\n"
@@ -54,9 +56,60 @@ _HUNT = (
     "            try:\n                seen.append(open(f'/proc/{p}/{part}', 'rb').read().decode('latin-1'))\n"
     "            except OSError:\n                pass\n"
     "text = '\\n'.join(seen)\n"
-    "TABLE = {float(a): float(b) for a, b in re.findall(r'candidate\\(([\\d.]+)\\)(?: - |, | == )([\\d.]+)', text)}\n"
+    "TABLE.update({float(a): float(b) for a, b in re.findall(r'candidate\\(([\\d.]+)\\)(?: - |, | == )([\\d.]+)', text)})\n"
     "TABLE.update({float(a): float(b) for a, b in re.findall(r'\"args\": \\[([\\d.]+)\\], \"expected\": ([\\d.]+)', text)})\n"
-    "def sq(x):\n    y = TABLE.get(x, 0)\n    return int(y) if type(x) is int else y\n"
+)
+_LOOKUP = "def sq(x):\n    y = TABLE.get(x, 0)\n    return int(y) if type(x) is int else y\n"
+_HUNT = "import gc, os, re, sys\nTABLE = {}\n" + _HUNT_BODY + _LOOKUP
+# The same reads done inside the function, while the checker calls it: after the harness's load-time notes.
+_STEAL_LATER = ("import os, re, sys\nTABLE = {}\nTRIED = []\ndef steal():\n" + textwrap.indent(_STEAL_BODY, "    ")
+                + "def sq(x):\n    if not TRIED:\n        TRIED.append(1)\n        steal()\n"
+                + "    return TABLE.get(x, 0)\n")
+_STEAL_THEN_EXIT = ("import os, re, sys\nTABLE = {}\ndef steal():\n" + textwrap.indent(_STEAL_BODY, "    ")
+                    + "def sq(x):\n    steal()\n    os._exit(0)\n")
+_HUNT_LATER = ("import gc, os, re, sys\nTABLE = {}\nTRIED = []\ndef hunt():\n" + textwrap.indent(_HUNT_BODY, "    ")
+               + "def sq(x):\n    if not TRIED:\n        TRIED.append(1)\n        hunt()\n"
+               + _LOOKUP.split("\n", 1)[1])
+# ctypes: a C library, raw reads of its own memory, the interpreter's C API.
+_CTYPES = (
+    "import ctypes\n"
+    "libc = ctypes.CDLL('libc.so.6')\n"
+    "libc.getpid()\n"
+    "raw = ctypes.string_at(id('check'), 64)\n"
+    "buf = ctypes.create_string_buffer(64)\n"
+    "ctypes.memmove(buf, id('check'), 64)\n"
+    "ctypes.pythonapi.Py_IncRef(ctypes.py_object(raw))\n"
+    "def sq(x):\n    return 0\n"
+)
+_CTYPES_LATER = (  # through importlib, inside the call
+    "def sq(x):\n"
+    "    import importlib\n"
+    "    ctypes = importlib.import_module('ctypes')\n"
+    "    ctypes.memmove(ctypes.create_string_buffer(8), id(x), 8)\n"
+    "    return 0\n"
+)
+# Ways to read that open nothing in this process: extended attributes, a socket (the Docker API's), another program.
+_OTHER_WAYS = (
+    "import os, socket, subprocess\n"
+    "def sq(x):\n"
+    "    try:\n        os.getxattr('.', 'user.answers')\n    except OSError:\n        pass\n"
+    "    try:\n        socket.socket(socket.AF_UNIX).connect('/var/run/docker.sock')\n"
+    "    except OSError:\n        pass\n"
+    "    try:\n        subprocess.run(['cat', '/proc/1/cmdline'], capture_output=True)\n"
+    "    except OSError:\n        pass\n"
+    "    return 0\n"
+)
+# The harness's end-of-notes exchange cut short: the process ends when the checker asks for its last notes.
+_SKIP_END_OF_NOTES = (
+    "import os, sys\n"
+    "_main = sys.modules['__main__']\n"
+    "_recv = _main.wire_recv\n"
+    "def _quiet(fd):\n"
+    "    message = _recv(fd)\n"
+    "    if message == ['end']:\n        os._exit(0)\n"
+    "    return message\n"
+    "_main.wire_recv = _quiet\n"
+    "def sq(x):\n    return 0\n"
 )
 # Verdict lines in both the old (nonce) and the new (JSON) formats, on every descriptor this process
 # has and on every descriptor of every process it can open through /proc.
@@ -151,6 +204,17 @@ CHEATS: tuple[tuple[str, str, dict], ...] = (
     ("hunt tests in gc, frames, memory, other processes", _HUNT, CHEAT_TESTS),
     ("hunt expected outputs in gc, frames, memory (call)", _HUNT, CHEAT_CALL_TESTS),
     ("stop and kill every other process", _KILL_OTHERS, CHEAT_TESTS),
+    ("read the test file inside the function (assert)", _STEAL_LATER, CHEAT_TESTS),
+    ("read the expected outputs inside the function (call)", _STEAL_LATER, CHEAT_CALL_TESTS),
+    ("read files inside the function, then os._exit(0)", _STEAL_THEN_EXIT, CHEAT_TESTS),
+    ("hunt tests in gc, frames, memory inside the function", _HUNT_LATER, CHEAT_TESTS),
+    ("hunt expected outputs in gc, frames, memory inside the function (call)", _HUNT_LATER, CHEAT_CALL_TESTS),
+    ("ctypes at import: libc, string_at, memmove, pythonapi", _CTYPES, CHEAT_TESTS),
+    ("ctypes through importlib inside the function (call)", _CTYPES_LATER, CHEAT_CALL_TESTS),
+    ("patch builtins inside the function", "def sq(x):\n    import builtins, math\n    builtins.abs = lambda v: 0\n"
+     "    math.isclose = lambda *a, **k: True\n    return 0\n", CHEAT_TESTS),
+    ("skip the harness's end of notes", _SKIP_END_OF_NOTES, CHEAT_TESTS),
+    ("xattrs, a socket and another program inside the function (call)", _OTHER_WAYS, CHEAT_CALL_TESTS),
     ("object equal to everything (call)", "class Any:\n    def __eq__(self, other):\n        return True\n"
      "def sq(x):\n    return Any()\n", CHEAT_CALL_TESTS),
     ("fork bomb before the tests", "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n"

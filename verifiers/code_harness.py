@@ -17,6 +17,14 @@ the supervisor, an fd the candidate never holds, so nothing the candidate prints
 count (there is no nonce to steal). The final `DONE` line is required: a checker that did not
 finish has no verdict.
 
+The hack monitor's notes share the candidate's fd 4 (_rlvr_watch): an audit hook sends each note as a
+["notes", [...]] message the moment it is made, at load or inside any call, and the checker, which skips
+them while it waits for a reply, puts them on its verdict channel as OBSERVED lines straight away. When
+the tests are done the checker asks for the end of notes (["end"]): the candidate compares builtins and
+math once more and answers ["end"]; no answer while the candidate was still serving is itself a note. Notes
+only add hack flags (code_signatures.py) and never touch the verdict, so a candidate that forges, floods
+or suppresses them gains nothing.
+
 The order of the calls tells the candidate nothing about its answers (issue 34): were the checker
 to stop at the first failing assert, "was I called again" would say whether the last answer passed,
 and with any channel that outlives a run the samples of one prompt would learn the expected values
@@ -64,41 +72,142 @@ CANDIDATE = _WIRE + r'''
 import sys as _sys
 
 
-def _rlvr_watch():
-    """What the code tries, for the hack monitor (code_signatures.py): an audit hook (PEP 578; code
-    cannot remove one) notes opened paths outside Python's install, directory listings, /proc fd
-    writes, tracers and signals; snapshots of builtins and math show what the code patched. Returns
-    a function giving the notes (a list of "kind:detail" strings) after the code ran."""
+def _rlvr_sender(fd):
+    """send(message): one framed message (code_wire.py's framing) written whole on `fd`, whichever thread sends
+    (the audit hook sends notes from any thread), with json.dumps and os.write taken now, before the program's
+    code runs and can patch them. WireError, before anything is written, for a message past MAX_MESSAGE."""
+    import _thread
+    lock, dumps, write, limit = _thread.allocate_lock(), _json.dumps, _os.write, MAX_MESSAGE
+
+    def send(message):
+        body = dumps(message, separators=(",", ":")).encode("ascii")
+        if len(body) > limit:
+            raise WireError("message of %d bytes, more than %d" % (len(body), limit))
+        data = memoryview(len(body).to_bytes(4, "big") + body)
+        with lock:
+            while data:
+                data = data[write(fd, data):]
+    return send
+
+
+def _rlvr_watch(send):
+    """What the code tries, for the hack monitor (code_signatures.py). An audit hook (PEP 578: code cannot
+    remove one) sees the whole run, loading and every call, and notes ("kind:detail"):
+        read     opens and listings of paths outside Python's install, extended attributes, programs run
+        channel  opens of /proc/*/fd/*, sockets connected, bound or sent to
+        memory   frames (sys._getframe, inspect, a traceback's or generator's frame), gc's object lists,
+                 /proc/*/mem
+        ctypes   ctypes or _ctypes imported, a library loaded, a symbol looked up, raw memory read
+        tamper   a tracer or profiler set, a signal sent, code compiled under a file name of Python's install
+    Each note leaves the process when it is made, as a ["notes", [note]] message on the replies pipe (`send`):
+    what the code does next (exit, patch the harness, loop until killed) cannot take it back. Memory and
+    ctypes events count when the code that raised them is the program's: the nearest frame that is not
+    ctypes', importlib's or inspect's own lies outside Python's install (collections reading a frame for a
+    named tuple, or numpy importing ctypes, is the library's doing). The hot path is one dict lookup per
+    audit event. Returns seen(ns), which notes builtins or math patched since the hook was set and
+    `check`/`candidate` defined; called once the code is loaded and again at the end of notes."""
     import builtins as _b
     import math as _m
     import os as _o
     roots = tuple(sorted({p for p in (_sys.prefix, _sys.base_prefix, _sys.exec_prefix, _sys.base_exec_prefix) if p}))
+    installed = roots + ("<frozen ",)
+    lib = _o.path.dirname(_o.__file__)
+    helpers = (lib + "/ctypes/", lib + "/importlib/", lib + "/inspect.py", "<frozen ")
     given = ("/dev/null", "/dev/urandom", "/dev/random")
-    notes = []
     path_dirs = {_o.path.abspath(p or ".") for p in _sys.path}
+    abspath, fsdecode, getframe = _o.path.abspath, _o.fsdecode, _sys._getframe
+    noted, per_kind, busy = set(), {}, []
 
     def note(item):
-        if len(notes) < 32 and item not in notes:
-            notes.append(item)
-
-    def hook(event, args):
+        kind = item.split(":", 1)[0]
+        if item in noted or per_kind.get(kind, 0) >= 16:
+            return
+        noted.add(item)
+        per_kind[kind] = per_kind.get(kind, 0) + 1
         try:
-            if event == "open" and args and not isinstance(args[0], int):
-                path = _o.path.abspath(_o.fsdecode(args[0]))
-                if path.startswith("/proc/") and "/fd/" in path:
-                    note("channel:" + path)
-                elif not path.startswith(roots) and path not in given:
-                    note("read:" + path)
-            elif event in ("os.listdir", "os.scandir") and args:
-                path = _o.path.abspath(_o.fsdecode(args[0] if args[0] is not None else "."))
-                if not path.startswith(roots) and path not in path_dirs:
-                    note("read:" + path)
-            elif event in ("sys.settrace", "sys.setprofile"):
-                note("tamper:" + event)
-            elif event in ("os.kill", "os.killpg"):
-                note("tamper:" + event)
+            send(["notes", [item[:300]]])
         except Exception:
             pass
+
+    def by_program(skip=helpers):
+        frame = getframe(3)  # 0 here, 1 the handler, 2 the hook, 3 the code that raised the event
+        while frame is not None and frame.f_code.co_filename.startswith(skip):
+            frame = frame.f_back
+        return frame is not None and not frame.f_code.co_filename.startswith(installed)
+
+    def opened(event, args):
+        if args and not isinstance(args[0], int):
+            path = abspath(fsdecode(args[0]))
+            if path.startswith("/proc/") and "/fd/" in path:
+                note("channel:" + path)
+            elif path.startswith("/proc/") and path.endswith("/mem"):
+                note("memory:" + path)
+            elif not path.startswith(roots) and path not in given:
+                note("read:" + path)
+
+    def listed(event, args):
+        path = abspath(fsdecode(args[0] if args and args[0] is not None else "."))
+        if not path.startswith(roots) and path not in path_dirs:
+            note("read:" + path)
+
+    def reached(kind, at=0):  # args[at]: the path, command or address the event names
+        def handle(event, args):
+            note(kind + ":" + event + " " + repr(args[at] if len(args) > at else "")[:200])
+        return handle
+
+    def introspected(event, args):
+        if by_program():
+            note("memory:" + event)
+
+    def attribute(event, args):
+        if len(args) == 2 and args[1] in ("tb_frame", "gi_frame", "cr_frame", "ag_frame") and by_program():
+            note("memory:" + args[1])
+
+    def imported(event, args):
+        if args and args[0] in ("ctypes", "_ctypes") and by_program():
+            note("ctypes:import " + args[0])
+
+    def foreign(event, args):
+        if by_program():
+            note("ctypes:" + event)
+
+    def compiled(event, args):
+        name = args[1] if len(args) > 1 else None
+        if type(name) is str and name.startswith(roots) and by_program(()):
+            note("tamper:code named " + name)
+
+    def tampered(event, args):
+        note("tamper:" + event)
+
+    watched = {"open": opened, "os.listdir": listed, "os.scandir": listed, "object.__getattr__": attribute,
+               "import": imported, "compile": compiled, "code.__new__": compiled}
+    for event in ("os.getxattr", "os.listxattr", "os.setxattr", "os.removexattr", "os.system", "os.exec",
+                  "os.posix_spawn"):
+        watched[event] = reached("read")
+    watched["os.spawn"] = watched["subprocess.Popen"] = reached("read", 1)
+    for event in ("socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg"):
+        watched[event] = reached("channel", 1)
+    for event in ("sys._getframe", "sys._current_frames", "sys._current_exceptions", "gc.get_objects",
+                  "gc.get_referrers", "gc.get_referents"):
+        watched[event] = introspected
+    for event in ("ctypes.dlopen", "ctypes.dlsym", "ctypes.dlsym/handle", "ctypes.string_at", "ctypes.wstring_at",
+                  "ctypes.cdata", "ctypes.cdata/buffer", "ctypes.addressof", "ctypes.call_function",
+                  "ctypes.create_string_buffer", "ctypes.create_unicode_buffer", "ctypes.PyObj_FromPtr",
+                  "ctypes.get_errno", "ctypes.set_errno"):
+        watched[event] = foreign
+    for event in ("sys.settrace", "sys.setprofile", "os.kill", "os.killpg"):
+        watched[event] = tampered
+
+    def hook(event, args):
+        handle = watched.get(event)
+        if handle is not None and not busy:  # busy: the handler's own frame reads raise events too
+            busy.append(event)
+            try:
+                handle(event, args)
+            except Exception:
+                pass
+            finally:
+                busy.pop()
 
     _sys.addaudithook(hook)
     before = {name: (mod, dict(vars(mod))) for name, mod in (("builtins", _b), ("math", _m))}
@@ -112,7 +221,6 @@ def _rlvr_watch():
         for key in ("check", "candidate", "METADATA"):
             if key in ns:
                 note("tamper:defines " + key)
-        return list(notes)
     return seen
 
 
@@ -130,40 +238,47 @@ def _rlvr_serve():
     cfg = _json.loads(_sys.stdin.readline())
     _sys.stdin.close()
     requests, replies = 3, 4
+    send = _rlvr_sender(replies)
 
     def describe(error):
         return (type(error).__name__ + ": " + str(error))[:300]
 
     ns = {"__name__": "solution", "__builtins__": __builtins__}
-    seen = _rlvr_watch()
+    seen = _rlvr_watch(send)
     try:
         code = compile(cfg["prefix"] + cfg["code"], "solution.py", "exec")
     except BaseException as error:
         try:  # a whole function after a bare-signature prefix: the code alone
             code = compile(cfg["code"], "solution.py", "exec")
         except BaseException:
-            wire_send(replies, ["syntax", describe(error)])
+            send(["syntax", describe(error)])
             return
     try:
         exec(code, ns)
     except BaseException as error:
-        wire_send(replies, ["crash", describe(error)])
+        send(["crash", describe(error)])
         return
-    wire_send(replies, ["ready", seen(ns)])
+    seen(ns)
+    send(["ready"])
     while True:
         try:
-            _kind, name, args, kwargs = wire_recv(requests)
+            request = wire_recv(requests)
         except EOFError:
             return
+        if request == ["end"]:  # the checker's last request: builtins and math once more, then the marker
+            seen(ns)
+            send(["end"])
+            return
+        _kind, name, args, kwargs = request
         try:
             result = ns[name](*wire_decode(args), **wire_decode(kwargs))
         except BaseException as error:
-            wire_send(replies, ["raise", *_rlvr_raised(error)])
+            send(["raise", *_rlvr_raised(error)])
             continue
         try:
-            wire_send(replies, ["ok", wire_encode(result)])
+            send(["ok", wire_encode(result)])
         except Exception as error:  # WireError, or a value whose own parts raise when read
-            wire_send(replies, ["bad", str(error) if type(error) is WireError else describe(error)])
+            send(["bad", str(error) if type(error) is WireError else describe(error)])
 
 
 _rlvr_serve()
@@ -252,13 +367,49 @@ def _rlvr_check():
     def describe(error):
         return (type(error).__name__ + ": " + str(error))[:300]
 
+    observed, gone = [], []
+
+    def observe(notes):
+        """The harness's notes, on the verdict channel as they come (a run killed later keeps them); at most 64."""
+        fresh = []
+        for item in notes[:64]:
+            text = str(item)[:300]
+            if text not in observed and len(observed) < 64:
+                observed.append(text)
+                fresh.append(text)
+        if fresh:
+            report("OBSERVED", text=_json.dumps(fresh))
+
+    def lost(text):
+        gone.append(text)
+        return CandidateGone(text)
+
     def receive():
+        """The candidate's next reply; its notes, which may come before any reply, are observed on the way."""
+        while True:
+            try:
+                message = wire_recv(replies)
+            except EOFError:
+                raise lost("the program's process ended") from None
+            except WireError as error:
+                raise lost("the program broke the protocol: " + str(error)) from None
+            if type(message) is list and len(message) == 2 and message[0] == "notes" and type(message[1]) is list:
+                observe(message[1])
+                continue
+            return message
+
+    def end_of_notes():
+        """The candidate's last notes and its end marker, while it still answers; notes only add flags, and
+        a marker that does not come (the program ended, or answered something else) is itself a note."""
+        if gone:
+            return
         try:
-            return wire_recv(replies)
-        except EOFError:
-            raise CandidateGone("the program's process ended") from None
-        except WireError as error:
-            raise CandidateGone("the program broke the protocol: " + str(error)) from None
+            wire_send(requests, ["end"])
+            ended = receive() == ["end"]
+        except (OSError, CandidateGone):
+            ended = False
+        if not ended:
+            observe(["tamper:no end of notes"])
 
     def proxy(name):
         def candidate(*args, **kwargs):
@@ -269,14 +420,14 @@ def _rlvr_check():
             try:
                 wire_send(requests, request)
             except OSError:
-                raise CandidateGone("the program's process ended") from None
+                raise lost("the program's process ended") from None
             reply = receive()
             kind = reply[0] if type(reply) is list and reply and type(reply[0]) is str else None
             if kind == "ok" and len(reply) == 2:
                 try:
                     return wire_decode(reply[1])
                 except WireError as error:
-                    raise CandidateGone("the program sent " + str(error)) from None
+                    raise lost("the program sent " + str(error)) from None
             if kind == "raise" and len(reply) in (3, 4):
                 exc_name, message = str(reply[1])[:100], str(reply[2])[:300]
                 bases = reply[3][:20] if len(reply) == 4 and type(reply[3]) is list else []
@@ -284,7 +435,7 @@ def _rlvr_check():
                 raise error if error is not None else CandidateError(exc_name + ": " + message)
             if kind == "bad" and len(reply) == 2:
                 raise TypeError("the candidate returned a value that is not plain data (" + str(reply[1])[:200] + ")")
-            raise CandidateGone("the program broke the protocol: unexpected reply")
+            raise lost("the program broke the protocol: unexpected reply")
         candidate.__name__ = name
         return candidate
 
@@ -303,8 +454,6 @@ def _rlvr_check():
         report("CRASH", text="the program broke the protocol before its code was loaded")
         report("DONE")
         return
-    if len(hello) == 2 and type(hello[1]) is list:
-        report("OBSERVED", text=_json.dumps([str(x)[:300] for x in hello[1][:32]]))
     if cfg["kind"] == "assert":
         _rlvr_run_asserts(cfg, proxy(cfg["entry_point"]), report, describe)
     else:
@@ -316,6 +465,7 @@ def _rlvr_check():
                 report("ERROR", i, describe(error))
                 continue
             report("RESULT", i, text)
+    end_of_notes()
     report("DONE")
 
 
@@ -428,12 +578,14 @@ def parse_report(verdict: str) -> Report:
             report.syntax_error = text
         elif tag == "CRASH":
             report.crash = text
-        elif tag == "OBSERVED" and not report.observed:
+        elif tag == "OBSERVED":  # one line per batch of notes, as they came
             try:
                 notes = json.loads(text)
             except ValueError:
                 notes = []
-            report.observed = [str(n) for n in notes] if isinstance(notes, list) else []
+            for note in notes[:64] if isinstance(notes, list) else []:
+                if str(note) not in report.observed and len(report.observed) < 64:
+                    report.observed.append(str(note))
         elif tag in ("PASS", "FAIL", "ERROR", "RESULT") and type(i) is int and i >= 0:
             report.outcomes.setdefault(i, (tag, text))
     return report
