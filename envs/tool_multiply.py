@@ -10,6 +10,11 @@ opened in `start` and closed in `close`: variables persist across its calls and 
 trajectory. The sandbox (Docker by default, `sandbox_backend=local` without Docker) starts on the
 first tool call, so building the environment never touches Docker.
 
+Caps per assistant message: at most `max_tool_calls_per_turn` calls run, and a call starts only while the
+message's calls so far took less than `max_tool_seconds_per_turn` seconds (so a message's tool time is at most
+that cap plus one call's limit); every call beyond a cap is not run, is answered saying which cap, and counts
+as a tool error. Without them one message could queue calls without end, each holding a sandbox.
+
 `tools_enabled=false` is the no-tool baseline of the same task: the prompt is unchanged (the policy sees
 the same input), but every tool call comes back as a "no tools available" observation (a tool error) and
 nothing runs, so only answering directly can earn reward.
@@ -46,6 +51,8 @@ from rlvr.sandboxes.base import MiB
 from rlvr.sandboxes.factory import BACKENDS, get_sandbox
 
 NO_TOOLS = "no tools available in this task; answer directly with <answer>N</answer>"
+TOO_MANY_CALLS = "tool call not run: at most {n} tool calls per assistant message"
+TOO_MUCH_TIME = "tool call not run: this assistant message's tool calls already took {s:g} s, the most per message"
 PROMPT = ("Compute {a}*{b}. You can run Python: <tool_call>{{\"name\": \"python\", \"arguments\": "
           "{{\"code\": \"print(1+1)\"}}}}</tool_call>. Give the result as <answer>N</answer>.")
 
@@ -60,7 +67,8 @@ class ToolMultiplyEnv(MultiTurnEnv):
 
     def __init__(self, *, digits: int = 4, test_fraction: float = 0.2, max_turns: int = 3,
                  max_total_tokens: int | None = None, max_tool_output_chars: int = 200, sandbox_backend: str = "docker",
-                 tool_timeout_s: float = 5.0, tool_memory_mb: int = 256, tools_enabled: bool = True,
+                 tool_timeout_s: float = 5.0, tool_memory_mb: int = 256, max_tool_calls_per_turn: int = 4,
+                 max_tool_seconds_per_turn: float = 20.0, tools_enabled: bool = True,
                  reference_tool_fraction: float = 0.5, reference_tool_mechanics: bool = False,
                  reward: list[dict] | None = None, system_prompt: str | None = None):
         if isinstance(digits, bool) or not isinstance(digits, int) or digits < 1:
@@ -70,6 +78,14 @@ class ToolMultiplyEnv(MultiTurnEnv):
         for field, value in (("tool_timeout_s", tool_timeout_s), ("tool_memory_mb", tool_memory_mb)):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
                 raise ConfigError(f"tool_multiply: {field!r} must be a positive number, got {value!r}")
+        calls_cap = max_tool_calls_per_turn
+        if isinstance(calls_cap, bool) or not isinstance(calls_cap, int) or calls_cap < 1:
+            raise ConfigError(f"tool_multiply: 'max_tool_calls_per_turn' must be an int >= 1, got {calls_cap!r}")
+        if (isinstance(max_tool_seconds_per_turn, bool) or not isinstance(max_tool_seconds_per_turn, (int, float))
+                or not 0 < max_tool_seconds_per_turn < float("inf")):
+            raise ConfigError(f"tool_multiply: 'max_tool_seconds_per_turn' must be a positive number, "
+                              f"got {max_tool_seconds_per_turn!r}")
+        self.max_tool_calls_per_turn, self.max_tool_seconds_per_turn = calls_cap, float(max_tool_seconds_per_turn)
         for field, flag in (("tools_enabled", tools_enabled), ("reference_tool_mechanics", reference_tool_mechanics)):
             if not isinstance(flag, bool):
                 raise ConfigError(f"tool_multiply: {field!r} must be true or false, got {flag!r}")
@@ -158,8 +174,12 @@ class ToolMultiplyEnv(MultiTurnEnv):
             return Reply([{"role": "tool", "name": "python", "content": NO_TOOLS} for _ in calls],
                          tool_calls=len(calls), tool_errors=len(calls))
         messages, errors, cut, seconds = [], 0, 0, 0.0
-        for call in calls:
-            if isinstance(call, ToolCallError):
+        for index, call in enumerate(calls):
+            if index >= self.max_tool_calls_per_turn:
+                text, failed = TOO_MANY_CALLS.format(n=self.max_tool_calls_per_turn), True
+            elif seconds >= self.max_tool_seconds_per_turn:
+                text, failed = TOO_MUCH_TIME.format(s=self.max_tool_seconds_per_turn), True
+            elif isinstance(call, ToolCallError):
                 text, failed = call.message, True
             elif call.name != "python":
                 text, failed = f"unknown tool {call.name!r}; available: python", True

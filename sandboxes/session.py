@@ -7,14 +7,45 @@ call has exactly today's hardening (a fresh process under the per-run limits, th
 wiped after it by the supervisor, a dirty container replaced by the pool), and there is no
 long-lived interpreter whose state could leak into another trajectory or outlive `close`.
 
+Who drives the replay. The cells are the policy's and may be hostile to the runner that replays them, so the
+runner does not hold them: a trusted driver does, the sandbox's checker (base.Checker: another user, its stdin
+and memory out of the program's reach, its verdict channel a descriptor the program never has). The driver
+sends one cell at a time over the checker pipe, each with a fresh random nonce, and sends the next only after
+the runner acknowledged the last with that nonce; every acknowledgement goes to the verdict channel, which the
+host reads. What this guarantees, whatever the cells do:
+  * no replayed cell can read or rewrite the new cell: its source is not in the process until every earlier
+    cell has returned to the runner;
+  * a call is clean (its cell kept) only when the driver saw every cell, replayed and new, return to the runner
+    in order and the run ended normally; a cell that ends the interpreter (`os._exit`, `sys.exit`, a signal)
+    is never kept, and a replay that does not complete fails its call;
+  * a replay that does not complete (a cell that exits, raises, crashes or spins only when replayed), or one
+    that took half the wall limit of a call that then timed out, resets the session: that call's observation
+    says so and every later call starts from an empty namespace, instead of failing or timing out for ever.
+What the runner does, best effort inside the one process: it binds everything it uses (reading cells, compiling,
+showing a value, formatting an error, acknowledging) before any cell runs and keeps it out of the cells'
+namespace (`__main__` is the cells' own module, as in a REPL); replayed cells write to /dev/null at the
+descriptor level, so their output (print, os.write, a subprocess's) never reaches a later observation. So
+patching `print`, `repr`, `compile`, `exec`, `ast.parse`, `json`, `traceback` or `sys.exit` changes what
+later cells' own code calls, as in Python's REPL, never how the runner runs them, shows their values or
+reports their errors. Not guaranteed: a cell that deliberately reaches the runner's frames or closures
+(`sys._getframe`, `gc`, `ctypes`) or leaves a thread reading its pipe can impersonate the runner from then on
+(rewrite the next cell, fake its output and acknowledgement): nothing inside one interpreter can stop that
+short of a process per cell, which would lose live state. A trace hook or a patched builtin that breaks later
+cells breaks them as it would in a REPL. On the local backend run without root the driver shares the
+program's user (local_backend.py: `separate_users`); the program can then kill it, which only fails the call.
+
 Choices and their costs, written down because a live interpreter would behave differently:
   * the per-call limits (`Limits`: wall, CPU, memory, output) bound the replay and the new cell
     together, and replay time grows with the number of cells (the tool tasks here use few); time
     a call spends waiting for a CPU on a loaded machine is not counted (agent_clock.py);
-  * a cell that did not exit cleanly (exception, timeout, memory) is not kept, so its partial
+  * a cell that did not return cleanly (exception, `sys.exit`, timeout, memory) is not kept, so its partial
     effects are not either; a cell whose result depends on time or randomness is recomputed;
+  * the run ends when the new cell returns: threads or child processes it left are stopped, `atexit`
+    handlers do not run;
   * files written by a cell do not persist (the workdir is wiped after every run), only variables;
   * as in a REPL, a cell ending in an expression prints its repr (None prints nothing).
+The `Execution` that `run` returns is the sandbox's with `exit_code` the cell's: 0 when it returned (kept),
+1 when it raised, the process's own code (None for 0, or when it never ran) when it ended the interpreter.
 Not done yet: a persistent in-container interpreter (one container per trajectory held from the
 warm pool) to make long sessions cheap; it needs a new supervisor job type in agent.py.
 """
@@ -22,33 +53,168 @@ warm pool) to make long sessions cheap; it needs a new supervisor job type in ag
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
-from rlvr.sandboxes.base import Execution, Limits, Sandbox
+from rlvr.sandboxes.base import Checker, ExecStatus, Execution, Limits, Sandbox
 
-RUNNER = '''
-import ast, contextlib, io, json, sys, traceback
-_cells = json.loads({cells!r})
-def _run(source, namespace, show):
-    tree = ast.parse(source, "<cell>", "exec")
-    last = tree.body.pop() if show and tree.body and isinstance(tree.body[-1], ast.Expr) else None
-    exec(compile(tree, "<cell>", "exec"), namespace)
-    if last is not None:
-        value = eval(compile(ast.Expression(last.value), "<cell>", "eval"), namespace)
-        if value is not None:
-            print(repr(value))
-_namespace = {{"__name__": "__main__", "__builtins__": __builtins__}}
-with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-    for _cell in _cells[:-1]:
-        _run(_cell, _namespace, False)
-try:
-    _run(_cells[-1], _namespace, True)
-except BaseException as _error:
-    if isinstance(_error, SystemExit):
-        raise
-    _lines = traceback.format_exception(type(_error), _error, _error.__traceback__)
-    sys.stderr.write(_lines[0] + "".join(l for l in _lines[1:] if 'File "<cell>"' in l or not l.startswith("  File")))
-    sys.exit(1)
-'''
+# The program: reads cells from fd 3 one at a time, acknowledges each on fd 4 (module docstring). A message is
+# `<nonce> <show 0|1> <length>\n` then the cell's UTF-8 source; an acknowledgement `<nonce> ok|error\n`. No json,
+# no ast.parse (it looks `compile` up when called): only functions bound here, before any cell ran.
+RUNNER = r"""
+def _main():
+    import ast, builtins, os, sys, traceback, types
+    read, write, dup, dup2, close, exit_ = os.read, os.write, os.dup, os.dup2, os.close, os._exit
+    ONLY_AST, Expr, Expression = ast.PyCF_ONLY_AST, ast.Expr, ast.Expression
+    compile_, exec_, eval_, repr_, isinstance_, type_, int_ = compile, exec, eval, repr, isinstance, type, int
+    format_exception, Base, stdout, stderr = traceback.format_exception, BaseException, sys.stdout, sys.stderr
+    module = types.ModuleType("__main__")
+    module.__builtins__ = builtins
+    sys.modules["__main__"] = module
+    namespace = module.__dict__
+    null = os.open(os.devnull, os.O_WRONLY)
+    pending = [b""]
+
+    def take(size):
+        while len(pending[0]) < size:
+            chunk = read(3, 1 << 20)
+            if not chunk:
+                return None
+            pending[0] += chunk
+        out, pending[0] = pending[0][:size], pending[0][size:]
+        return out
+
+    def receive():
+        while b"\n" not in pending[0]:
+            chunk = read(3, 1 << 20)
+            if not chunk:
+                return None
+            pending[0] += chunk
+        head, _, pending[0] = pending[0].partition(b"\n")
+        nonce, show, size = head.split(b" ")
+        source = take(int_(size))
+        return None if source is None else (nonce, show == b"1", source.decode("utf-8", "surrogatepass"))
+
+    def put(fd, data):
+        while data:
+            data = data[write(fd, data):]
+
+    def flush():
+        for stream in (sys.stdout, sys.stderr, stdout, stderr):
+            try:
+                stream.flush()
+            except Base:
+                pass
+
+    def run(source, show):
+        tree = compile_(source, "<cell>", "exec", ONLY_AST)
+        last = tree.body.pop() if show and tree.body and isinstance_(tree.body[-1], Expr) else None
+        exec_(compile_(tree, "<cell>", "exec"), namespace)
+        if last is not None:
+            value = eval_(compile_(Expression(last.value), "<cell>", "eval"), namespace)
+            if value is not None:
+                text = repr_(value)
+                flush()
+                put(1, (text + "\n").encode("utf-8", "backslashreplace"))
+
+    put(4, b"ready %d\n" % os.getpid())
+    while True:
+        message = receive()
+        if message is None:
+            break
+        nonce, show, source = message
+        ok = True
+        if not show:
+            flush()
+            saved = dup(1), dup(2)
+            dup2(null, 1)
+            dup2(null, 2)
+        try:
+            run(source, show)
+        except Base as error:
+            ok = False
+            if show:
+                flush()
+                lines = format_exception(type_(error), error, error.__traceback__)
+                text = lines[0] + "".join(l for l in lines[1:] if 'File "<cell>"' in l or not l.startswith("  File"))
+                put(2, text.encode("utf-8", "backslashreplace"))
+        flush()
+        if not show:
+            dup2(saved[0], 1)
+            dup2(saved[1], 2)
+            close(saved[0])
+            close(saved[1])
+        put(4, nonce + (b" ok\n" if ok else b" error\n"))
+        if not ok:
+            break
+    exit_(0)
+
+
+_main()
+"""
+
+# The driver (the run's checker): holds the cells, sends each after the last was acknowledged, and writes
+# `ready` then `<index> ok|error <seconds since ready>` per acknowledgement to the verdict channel (fd 5). When
+# the program stops answering it waits for the program's exit, so the supervisor reads its real end (a signal:
+# CPU time, memory) rather than stopping it.
+DRIVER = r"""
+import json, os, select, time
+
+
+def _main():
+    data = b""
+    while True:
+        chunk = os.read(0, 1 << 20)
+        if not chunk:
+            break
+        data += chunk
+    cells, pending = json.loads(data), [b""]
+
+    def line():
+        while b"\n" not in pending[0]:
+            chunk = os.read(3, 4096)
+            if not chunk or len(pending[0]) > 4096:  # an acknowledgement is short
+                return None
+            pending[0] += chunk
+        out, _, pending[0] = pending[0].partition(b"\n")
+        return out
+
+    hello = (line() or b"").split()
+    if len(hello) != 2 or hello[0] != b"ready" or not hello[1].isdigit():
+        return
+    start = time.monotonic()
+    os.write(5, b"ready\n")
+    for index, source in enumerate(cells):
+        nonce = os.urandom(16).hex().encode()
+        body = source.encode("utf-8", "surrogatepass")
+        data = b"%s %d %d\n" % (nonce, index == len(cells) - 1, len(body)) + body
+        try:
+            while data:
+                data = data[os.write(4, data):]
+        except OSError:
+            break
+        ack = line()
+        if ack not in (nonce + b" ok", nonce + b" error"):
+            break
+        os.write(5, f"{index} {ack.split()[1].decode()} {time.monotonic() - start:.3f}\n".encode())
+        if ack.endswith(b" error"):
+            break
+        if index == len(cells) - 1:
+            return
+    try:
+        process = os.pidfd_open(int(hello[1]))
+    except OSError:
+        return
+    select.select([process], [], [], 30.0)
+
+
+_main()
+"""
+
+RESET = ("python session error: the session's earlier cells no longer replay cleanly (cell {at} of {n}: {why}), "
+         "so the session was reset and every variable from earlier calls is gone; this call's code did not run")
+SLOW_RESET = ("\n[replaying the session's earlier cells took {took:.2f} s of this call's {limit:g} s limit, so the "
+              "session was reset: every variable from earlier calls is gone]")
+NOT_KEPT = "\n[the cell ended the interpreter before returning (exit code {code}); it is not kept]"
 
 
 class PythonSession:
@@ -57,22 +223,47 @@ class PythonSession:
     def __init__(self, sandbox: Sandbox, limits: Limits | None = None):
         self.sandbox, self.limits = sandbox, limits
         self._cells: list[str] | None = None
+        self.resets = 0  # times the session lost its state because its replay failed (module docstring)
 
     def open(self) -> PythonSession:
         self._cells = []
         return self
 
     def run(self, code: str) -> Execution:
-        """Run `code` after the session's earlier clean cells; it is kept when it exits with code 0."""
+        """Run `code` after the session's earlier clean cells; it is kept when it returned without an exception."""
         if self._cells is None:
             raise RuntimeError("PythonSession.run before open() or after close()")
         if not isinstance(code, str):
             raise TypeError(f"code must be a string, got {type(code).__name__}")
-        cells = self._cells + [code]
-        execution = self.sandbox.run(RUNNER.format(cells=json.dumps(cells)), "", self.limits)
-        if execution.ok:
+        driver = Checker(DRIVER, json.dumps(self._cells + [code]))
+        execution = self.sandbox.run(RUNNER, "", self.limits, checker=driver)
+        if execution.status is ExecStatus.ERROR:  # the sandbox failed: nothing is known of the cells
+            return execution
+        ready, acks = _read_verdict(execution.verdict)
+        n = len(self._cells)
+        if ready and (len(acks) < n or not all(ok for ok, _ in acks[:n])):
+            raised = bool(acks) and not acks[-1][0]  # the driver stops at the first error
+            why = ("it raised an exception" if raised else execution.status.value
+                   if execution.status is not ExecStatus.EXITED else "it ended the interpreter")
+            self._reset()
+            return replace(execution, stdout="", exit_code=None,
+                           stderr=RESET.format(at=len(acks) + (not raised), n=n, why=why))
+        final = acks[n][0] if ready and len(acks) > n else None
+        if final and execution.status is ExecStatus.EXITED:
             self._cells.append(code)
-        return execution
+            return replace(execution, exit_code=0)
+        stderr, code_ = execution.stderr, 1 if final is False else (execution.exit_code or None)
+        if final is None and execution.status is ExecStatus.EXITED:
+            stderr += NOT_KEPT.format(code=execution.exit_code)
+        limit = (self.limits or Limits()).wall_s
+        if execution.status is ExecStatus.TIMEOUT and n and ready and acks[n - 1][1] >= limit / 2:
+            stderr += SLOW_RESET.format(took=acks[n - 1][1], limit=limit)
+            self._reset()
+        return replace(execution, stderr=stderr, exit_code=code_)
+
+    def _reset(self) -> None:
+        self._cells = []
+        self.resets += 1
 
     def close(self) -> None:
         """Forget the session's state; safe to call twice. The sandbox itself belongs to the caller."""
@@ -83,3 +274,17 @@ class PythonSession:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _read_verdict(verdict: str) -> tuple[bool, list[tuple[bool, float]]]:
+    """The driver's record: whether the runner started, and (returned cleanly, seconds since it started) per cell."""
+    lines = verdict.splitlines()
+    if not lines or lines[0] != "ready":
+        return False, []
+    acks = []
+    for line in lines[1:]:
+        index, status, seconds = (line.split() + ["", "", ""])[:3]
+        if index != str(len(acks)) or status not in ("ok", "error"):
+            break
+        acks.append((status == "ok", float(seconds)))
+    return True, acks
