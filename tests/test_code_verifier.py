@@ -252,6 +252,11 @@ ORDER_TESTS = {
                "code": "def check(candidate):\n    assert candidate(0) is True\n"
                        "    assert candidate(1) is False, 'got ' + str(candidate(1))\n"
                        "    assert all(candidate(x) == e for x, e in ((2, False), (3, True)))\n"},
+    # short-circuits inside one assert: `and`, `or`, a chained comparison (the red team's oracle used `and`)
+    "assert_and": {"kind": "assert", "prefix": "", "entry_point": "f",
+                   "code": "def check(candidate):\n    assert candidate(0) is True and candidate(1) is False\n"
+                           "    assert candidate(3) is True or candidate(2) is True\n"
+                           "    assert False is candidate(2) is not candidate(3)\n"},
     "call": {"kind": "call", "fn": "f",
              "cases": [{"args": [i], "expected": e} for i, e in enumerate([True, False, False, True])]},
 }
@@ -261,7 +266,7 @@ def _logged(answers: tuple) -> str:
     return f"import sys\ndef f(x):\n    sys.stderr.write(f'call {{x}}\\n')\n    return {answers!r}[x]\n"
 
 
-@pytest.mark.parametrize("kind", ["assert", "call"])
+@pytest.mark.parametrize("kind", ["assert", "assert_and", "call"])
 @pytest.mark.parametrize("backend", ["docker", "local"])
 def test_call_order_tells_a_program_nothing_about_its_answers(request, backend, kind):
     """Issue 34, class 3: were the checker to stop at the first failing assert, "was I called again" would
@@ -293,3 +298,34 @@ def test_an_exception_on_the_host_is_its_records_error_alone(local_verifier, mon
     results = local_verifier.verify_batch([fenced(c) for c in codes], [{"tests": ADD_CALL}] * 3)
     assert [r.status for r in results] == [Status.CORRECT, Status.ERROR, Status.CORRECT]
     assert "OverflowError: a comparison nobody foresaw" in results[1].details["error"]
+
+
+def test_eager_and_or_and_chains_decide_as_the_short_circuit_would():
+    """The checker's rewrite (_rlvr_eager) calls every operand, then takes the value Python's short-circuit gives,
+    raising an operand's exception only where the short-circuit would have reached it."""
+    from rlvr.verifiers.code_harness import CHECKER
+
+    ns = {}
+    exec(CHECKER.rsplit("_rlvr_check()", 1)[0], ns)  # the checker's definitions, without running it
+    cases = ["0 and boom()", "1 and 2 and 3", "1 and 0 and boom()", "0 or [] or 5", "7 or boom()", "0 or boom()",
+             "1 < 2 < 3", "3 < 2 < boom()", "1 < 2 > boom()", "1 in [1] not in [2]", "(0 or 2) and (3 < 4 < 5)"]
+    for expression in cases:
+        calls = []
+
+        def boom():
+            calls.append("boom")
+            raise ValueError("boom")
+
+        source = f"def check():\n    assert {expression}\n"
+        scope = {**{k: ns[k] for k in ("_rlvr_boolop", "_rlvr_chain")}, "boom": boom,
+                 "_rlvr_assertion": lambda line, outcome, message: scope.__setitem__("outcome", outcome)}
+        exec(ns["_rlvr_guard"](source), scope)
+        scope["check"]()
+        ran = list(calls)
+        try:
+            expected = bool(eval(expression, {"boom": boom}))
+        except ValueError as error:
+            expected = error
+        outcome = scope["outcome"]
+        assert type(outcome) is type(expected) and (outcome == expected or isinstance(outcome, ValueError)), expression
+        assert "boom" not in expression or ran == ["boom"], expression  # every operand ran, reached or not

@@ -34,8 +34,10 @@ messages call the candidate again), makes the tests' `all` and `any` consume the
 before deciding, and gives the verdict of the first assert that did not hold once `check` returns.
 `call` cases are all called before anything is compared, on the host. What still ends a test early:
 an exception outside an assert (a candidate's raise in a plain statement, which the candidate chose),
-a test that raises on its own, and short-circuits inside one assert's expression (`and`, `or`,
-chained comparisons; HumanEval's tests have none). A test whose assert guarded a loop's end (assert
+a test that raises on its own, and the test's own control flow outside asserts (an `if` on an answer, an
+explicit `raise AssertionError`). Inside an assert, `and`, `or` and chained comparisons are made eager
+(_rlvr_eager): every operand runs before the short-circuit's result is taken, since a red-team oracle used
+`assert f(11) == True and f(12) == False ...` with a counter that outlives a warm container's run. A test whose assert guarded a loop's end (assert
 i < 100 inside a search) now runs that loop to the time limit: timeout, reward 0.
 
 What the candidate still controls: its own answers, and whether it raises: the checker raises the
@@ -346,12 +348,94 @@ def _rlvr_guarded(node, A):
                                   body=[A.Assign(targets=[name(target, True)], value=fallback, **at)], **at)
         return A.Try(body=[assign], handlers=[handler], orelse=[], finalbody=[], **at)
 
-    held = A.IfExp(test=node.test, body=constant(True), orelse=constant(False), **at)
-    message = node.msg if node.msg is not None else constant(None)
+    held = A.IfExp(test=_rlvr_eager(node.test, A), body=constant(True), orelse=constant(False), **at)
+    message = _rlvr_eager(node.msg, A) if node.msg is not None else constant(None)
     note = A.Call(func=name("_rlvr_assertion"), args=[constant(node.lineno), name("_rlvr_outcome"), name("_rlvr_message")],
                   keywords=[], **at)
     return [caught("_rlvr_outcome", held, name("_rlvr_error")), caught("_rlvr_message", message, constant(None)),
             A.Expr(value=note, **at)]
+
+
+def _rlvr_eager(node, A):
+    """`node` (an assert's expression) with every `and`/`or` and every chained comparison (`a < b < c`) made eager:
+    each operand becomes a thunk that _rlvr_boolop / _rlvr_chain all call, in order, before deciding, and then
+    decide as the short-circuit would have (the first falsy/truthy operand's value, an operand's exception only
+    where the short-circuit would have reached it). So whether the candidate is called for a later operand never
+    depends on its earlier answers: `assert f(1) == a and f(2) == b` cannot tell a second call that the first answer
+    held (a red-team test oracle). Left as written: an operand holding `:=` (a thunk would scope its name)."""
+    for field in node._fields:
+        value = getattr(node, field, None)
+        if isinstance(value, A.AST):
+            setattr(node, field, _rlvr_eager(value, A))
+        elif type(value) is list:
+            setattr(node, field, [_rlvr_eager(v, A) if isinstance(v, A.AST) else v for v in value])
+    if type(node) not in (A.BoolOp, A.Compare) or (type(node) is A.Compare and len(node.ops) < 2):
+        return node
+    for inner in _rlvr_walk(node, A):
+        if type(inner) in (A.NamedExpr, A.Yield, A.YieldFrom, A.Await):
+            return node
+    at = {"lineno": node.lineno, "col_offset": node.col_offset,
+          "end_lineno": node.end_lineno, "end_col_offset": node.end_col_offset}
+    no_args = A.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
+
+    def thunks(values):
+        return A.List(elts=[A.Lambda(args=no_args, body=v, **at) for v in values], ctx=A.Load(), **at)
+
+    if type(node) is A.BoolOp:
+        func, args = "_rlvr_boolop", [A.Constant(value=type(node.op) is A.And, **at), thunks(node.values)]
+    else:
+        ops = A.List(elts=[A.Constant(value=type(op).__name__, **at) for op in node.ops], ctx=A.Load(), **at)
+        func, args = "_rlvr_chain", [ops, thunks([node.left, *node.comparators])]
+    return A.Call(func=A.Name(id=func, ctx=A.Load(), **at), args=args, keywords=[], **at)
+
+
+def _rlvr_walk(node, A):
+    yield node
+    for field in node._fields:
+        value = getattr(node, field, None)
+        for item in value if type(value) is list else [value]:
+            if isinstance(item, A.AST):
+                yield from _rlvr_walk(item, A)
+
+
+def _rlvr_evaluated(thunks):
+    """Every thunk called, in order: (True, value) or (False, exception) each."""
+    out = []
+    for thunk in thunks:
+        try:
+            out.append((True, thunk()))
+        except Exception as error:
+            out.append((False, error))
+    return out
+
+
+def _rlvr_boolop(is_and, thunks):
+    """`v1 and v2 ...` (or `or`) after every operand ran: what the short-circuit gives, its exception included."""
+    value = None
+    for ok, value in _rlvr_evaluated(thunks):
+        if not ok:
+            raise value
+        if (not value) if is_and else value:
+            return value
+    return value
+
+
+def _rlvr_chain(ops, thunks):
+    """`a OP1 b OP2 c ...` after every operand ran, compared left to right as Python does (stop at the first false)."""
+    import operator
+    compare = {"Eq": operator.eq, "NotEq": operator.ne, "Lt": operator.lt, "LtE": operator.le, "Gt": operator.gt,
+               "GtE": operator.ge, "Is": operator.is_, "IsNot": operator.is_not,
+               "In": lambda a, b: a in b, "NotIn": lambda a, b: a not in b}
+    values = _rlvr_evaluated(thunks)
+    result = True
+    for i, op in enumerate(ops):
+        for ok, value in values[i:i + 2]:
+            if not ok:
+                raise value
+        result = compare[op](values[i][1], values[i + 1][1])
+        if not result:
+            return result
+    return result
 
 
 def _rlvr_check():
@@ -498,7 +582,8 @@ def _rlvr_run_asserts(cfg, candidate, report, describe):
         exec(compile(cfg["prefix"], "prompt.py", "exec"), ns)
     except BaseException:
         ns = {"__name__": "tests"}
-    ns.update({cfg["entry_point"]: candidate, "all": eager(all), "any": eager(any), "_rlvr_assertion": assertion})
+    ns.update({cfg["entry_point"]: candidate, "all": eager(all), "any": eager(any), "_rlvr_assertion": assertion,
+               "_rlvr_boolop": _rlvr_boolop, "_rlvr_chain": _rlvr_chain})
     try:
         exec(_rlvr_guard(cfg["test"]), ns)
         check = ns["check"]
