@@ -6,7 +6,7 @@ Rows (each a throughput on this machine, all measured in the same run):
 - `docker run` (SDK `containers.run(..., remove=True)`, no hardening): the plain cold baseline.
 - cold sandbox: a fresh hardened container per execution (DockerSandbox(warm=False)).
 - warm pool: DockerSandbox with `--workers` containers, reused.
-- local backend: unshare + rlimits, one supervisor per execution.
+- local backend: bubblewrap + rlimits (+ a cgroup per run as root), one supervisor per execution.
 - HumanEval: the 164 canonical solutions (must all pass) and 164 broken ones (body replaced by
   `return None`; must all fail) written to a JSONL file and scored by a `rlvr verify` subprocess
   (`workers=--workers`), timed end to end: interpreter and sandbox start-up included, as a user
