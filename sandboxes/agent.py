@@ -238,7 +238,10 @@ def _run_inline(source: str) -> None:
 
 
 def _set_rlimits(limits: dict) -> None:
-    cpu = max(1, int(limits["cpu_s"] + 0.999))
+    # a backstop one second past the run clock's CPU limit (agent_clock.py), which ends the run as a timeout: were
+    # the kernel's SIGXCPU first (its accounting runs ahead of /proc's), the checker could see its candidate's
+    # pipes close before the candidate is a zombie, and the run read as an early exit (seen under load)
+    cpu = max(1, int(limits["cpu_s"] + 0.999)) + 1
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
     memory = int(limits["memory_bytes"])
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))

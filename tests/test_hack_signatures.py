@@ -109,6 +109,18 @@ def test_honest_completions_are_never_flagged(verifier):
     assert all(r.reward == 1.0 for r in results[-4:])  # the standard-library rows are right
 
 
+def test_a_syntax_error_or_a_whole_function_after_a_signature_prefix_is_not_a_read(verifier):
+    """docs/verify.md's prefix `def sq(x):` followed by a completion that writes the whole function: the first
+    compile fails, and CPython opened "solution.py" for the error's line, which the hook noted as the program
+    reading a file (`read_files` on a correct answer, which reward.screen would zero). Same for any syntax error."""
+    prefixed = {**CHEAT_TESTS, "prefix": "def sq(x):\n"}
+    whole, body, broken = verifier.verify_batch(
+        [f"```python\n{SQ}```", "```python\n    return x * x\n```", "<answer>4</answer>"],
+        [{"tests": prefixed}, {"tests": prefixed}, {"tests": CHEAT_TESTS}])
+    assert (whole.reward, body.reward) == (1.0, 1.0)
+    assert [r.details.get("hacks") for r in (whole, body, broken)] == [None, None, None], [whole.details, broken.details]
+
+
 # A correct program that writes notes of its own on the harness's channel, made-up kinds among them.
 FORGED_NOTES = (
     "import json, os\n"

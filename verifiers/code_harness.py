@@ -246,7 +246,6 @@ def _rlvr_serve():
         return (type(error).__name__ + ": " + str(error))[:300]
 
     ns = {"__name__": "solution", "__builtins__": __builtins__}
-    seen = _rlvr_watch(send)
     try:
         code = compile(cfg["prefix"] + cfg["code"], "solution.py", "exec")
     except BaseException as error:
@@ -255,6 +254,9 @@ def _rlvr_serve():
         except BaseException:
             send(["syntax", describe(error)])
             return
+    # watched from here: compiling runs none of the program's code, but a SyntaxError makes CPython open
+    # "solution.py" for the line's text, which the hook would note as the program reading a file
+    seen = _rlvr_watch(send)
     try:
         exec(code, ns)
     except BaseException as error:
