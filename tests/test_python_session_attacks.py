@@ -23,16 +23,9 @@ REAL, FORGED = "print('real')", "print('forged')"
 
 @pytest.fixture(scope="module", params=["docker", "local"])
 def sandbox(request):
-    if request.param == "docker":
-        from rlvr.sandboxes.docker_backend import DockerSandbox
-        from tests.test_sandbox_docker import require_docker
+    from tests.test_sandbox_docker import backend_sandbox
 
-        require_docker()
-        box = DockerSandbox(pool_size=1)
-    else:
-        from rlvr.sandboxes.local_backend import LocalSandbox
-
-        box = LocalSandbox(workers=1)
+    box = backend_sandbox(request.param, workers=1)
     yield box
     box.close()
 

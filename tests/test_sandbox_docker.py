@@ -37,6 +37,18 @@ def require_docker():
     return client
 
 
+def backend_sandbox(backend: str, workers: int):
+    """A sandbox of `backend` ("docker": a warm pool of `workers` containers, Docker required; "local")."""
+    if backend == "docker":
+        from rlvr.sandboxes.docker_backend import DockerSandbox
+
+        require_docker()
+        return DockerSandbox(pool_size=workers)
+    from rlvr.sandboxes.local_backend import LocalSandbox
+
+    return LocalSandbox(workers=workers)
+
+
 @pytest.fixture(scope="module")
 def client():
     return require_docker()

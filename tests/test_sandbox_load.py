@@ -52,16 +52,9 @@ def hogs():
 
 @pytest.fixture(scope="module", params=["docker", "local"])
 def sandbox(request):
-    if request.param == "docker":
-        from rlvr.sandboxes.docker_backend import DockerSandbox
-        from tests.test_sandbox_docker import require_docker
+    from tests.test_sandbox_docker import backend_sandbox
 
-        require_docker()
-        box = DockerSandbox(pool_size=2)
-    else:
-        from rlvr.sandboxes.local_backend import LocalSandbox
-
-        box = LocalSandbox(workers=2)
+    box = backend_sandbox(request.param, workers=2)
     yield box
     box.close()
 
