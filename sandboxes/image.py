@@ -1,8 +1,10 @@
-"""The sandbox image: Debian bookworm with python3, tagged by the content of its recipe.
+"""The sandbox image: Debian bookworm with python3 and numpy, tagged by the content of its recipe.
 
+numpy is there because real solutions use it and return its values (the verifier carries numpy scalars and
+arrays across its wire; an image without it would fail those solutions as runtime errors).
 Two ways to build the same thing. Where a registry is reachable, the Dockerfile beside this file
-(`FROM debian:bookworm-slim` + python3). Where none is (these machines), offline:
-`debootstrap --variant=minbase --include=python3 bookworm ROOTFS` from the Debian mirror apt
+(`FROM debian:bookworm-slim` + python3, python3-numpy). Where none is (these machines), offline:
+`debootstrap --variant=minbase --include=python3,python3-numpy bookworm ROOTFS` from the Debian mirror apt
 already uses, trimmed, then `tar -C ROOTFS -c . | docker import`. The tag is a hash of both
 recipes, so an image is rebuilt only when a recipe changes; `ensure_image` reuses a present one.
 """
@@ -20,7 +22,7 @@ from pathlib import Path
 
 REPOSITORY = "rlvr-sandbox"
 SUITE = "bookworm"
-DEBOOTSTRAP_ARGS = ("--variant=minbase", "--include=python3")
+DEBOOTSTRAP_ARGS = ("--variant=minbase", "--include=python3,python3-numpy")
 TRIM = ("var/cache/apt/archives", "var/lib/apt/lists", "usr/share/doc", "usr/share/man", "usr/share/locale",
         "usr/share/info")
 BUILD_VERSION = "1"  # bump when the build steps below change what ends up in the image

@@ -222,6 +222,9 @@ class LocalSandbox:
                 binds += ["--symlink", os.readlink(top), top]
             elif os.path.isdir(top):
                 binds += ["--ro-bind", top, top]
+        # /etc itself searchable by the program's uid (bwrap would make it root's 0700): shared libraries resolve
+        # through /etc/alternatives (numpy's libblas.so.3)
+        binds += ["--perms", "0755", "--dir", "/etc"]
         for name in ("ld.so.cache", "localtime", "alternatives", "passwd", "group", "nsswitch.conf"):
             binds += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
         prefix = os.path.dirname(os.path.dirname(os.path.realpath(self.python)))

@@ -182,8 +182,7 @@ def test_honest_solution_is_correct_with_no_hack_flag(judged, name):
 @pytest.mark.parametrize("name", [row[0] for row in NUMPY])
 def test_numpy_return_values_are_correct_with_no_hack_flag(judged, name):
     backend, results, numpy_ok = judged
-    if not numpy_ok:
-        pytest.skip(f"the {backend} sandbox's Python has no numpy (test_code_wire.py checks numpy values on the host)")
+    assert numpy_ok, f"the {backend} sandbox's Python has no numpy: run `make docker` (it installs python3-numpy)"
     result = results[name]
     assert result.status is Status.CORRECT and result.reward == 1.0, (backend, result.details)
     assert "hacks" not in result.details

@@ -120,7 +120,13 @@ def test_socket_of_a_supplementary_group_is_unreachable_for_a_user_in_it(run_dir
     packages = Path(tempfile.mkdtemp(prefix="rlvr-pkg-"))
     try:
         os.chmod(packages, 0o755)
-        (packages / "rlvr").symlink_to(Path(__file__).resolve().parents[1])  # the checkout, importable as rlvr
+        # a copy the user can read, importable as rlvr: the checkout itself may sit under a directory only root
+        # may enter (a CI clone in `mktemp -d`, mode 0700)
+        root = Path(__file__).resolve().parents[1]
+        shutil.copytree(root / "rlvr", packages / "rlvr", ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(root / "sandboxes", packages / "rlvr" / "sandboxes", ignore=shutil.ignore_patterns("__pycache__"))
+        for path in [packages, *packages.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
         python = shutil.which("python3", path="/usr/bin:/bin")  # the user cannot read root's own interpreters
         check = subprocess.run(
             [python, "-c", f"import socket; socket.socket(socket.AF_UNIX).connect({str(listener.path)!r}); print('ok')"],
