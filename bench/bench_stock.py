@@ -39,7 +39,7 @@ ENVS = {
     "reasoning_gym basic_arithmetic": ["env=reasoning_gym", "env.task=basic_arithmetic"],
     "reasoning_gym chain_sum": ["env=reasoning_gym", "env.task=chain_sum"],
     "reasoning_gym leg_counting": ["env=reasoning_gym", "env.task=leg_counting"],
-    "guess_number": ["env=guess_number", "env.high=100", "n_prompts=25"],  # its 25 held-out secrets at 1..100
+    "guess_number": ["env=guess_number", "env.high=100", "n_prompts=23"],  # its 23 held-out secrets at 1..100
     "tool_multiply": ["env=tool_multiply"],
 }
 NAME = "stock_smollm2"
