@@ -62,6 +62,9 @@ class CodeFeedbackEnv(MultiTurnEnv):
         for field, value in (("test_timeout_s", test_timeout_s), ("test_memory_mb", test_memory_mb)):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
                 raise ConfigError(f"code_feedback: {field!r} must be a positive number, got {value!r}")
+        if reward is not None and hidden_reward != "both":
+            raise ConfigError("code_feedback: 'hidden_reward' applies to the default reward; with env.reward, "
+                              "set the code verifier's params.hidden_reward instead")
         # the problems, their split and the default reward are code_stdio's; this env only adds the turns
         limits = {"timeout_s": test_timeout_s, "memory_mb": test_memory_mb}
         default = [{"verifier": "code", "params": {"backend": backend, "hidden_reward": hidden_reward, **limits}}]
@@ -70,9 +73,6 @@ class CodeFeedbackEnv(MultiTurnEnv):
                                          statement_field=statement_field, tests_field=tests_field, backend=backend,
                                          prompt_template=prompt_template, reward=reward if reward is not None else default,
                                          hidden_tests=hidden_tests)
-        if reward is not None and hidden_reward != "both":
-            raise ConfigError("code_feedback: 'hidden_reward' applies to the default reward; with env.reward, "
-                              "set the code verifier's params.hidden_reward instead")
         super().__init__(max_turns=max_turns, max_total_tokens=max_total_tokens,
                          max_tool_output_chars=max_tool_output_chars, turn_reward_weight=turn_reward_weight,
                          system_prompt=system_prompt, reward=reward if reward is not None else default)
