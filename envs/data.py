@@ -1,7 +1,8 @@
 """Rows from data files or the Hugging Face Hub, loaded with `datasets`, for data-backed environments.
 
 A source is a local file (`.jsonl`, `.json`, `.parquet`, loaded with `load_dataset("json" |
-"parquet", data_files=...)`) or a Hub dataset name (needs a network, never used in tests). Every
+"parquet", data_files=...)`), a folder written by `Dataset.save_to_disk` (a `DatasetDict`'s folder gives
+the split asked for: train or test), or a Hub dataset name (needs a network, never used in tests). Every
 row must have the fields the environment names; a missing or null field stops the load with the
 field's name, the row's number (1-based: the line of a JSONL file) and the source.
 
@@ -31,7 +32,8 @@ FILE_BUILDERS = {".jsonl": "json", ".json": "json", ".parquet": "parquet"}
 
 def load_rows(source: str, fields: Sequence[str], env: str, *, split: str = "train",
               hub_config: str | None = None) -> list[dict[str, Any]]:
-    """Rows of a local file, or of a Hub dataset's `split`; ConfigError naming a missing field and its row."""
+    """Rows of a local file, of a `save_to_disk` folder, or of a Hub dataset's `split`; ConfigError naming a
+    missing field and its row."""
     try:
         import datasets
     except ModuleNotFoundError as error:
@@ -42,7 +44,9 @@ def load_rows(source: str, fields: Sequence[str], env: str, *, split: str = "tra
     path = Path(os.path.expanduser(source))
     builder = FILE_BUILDERS.get(path.suffix.lower())
     try:
-        if builder is not None:
+        if path.is_dir():
+            table = _from_disk(datasets, path, source, split, env)
+        elif builder is not None:
             if not path.is_file():
                 raise ConfigError(f"{env}: data file {source} does not exist")
             table = datasets.load_dataset(builder, data_files=str(path), split="train", **kwargs)
@@ -61,6 +65,19 @@ def load_rows(source: str, fields: Sequence[str], env: str, *, split: str = "tra
             if row.get(field) is None:  # JSONL rows that lack a key another row has are loaded as null
                 raise ConfigError(f"{env}: row {i} of {source} has no field {field!r}")
     return rows
+
+
+def _from_disk(datasets, path: Path, source: str, split: str, env: str):
+    """A folder of `save_to_disk`: a Dataset, or a DatasetDict's `split`."""
+    if not (path / "state.json").is_file() and not (path / "dataset_dict.json").is_file():
+        raise ConfigError(f"{env}: {source} is a folder but not one written by datasets' save_to_disk "
+                          f"(no state.json or dataset_dict.json)")
+    table = datasets.load_from_disk(str(path))
+    if isinstance(table, datasets.DatasetDict):
+        if split not in table:
+            raise ConfigError(f"{env}: {source} holds the splits {', '.join(table)}, not {split!r}")
+        table = table[split]
+    return table
 
 
 def take(items: Sequence[Any], split: str, n: int, seed: int, env: str) -> list[Any]:

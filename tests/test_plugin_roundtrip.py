@@ -118,7 +118,7 @@ def test_broken_plugin_is_reported_by_name_and_the_rest_still_list(monkeypatch, 
 SANDBOXED = pytest.mark.xdist_group("sandbox")
 BUILTINS = ["arithmetic", "countdown", "gsm8k", "math", pytest.param("code_stdio", marks=SANDBOXED),
             pytest.param("humaneval", marks=SANDBOXED), "reasoning_gym", "guess_number",
-            pytest.param("tool_multiply", marks=SANDBOXED), pytest.param("code_feedback", marks=SANDBOXED)]
+            pytest.param("tool_multiply", marks=SANDBOXED), pytest.param("code_feedback", marks=SANDBOXED), "dataset"]
 
 
 @pytest.mark.slow

@@ -107,7 +107,7 @@ def test_env_registry_builtins():
     from rlvr.envs.registry import env_registry
     names = env_registry.names()
     assert names["arithmetic"] == names["countdown"] == "built-in"
-    with pytest.raises(UnknownNameError, match=r"unknown env 'foo'; available: arithmetic, canary, code_feedback, code_stdio, countdown, gsm8k, guess_number, humaneval, math, reasoning_gym, tool_multiply"):
+    with pytest.raises(UnknownNameError, match=r"unknown env 'foo'; available: arithmetic, canary, code_feedback, code_stdio, countdown, dataset, gsm8k, guess_number, humaneval, math, reasoning_gym, tool_multiply"):
         load_env("foo")
     with pytest.raises(ConfigError, match=r"env 'arithmetic' has no parameter 'digitz' \(accepted: digits, ops, "):
         load_env("arithmetic", digitz=3)

@@ -2,6 +2,7 @@
 
 Spec (a list, one dict per component; Hydra's `reward:` list in env configs):
     {"verifier": "exact", "weight": 0.9, "gate": "format", "params": {...}, "name": "exact"}
+`name` defaults to the verifier's name (`python`: its function's, verifiers/python_reward.py).
 `gate` names another component; the gated one counts only when its gate is CORRECT (so a
 right answer in a broken format earns nothing). The composite's status is the first component's,
 unless that one was gated off, then the gate's (which is then never CORRECT), so the first entry
@@ -124,7 +125,9 @@ def _component(i: int, entry: Any) -> Component:
         verifier = build_verifier(entry["verifier"], **dict(params))
     except (ConfigError, UnknownNameError) as e:
         raise ConfigError(f"reward entry {i}: {e}") from e
-    return Component(str(entry.get("name", entry["verifier"])), verifier, float(weight), gate)
+    # a verifier may propose its component's name (`python`: its function's, as TRL names a reward function's metrics)
+    name = entry.get("name", getattr(verifier, "component_name", None) or entry["verifier"])
+    return Component(str(name), verifier, float(weight), gate)
 
 
 def details_values(details: Mapping, key: str) -> list:

@@ -127,7 +127,8 @@ def _distribution_name(ep: Any) -> str:
 
 verifier_registry = Registry(
     "verifier", "rlvr.verifiers", ("rlvr.verifiers.format", "rlvr.verifiers.exact", "rlvr.verifiers.countdown", "rlvr.verifiers.code",
-     "rlvr.verifiers.math_verifier", "rlvr.verifiers.reasoning_gym", "rlvr.verifiers.canary", "rlvr.verifiers.vf_rubric")
+     "rlvr.verifiers.math_verifier", "rlvr.verifiers.reasoning_gym", "rlvr.verifiers.canary", "rlvr.verifiers.vf_rubric",
+     "rlvr.verifiers.python_reward")
 )
 register_verifier = verifier_registry.register
 

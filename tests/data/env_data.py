@@ -1,4 +1,4 @@
-"""Small local data files for the data-backed environments (gsm8k, math, code_stdio): nothing downloads."""
+"""Small local data files for the data-backed environments (gsm8k, math, code_stdio, dataset): nothing downloads."""
 
 from __future__ import annotations
 
@@ -28,7 +28,12 @@ CODE_STDIO = [
     {"statement": "Read n and print n squared.", "solution": "n = int(input())\nprint(n * n)",
      "tests": json.dumps([{"stdin": "3\n", "stdout": "9\n"}])},
 ]
-ROWS = {"gsm8k": GSM8K, "math": MATH, "code_stdio": CODE_STDIO, "code_feedback": CODE_STDIO}
+DATASET = [  # env=dataset under its default columns: prompt, answer
+    {"prompt": "What is 2 + 3?", "answer": "5", "source": "made up"},
+    {"prompt": "What is half of 9?", "answer": "\\frac{9}{2}", "source": "made up"},
+    {"prompt": "How many sides has a hexagon?", "answer": "6", "source": "made up"},
+]
+ROWS = {"gsm8k": GSM8K, "math": MATH, "code_stdio": CODE_STDIO, "code_feedback": CODE_STDIO, "dataset": DATASET}
 
 
 def write_jsonl(path: Path, rows: list[dict]) -> Path:
