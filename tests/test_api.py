@@ -3,9 +3,11 @@ reward function, env=dataset) trains two steps and evaluates, in this process; k
 command's overrides; a bad config is the command's one-line ConfigError; `import rlvr` stays light."""
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -13,23 +15,10 @@ import rlvr
 from rlvr import api
 from rlvr.errors import ConfigError
 
-# The README's example ("Your own data and reward in a few lines"), line for line.
-MY_REWARDS = '''
-# my_rewards.py: a reward function as TRL's GRPOTrainer(reward_funcs=[...]) takes it
-def accuracy(completions, solution, **kwargs):
-    return [float(s in c) for c, s in zip(completions, solution)]
-'''
-EXAMPLE = '''
-import json, rlvr
-from my_rewards import accuracy
-
-with open("data.jsonl", "w") as f:  # any columns: a prompt, and what your reward reads
-    f.writelines(json.dumps({"prompt": f"{a}+{b}=", "solution": str(a + b)}) + "\\n" for a in range(9) for b in range(9))
-run = rlvr.train("env=dataset", "env.train_file=data.jsonl", reward_funcs=[accuracy], train={"steps": 2},
-                 model={"name": "hf", "name_or_path": "Qwen/Qwen2.5-0.5B-Instruct"})
-print(run.summary["after"], run.checkpoint)
-print(rlvr.evaluate("env=dataset", "env.train_file=data.jsonl", model=run, reward_funcs=[accuracy])["results"])
-'''
+# The README's example ("Your own data and reward in a few lines"), read from the README itself.
+README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+_SECTION = README.split("### Your own data and reward in a few lines", 1)[1]
+MY_REWARDS, EXAMPLE = re.findall(r"```python\n(.*?)```", _SECTION, re.S)[:2]
 
 
 @pytest.fixture
