@@ -3,11 +3,13 @@ weights and the per-step metrics of a run that was never interrupted (README, "R
 
 Run W builds the tiny model into a private cache; A (uninterrupted) and B (killed, then resumed)
 both load it from there, so they start from the same weights and the same RNG state.
-A and B also log to TensorBoard and (offline) W&B: after the resume each step is there once."""
+A and B also log to TensorBoard and (offline) W&B: after the resume each step is there once.
+C, a copy of A cut back to its step-6 checkpoint, resumes with an empty model cache: it builds nothing."""
 
 import glob
 import json
 import os
+import shutil
 import struct
 import signal
 import subprocess
@@ -172,3 +174,31 @@ def test_wandb_offline_run_logs_every_step_and_resumes_the_same_run(runs):
     run_id = (root / "B" / "wandb_id").read_text().strip()
     sessions = sorted(glob.glob(str(root / "B" / "wandb" / "offline-run-*")))
     assert len(sessions) == 2 and all(s.endswith("-" + run_id) for s in sessions)  # killed session + resumed one
+
+
+@pytest.mark.slow
+def test_resume_with_an_empty_model_cache_builds_nothing_and_matches(runs, tmp_path):
+    """A resume loads its policy and tokenizer from the checkpoint: a full fine-tune without a KL term never needs
+    the base model, so an emptied RLVR_CACHE stays empty (no warm start: minutes at the tiny model's default size)
+    and the run goes on bit for bit as the uninterrupted run A."""
+    root, _, _ = runs
+    run = tmp_path / "C"
+    shutil.copytree(root / "A", run)  # run A as if killed after its step-6 checkpoint
+    for path in (run / "checkpoints").iterdir():
+        if int(path.name.removeprefix("step_")) > 6:
+            shutil.rmtree(path)
+    (run / "summary.json").unlink()
+    cache = tmp_path / "empty_cache"
+    cache.mkdir()
+    env = {**os.environ, "RLVR_CACHE": str(cache), "OMP_NUM_THREADS": "1"}
+    result = subprocess.run([sys.executable, "-m", "rlvr", "train", f"resume={run}", "logger=[]"], cwd=tmp_path,
+                            env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "resuming" in result.stdout and "from step_6" in result.stdout
+    assert list(cache.iterdir()) == [], "the resume built a model into the cache"
+    assert "tiny model" not in result.stdout and "warm start" not in result.stdout
+    a = load_file(root / "A" / "checkpoints" / f"step_{STEPS}" / "model.safetensors")
+    c = load_file(run / "checkpoints" / f"step_{STEPS}" / "model.safetensors")
+    assert a.keys() == c.keys() and all(torch.equal(a[name], c[name]) for name in a)
+    for ma, mc in zip(_metrics(root / "A"), _metrics(run), strict=True):
+        assert all(ma.get(key) == mc.get(key) for key in SAME_EVERY_RUN), ma["step"]

@@ -5,7 +5,9 @@ trainer state (optimizer, scheduler, RNG, step) sits beside the weights. A direc
 written under a temporary name and renamed when complete, so a run killed while saving
 leaves the previous checkpoint as the latest one. A LoRA policy is saved merged, with its
 adapter under `adapter/` for resuming (trainer/models/lora.py); under torchrun rank 0 alone writes,
-the weights and optimizer state it is given being the full ones (trainer/distributed.py).
+the weights and optimizer state it is given being the full ones (trainer/distributed.py). The files a
+checkpoint carries to explain itself (its model card and config, trainer/model_card.py) are written
+into it before the rename, so a checkpoint never exists without them.
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ _STEP_DIR = re.compile(r"^step_(\d+)$")
 
 
 def save_checkpoint(run_dir: Path, step: int, model, tokenizer, optimizer, scheduler, extra: dict,
-                    optimizer_state: dict | None = None) -> Path:
-    """`optimizer_state` replaces `optimizer.state_dict()` when given (FSDP2's gathered full state)."""
+                    optimizer_state: dict | None = None, files: dict[str, str] | None = None) -> Path:
+    """`optimizer_state` replaces `optimizer.state_dict()` when given (FSDP2's gathered full state);
+    `files` maps paths inside the checkpoint to their text (written last: a card replaces peft's template)."""
     final = run_dir / "checkpoints" / f"step_{step}"
     tmp = final.with_name(final.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -42,6 +45,9 @@ def save_checkpoint(run_dir: Path, step: int, model, tokenizer, optimizer, sched
         **extra,
     }
     torch.save(state, tmp / "trainer_state.pt")
+    for name, text in (files or {}).items():
+        (tmp / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp / name).write_text(text)
     shutil.rmtree(final, ignore_errors=True)
     tmp.rename(final)
     return final
@@ -77,6 +83,13 @@ def latest_checkpoint(run_dir: Path) -> Path | None:
         if match and (path / "trainer_state.pt").exists():
             steps.append((int(match.group(1)), path))
     return max(steps)[1] if steps else None
+
+
+def saved_entries(checkpoint: Path, *keys: str) -> dict:
+    """The small entries `keys` of a checkpoint's trainer state (its tensors memory-mapped, not read), for what
+    the run needs to know before it builds anything, e.g. the `base_model` it recorded."""
+    state = torch.load(checkpoint / "trainer_state.pt", weights_only=False, mmap=True, map_location="cpu")
+    return {key: state[key] for key in keys if key in state}
 
 
 def load_trainer_state(checkpoint: Path, optimizer, scheduler, load_optimizer=None, rank: int = 0) -> dict:

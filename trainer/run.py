@@ -1,9 +1,11 @@
 """`rlvr train`: set up from the config, run the algorithm's step in a loop, log, checkpoint, summarise.
 
 Everything a run leaves behind sits in its run directory (README "Run directory"): `config.yaml`,
-`metrics.jsonl`, `samples.jsonl`, `checkpoints/step_N/`, `summary.json`. A killed run is
-continued with `resume=RUN_DIR` from its last checkpoint; the steps after that checkpoint
-are run again (their log lines are dropped first), with the same data and the same RNG.
+`metrics.jsonl`, `samples.jsonl`, `checkpoints/step_N/` (each with its model card and config,
+trainer/model_card.py), `summary.json`. A killed run is continued with `resume=RUN_DIR` from its last
+checkpoint, whose weights and tokenizer it loads (the base model only where LoRA or a reference needs it);
+the steps after that checkpoint are run again (their log lines are dropped first), with the same data and
+the same RNG.
 A new run refuses an `output_dir` that already holds a run unless `overwrite=true` (trainer/run_dir.py).
 `train(cfg)` trains `cfg` as given; `rlvr train resume=DIR` builds it from the run's saved config.yaml
 with the command line's overrides on top (trainer/resume_config.py).
@@ -27,7 +29,8 @@ from rlvr.errors import ConfigError
 from rlvr.sandboxes.hosts import apply_hosts
 from rlvr.trainer.algorithms import ALGORITHMS
 from rlvr.trainer.curriculum import build_curriculum
-from rlvr.trainer.checkpoint import latest_checkpoint, load_trainer_state, resume_conflicts, save_checkpoint
+from rlvr.trainer.checkpoint import (latest_checkpoint, load_trainer_state, resume_conflicts, save_checkpoint,
+                                     saved_entries)
 from rlvr.trainer.device import resolve_device, use_device
 from rlvr.trainer.distributed import Parallel, QuietRunFiles, RankModel
 from rlvr.trainer.env_config import build_env
@@ -36,7 +39,9 @@ from rlvr.trainer.loggers import build_loggers
 from rlvr.trainer.models.lora import for_engine
 from rlvr.trainer.models.packing import check_packing
 from rlvr.trainer.reward_config import check_reward_config
-from rlvr.trainer.models.model import build_policy, build_reference, load_tokenizer, resolve_model_path
+from rlvr.trainer.model_card import checkpoint_files, session_command
+from rlvr.trainer.models.model import (build_policy, build_reference, load_tokenizer, resolve_model_path,
+                                       resumed_base_path)
 from rlvr.trainer.rollout.async_rollouts import start_async_rollouts
 from rlvr.trainer.rollout.factory import build_engine, engine_class
 from rlvr.trainer.rollout.prompts import prompt_lengths
@@ -108,8 +113,16 @@ def train(cfg, log=print) -> dict:
     if not cfg.resume and cfg.overwrite and parallel.is_main:  # (without overwrite, refused above)
         prepare_new_run_dir(run_dir, overwrite=True)  # the earlier run's files go now, after every check
     files = RunFiles(run_dir) if parallel.is_main else QuietRunFiles()  # created once the config has passed every check
-    with parallel.main_first():  # one rank builds the cached tiny model, the others load it
-        base_path = resolve_model_path(cfg, env, log=log)
+    algorithm = ALGORITHMS[cfg.algo.name]  # what this run needs besides the policy (trainer/algorithms.py)
+    saved = saved_entries(checkpoint, "base_model", "commands") if checkpoint else {}
+    # A resume takes its policy and tokenizer from the checkpoint; the base model (the tiny model: minutes of warm
+    # start when the cache was emptied) is resolved only for what needs it: LoRA's base weights, or a reference.
+    base_path = None
+    if not checkpoint or cfg.model.lora.r > 0 or algorithm.needs_reference(cfg.algo):
+        with parallel.main_first():  # one rank builds the cached tiny model, the others load it
+            base_path = (resumed_base_path(cfg, env, saved.get("base_model"), log=log) if checkpoint
+                         else resolve_model_path(cfg, env, log=log))
+    base_model = base_path or saved.get("base_model")  # what each checkpoint records (rlvr eval RUN_DIR reads it)
     # a resume reads its prompts with the checkpoint's own tokenizer (saved beside its weights), never a rebuilt one
     tokenizer = load_tokenizer(str(checkpoint) if checkpoint else base_path, chat=True,
                                prompt_format=cfg.model.prompt_format)
@@ -119,7 +132,6 @@ def train(cfg, log=print) -> dict:
         check_packing(policy)
     model = parallel.wrap(policy)
     plain = parallel.plain(model)  # the HF module with the full weights (fsdp2: gathered, once for the set-up below)
-    algorithm = ALGORITHMS[cfg.algo.name]  # what this run needs besides the policy (trainer/algorithms.py)
     reference = build_reference(plain, base_path) if algorithm.needs_reference(cfg.algo) else None
     if reference is not None:
         reference = reference.to(device)
@@ -148,6 +160,9 @@ def train(cfg, log=print) -> dict:
             else:
                 log(f"{checkpoint.name} was trained without a curriculum; it starts now at level {curriculum.level}")
         log(f"resuming {run_dir} from {checkpoint.name}")
+    # each session's command line, as far as this checkpoint: every later checkpoint's model card lists them
+    commands = [*saved.get("commands", []),
+                {"step": start_step, "command": session_command(), "world_size": parallel.world_size}]
 
     sampling = SamplingParams(n=cfg.train.completions_per_prompt, max_new_tokens=cfg.rollout.max_new_tokens,
                               temperature=cfg.rollout.temperature, top_p=cfg.rollout.top_p, top_k=cfg.rollout.top_k,
@@ -246,15 +261,16 @@ def train(cfg, log=print) -> dict:
             postfix["eval_acc"] = f"{metrics['eval/accuracy']:.1%}"
         bar.set_postfix(postfix, refresh=False)
         if step % cfg.train.save_every == 0 or step == cfg.train.steps:
-            extra = {"base_model": base_path, "algo_state": dict(ctx.state)}
+            extra = {"base_model": base_model, "commands": commands, "algo_state": dict(ctx.state)}
             if curriculum is not None:
                 extra["curriculum"] = curriculum.state_dict()
             if critic is not None:
                 extra["critic"] = critic.state_dict()
             weights, optimizer_state = parallel.plain(model), parallel.optimizer_state(model, optimizer)  # collectives
             extra["rank_rng"] = parallel.rng_states()
-            if parallel.is_main:
-                save_checkpoint(run_dir, step, weights, tokenizer, optimizer, scheduler, extra, optimizer_state)
+            if parallel.is_main:  # with the model card and config that let the folder be shared as it is
+                card = checkpoint_files(cfg, step, files.latest_eval, commands, base_model, weights)
+                save_checkpoint(run_dir, step, weights, tokenizer, optimizer, scheduler, extra, optimizer_state, card)
     bar.close()
     env.shutdown()  # the sandboxes' warm containers and the verifiers' workers go now, not at interpreter exit
     engine.shutdown()  # vLLM tears down its process groups: before ours goes, not at exit after it

@@ -1,5 +1,6 @@
 """The run directory's files: resolved config, `metrics.jsonl`, `samples.jsonl`; metrics are also
-handed to the chosen loggers (trainer/loggers.py: TensorBoard, W&B).
+handed to the chosen loggers (trainer/loggers.py: TensorBoard, W&B). `latest_eval` is the last metrics line
+that holds the held-out eval, as written (a checkpoint's model card quotes it, trainer/model_card.py).
 
 A directory that already holds a run is never trained into by a new run: `prepare_new_run_dir`
 refuses it (naming `resume=` and `overwrite=true`), or, with `overwrite=true`, removes the earlier
@@ -53,6 +54,7 @@ class RunFiles:
         self.metrics_path = run_dir / "metrics.jsonl"
         self.samples_path = run_dir / "samples.jsonl"
         self.loggers: list = []  # set by the trainer once the run is set up (trainer/loggers.py)
+        self.latest_eval: dict | None = None  # the last metrics line with held-out eval keys, as written
 
     def write_config(self, cfg) -> None:
         (self.dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
@@ -63,9 +65,13 @@ class RunFiles:
             if path.exists():
                 kept = [line for line in path.read_text().splitlines() if json.loads(line)["step"] <= step]
                 path.write_text("".join(line + "\n" for line in kept))
+        self.latest_eval = next((m for m in reversed(self.read_metrics()) if _has_eval(m)), None)
 
     def log_metrics(self, metrics: dict) -> None:
-        _append(self.metrics_path, {k: _jsonable(v) for k, v in metrics.items()})
+        record = {k: _jsonable(v) for k, v in metrics.items()}
+        _append(self.metrics_path, record)
+        if _has_eval(record):
+            self.latest_eval = record
         for logger in self.loggers:
             logger.log(metrics)
 
@@ -82,6 +88,10 @@ class RunFiles:
         if not self.metrics_path.exists():
             return []
         return [json.loads(line) for line in self.metrics_path.read_text().splitlines()]
+
+
+def _has_eval(metrics: dict) -> bool:
+    return any(key.startswith("eval/") for key in metrics)
 
 
 def _jsonable(value):

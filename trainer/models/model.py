@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import torch
 from omegaconf import OmegaConf
 from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -27,6 +29,19 @@ def resolve_model_path(cfg, env, log=print) -> str:
     arch = OmegaConf.to_container(cfg.model.arch, resolve=True)
     warm = OmegaConf.to_container(cfg.model.warm_start, resolve=True)
     return str(build_tiny(env, env_config, arch, warm, seed=cfg.seed, log=log))
+
+
+def resumed_base_path(cfg, env, recorded: str | None, log=print) -> str:
+    """The base model of a resumed run (LoRA's base weights, the reference): the one its checkpoint recorded
+    while that still exists, so a tiny model or GGUF conversion cached by older code stays the run's base; else
+    resolved again, which rebuilds a cached model that is gone."""
+    if recorded and Path(recorded).is_dir():
+        return recorded
+    path = resolve_model_path(cfg, env, log=log)
+    if recorded and path != recorded:  # another cache key: the code or libraries that build it changed
+        log(f"the run's base model {recorded} is gone; using {path} in its place, built by this rlvr, whose weights "
+            f"may differ from the run's start (LoRA's base weights and the KL reference come from it)")
+    return path
 
 
 # model.prompt_format=plain: each message's content, then a blank line; generation continues from there
@@ -60,9 +75,10 @@ def load_policy(path: str):
     return model
 
 
-def build_policy(model_cfg, base_path: str, checkpoint=None, seed: int = 0):
-    """The policy to train: the checkpoint's weights (resume) or the base model's; with `model.lora.r > 0`
-    the base model plus LoRA adapters, fresh (initialised from `seed`) or the checkpoint's `adapter/`."""
+def build_policy(model_cfg, base_path: str | None, checkpoint=None, seed: int = 0):
+    """The policy to train: the checkpoint's weights (resume; `base_path` may then be None) or the base model's;
+    with `model.lora.r > 0` the base model plus LoRA adapters, fresh (initialised from `seed`) or the
+    checkpoint's `adapter/`."""
     lora = model_cfg.lora.r > 0
     model = load_policy(base_path if lora or not checkpoint else str(checkpoint))
     if model_cfg.gradient_checkpointing:  # on the base model, before peft wraps it
