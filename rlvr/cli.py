@@ -10,10 +10,10 @@ Reinforcement learning from verifiable rewards.
 
 commands:
   train     train a policy (Hydra overrides, e.g. algo=grpo env=arithmetic train.steps=100);
-            `rlvr train --help` lists the config
+            `rlvr train --help` lists the keys with their defaults and meaning
   eval      evaluate checkpoints on environments: 'models=[A,B]' 'envs=[arithmetic,humaneval]' n_samples=8
             temperature=1.0 output_dir=DIR -> results.json, results.md, completions.jsonl; `rlvr eval --help`
-  envs      list environments and verifiers, built-in and from plugins;
+  envs      list environments and verifiers, built-in and from plugins, and installed verifiers tasksets;
             `rlvr envs new NAME [--dir D] [--multi-turn]` scaffolds a pip-installable environment plugin
   verify    score a JSONL file offline: input=IN.jsonl output=OUT.jsonl [verifier=math] [workers=N];
             exit code = number of records with status "error" (max 255)
@@ -79,6 +79,24 @@ def _run_hydra(command: str, overrides: list[str], task, errors: tuple[type[Base
     return code
 
 
+def _wants_help(args: list[str]) -> bool:
+    return "--help" in args or "-h" in args
+
+
+def _help(command: str, args: list[str]) -> int:
+    """`rlvr COMMAND --help [all|TOPIC ...] [overrides ...]`: the keys grouped, each with its default and meaning
+    (rlvr/help.py), under the given overrides. Hydra's own help stays at `--hydra-help`."""
+    from rlvr.help import help_text
+
+    _check_overrides(command, [a for a in args if "=" in a and not a.startswith("-")])
+    try:
+        print(help_text(command, [a for a in args if a not in ("--help", "-h")]), end="")
+    except ValueError as error:
+        print(f"rlvr {command}: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def _check_overrides(command: str, overrides: list[str]) -> None:
     """Compose `command`'s config with `overrides` once before Hydra runs it, so that a misspelt key, a value of
     the wrong type or an unknown group option ends in one line naming the override (with the nearest key, or
@@ -116,7 +134,8 @@ def _one_line(command: str, overrides: list[str], error: BaseException) -> str:
         except Exception:  # no suggestion is better than a second error
             near = []
         hint = f"; did you mean {section + '.' if section else ''}{near[0]}?" if near else ""
-        return f"{override}: {section or 'the config'} has no key {name!r}{hint} (rlvr {command} --help lists every key)"
+        return (f"{override}: {section or 'the config'} has no key {name!r}{hint} "
+                f"(rlvr {command} --help all lists every key)")
     if key:
         return f"{override}: {first}"
     if type(error).__name__ == "MissingConfigException":  # an unknown option of a group: list the options
@@ -138,6 +157,8 @@ def _train(overrides: list[str]) -> int:
 
     register_schemas()
     _offer_plugin_envs(ConfigStore.instance(), env_registry)
+    if _wants_help(overrides):
+        return _help("train", overrides)
     overrides = _train_run_dir(overrides)
     overrides, resumed_algo = resumed_algo_override(overrides)  # resume=DIR: the run's algorithm
     try:  # an old key name, another family's algo.KEY: one line here, before Hydra's several
@@ -243,6 +264,8 @@ def _eval(overrides: list[str]) -> int:
 
     register_eval_schema()
     _offer_plugin_envs(ConfigStore.instance(), env_registry)
+    if _wants_help(overrides):
+        return _help("eval", overrides)
 
     def task(cfg) -> None:
         from rlvr.trainer.evaluation.eval_run import run_eval  # torch loads here, so `rlvr eval --help` stays fast
@@ -260,6 +283,8 @@ def _verify(overrides: list[str]) -> int:
     from rlvr.errors import ConfigError
 
     register_schema()
+    if _wants_help(overrides):
+        return _help("verify", overrides)
 
     def task(cfg) -> int:
         missing = [key for key in ("input", "output") if not cfg[key]]
@@ -341,7 +366,29 @@ def _envs(args: list[str]) -> int:
             except Exception as error:
                 detail = f"failed to load: {type(error).__name__}: {error}"
         print(f"  {name:<14} {source:<24} {detail}".rstrip())
+    _list_vf_tasksets()
     return 0
+
+
+def _list_vf_tasksets() -> None:
+    """`rlvr envs`' last part: the installed `verifiers` taskset packages, each usable as env=vf:NAME."""
+    from rlvr.verifiers.vf_catalog import INSTALL_HINT, bundled_tasksets, installed_tasksets, verifiers_version
+
+    version = verifiers_version()
+    if version is None:
+        print(f"verifiers tasksets (env=vf:NAME): the verifiers package is not installed: {INSTALL_HINT}")
+        return
+    print(f"verifiers tasksets (env=vf:NAME; verifiers {version}):")
+    tasksets = installed_tasksets()
+    for taskset in tasksets:
+        detail = f"{taskset.kind}: rlvr train env=vf:{taskset.name}" if taskset.kind else \
+            f"failed to load: {taskset.problem}"
+        print(f"  {taskset.name:<14} {taskset.distribution:<24} {detail}")
+    if not tasksets:
+        print("  none installed: pip install a taskset package, then env=vf:ITS_IMPORT_NAME")
+    bundled = bundled_tasksets()
+    if bundled:
+        print(f"  bundled in verifiers (adapters to other frameworks, not checked here): {', '.join(bundled)}")
 
 
 def _listed(registry) -> list[tuple[str, str]]:

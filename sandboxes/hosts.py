@@ -45,7 +45,8 @@ class SandboxUnavailable(RuntimeError):
 class SandboxConfig:
     """The `sandbox:` block of conf/train.yaml, eval.yaml and verify.yaml."""
 
-    hosts: list = field(default_factory=list)  # Docker engines; [] = the local engine (see rlvr.sandboxes.hosts)
+    hosts: list = field(default_factory=list)
+    """Docker engines for code: local | unix:// | tcp:// | ssh://; []: local."""
 
 
 def check_host(host: object, where: str = "sandbox.hosts") -> str:

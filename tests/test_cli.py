@@ -28,14 +28,18 @@ def test_unknown_command(tmp_path):
 
 
 def test_train_help_lists_the_config_groups(tmp_path):
+    """The command a shell runs: the choices first, each group's options (tests/test_help.py checks the keys)."""
     result = _rlvr("train", "--help", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    groups = dict(line.split(": ", 1) for line in result.stdout.splitlines()
-                  if line.split(":")[0] in ("algo", "env", "model", "rollout") and ": " in line)
-    expected = {"algo": {"grpo"}, "env": {"arithmetic", "countdown"}, "model": {"hf", "tiny"}, "rollout": {"auto", "hf"}}
-    assert groups.keys() == expected.keys(), result.stdout
+    block = result.stdout.split("Choices", 1)[1].split("\n\n", 1)[0]
+    groups = {line.split("=", 1)[0].strip(): line for line in block.splitlines()[1:] if line.startswith("  ") and
+              not line.startswith("   ")}
+    expected = {"env": {"arithmetic", "countdown"}, "model": {"hf", "tiny"}, "algo": {"grpo"}, "rollout": {"auto", "hf"},
+                "reward": {"env", "random"}}
+    assert list(groups) == list(expected), result.stdout
     for group, options in expected.items():
-        assert options <= set(groups[group].split(", ")), (group, groups[group])
+        assert all(f" {o}," in groups[group] or groups[group].endswith(f" {o}") for o in options), groups[group]
+    assert "algo_schema" not in result.stdout
     assert not (tmp_path / "outputs").exists()
 
 

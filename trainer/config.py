@@ -6,7 +6,11 @@ dataclasses. Sizes carry their units: `prompts_per_step` counts prompts,
 `env` stays an open mapping: each environment validates its own parameters when built
 (its error names the parameter), and plugin environments bring parameters rlvr cannot know.
 
-Over 300 lines on purpose: it is the whole schema, one dataclass per config section and per algorithm
+The string under each field is its documentation, and the only one: its first line is what
+`rlvr train --help` prints beside the key and its default (rlvr/help.py reads it), the lines after it
+say more for a reader of this file. tests/test_help.py fails for a field without one.
+
+Over 500 lines on purpose: it is the whole schema, one dataclass per config section and per algorithm
 family, each field with its unit and meaning; split across files, the keys a reader looks up together
 (what `train.*` or `algo.*` accepts) would be in several places.
 """
@@ -33,6 +37,7 @@ class AlgoSchema:
     family's subclass; this base is what `train_schema` declares before the preset is merged onto it."""
 
     name: str = "grpo"
+    """The algorithm, chosen with algo=NAME (its preset conf/algo/NAME.yaml)."""
 
 
 @dataclass
@@ -40,23 +45,39 @@ class PolicyGradientConfig(AlgoSchema):
     """reinforce, grpo, dr_grpo, dapo, gspo (grpo.py, reinforce.py, dynamic_sampling.py)."""
 
     name: str = "grpo"
-    beta: float = 0.0  # KL coefficient to the reference; 0 loads no reference model
-    kl_estimator: str = "k3"  # k1 | k2 | k3
-    aggregation: str = "seq_mean_token_mean"  # token_mean | seq_mean_token_mean | seq_mean_token_sum_norm
-    # the GRPO presets (reinforce has no ratio: no clip range, no mu)
+    beta: float = 0.0
+    """KL coefficient to the frozen reference; 0 loads no reference model."""
+    kl_estimator: str = "k3"
+    """Estimator of that KL per token: k1 | k2 | k3 (trainer/algos/losses.py)."""
+    aggregation: str = "seq_mean_token_mean"
+    """Loss mean: token_mean | seq_mean_token_mean | seq_mean_token_sum_norm.
+
+    How the per-token loss becomes one number (trainer/algos/losses.py `aggregate`): token_mean, over every
+    token of the batch (DAPO); seq_mean_token_mean, over each sequence's tokens, then over sequences (GRPO);
+    seq_mean_token_sum_norm, the token sum over sequences x rollout.max_new_tokens (Dr. GRPO)."""
     clip_eps_low: float = 0.2
+    """Lower clip range: ratio kept above 1 - clip_eps_low."""
     clip_eps_high: float = 0.2
-    scale_advantages_by_std: bool = True  # False: Dr. GRPO
-    filter_zero_variance_groups: bool = False  # DAPO dynamic sampling: drop groups whose rewards are all equal
-    max_resample_rounds: int = 0  # ... and sample up to this many further rounds of prompts to refill the batch
-    mu: int = 1  # inner epochs over one batch; old logprobs computed once before them
-    importance_level: str = "token"  # token | sequence (GSPO: one clipped ratio per sequence)
-    # DAPO's soft overlong punishment (eq. 13): the last `overlong_buffer` tokens before rollout.max_new_tokens
-    # cost up to `overlong_penalty` reward, linearly; 0 tokens: off
+    """Upper clip range: ratio kept below 1 + clip_eps_high (DAPO: 0.28)."""
+    scale_advantages_by_std: bool = True
+    """Divide each group's advantages by its reward std; false: Dr. GRPO."""
+    filter_zero_variance_groups: bool = False
+    """DAPO dynamic sampling: drop groups whose rewards are all equal."""
+    max_resample_rounds: int = 0
+    """With that filter: up to this many more rounds to refill the batch."""
+    mu: int = 1
+    """Updates (inner epochs) per batch; old logprobs computed once before."""
+    importance_level: str = "token"
+    """Importance ratio per token | sequence (GSPO: one clipped ratio each)."""
     overlong_buffer: int = 0
+    """DAPO: penalise the last N tokens before max_new_tokens; 0: off.
+
+    DAPO's soft overlong punishment (eq. 13): the last `overlong_buffer` tokens before rollout.max_new_tokens
+    cost up to `overlong_penalty` reward, linearly."""
     overlong_penalty: float = 1.0
-    # reinforce: the baseline subtracted from each completion's reward
-    baseline: str = "rloo"  # none | mean (batch mean) | rloo (leave-one-out over the G completions)
+    """Reward lost at max_new_tokens, linearly over overlong_buffer tokens."""
+    baseline: str = "rloo"
+    """reinforce's baseline: none | mean (of the batch) | rloo (leave-one-out)."""
 
 
 @dataclass
@@ -64,19 +85,34 @@ class PPOConfig(AlgoSchema):
     """ppo (ppo.py)."""
 
     name: str = "ppo"
-    beta: float = 0.0  # KL coefficient of the per-token penalty in the reward; 0 loads no reference model
+    beta: float = 0.0
+    """KL coefficient of the per-token penalty in the reward; 0: no reference."""
     clip_eps_low: float = 0.2
+    """Lower clip range: ratio kept above 1 - clip_eps_low."""
     clip_eps_high: float = 0.2
+    """Upper clip range: ratio kept below 1 + clip_eps_high."""
     aggregation: str = "seq_mean_token_mean"
-    mu: int = 1  # epochs over one batch
-    objective: str = "clip"  # clip | penalty (adaptive-KL PPO-penalty)
-    gamma: float = 1.0  # GAE discount over tokens
-    lam: float = 0.95  # GAE lambda
-    critic: str = "head"  # head: a value head on the policy's trunk | model: a separate copy of the base model + head
-    vf_coef: float = 0.1  # weight of the value loss
-    clip_eps_value: Optional[float] = 0.2  # value clipping around the old values; null: off
-    penalty_beta: float = 1.0  # PPO-penalty's initial KL(old || new) coefficient (adapted each step)
-    kl_target: float = 0.01  # PPO-penalty's target KL d0
+    """Loss mean: token_mean | seq_mean_token_mean | seq_mean_token_sum_norm.
+
+    As PolicyGradientConfig's."""
+    mu: int = 1
+    """Epochs over one batch."""
+    objective: str = "clip"
+    """clip (PPO-clip) | penalty (adaptive-KL PPO-penalty)."""
+    gamma: float = 1.0
+    """GAE discount over tokens."""
+    lam: float = 0.95
+    """GAE lambda."""
+    critic: str = "head"
+    """head: a value head on the policy's trunk | model: a separate copy."""
+    vf_coef: float = 0.1
+    """Weight of the value loss."""
+    clip_eps_value: Optional[float] = 0.2
+    """Value clipping around the old values; null: off."""
+    penalty_beta: float = 1.0
+    """PPO-penalty's initial KL(old || new) coefficient (adapted each step)."""
+    kl_target: float = 0.01
+    """PPO-penalty's target KL d_targ."""
 
 
 @dataclass
@@ -85,13 +121,23 @@ class NaturalGradientConfig(AlgoSchema):
 
     name: str = "trpo"
     aggregation: str = "seq_mean_token_mean"
-    baseline: str = "rloo"  # none | mean | rloo, as REINFORCE's
-    max_kl: float = 0.01  # trust-region size delta on the mean per-token KL(old || new)
+    """Loss mean: token_mean | seq_mean_token_mean | seq_mean_token_sum_norm.
+
+    As PolicyGradientConfig's."""
+    baseline: str = "rloo"
+    """Subtracted from each reward: none | mean | rloo (leave-one-out)."""
+    max_kl: float = 0.01
+    """Trust-region size delta on the mean per-token KL(old || new)."""
     cg_iters: int = 10
+    """Conjugate-gradient iterations that solve F x = g for the step direction."""
     cg_damping: float = 0.1
-    line_search_steps: int = 10  # trpo only; npg takes the full step
-    backtrack_ratio: float = 0.5  # trpo only
-    fisher_every: int = 1  # F is estimated on every k-th completion (OpenAI baselines' trpo_mpi: every 5th)
+    """Damping added to the Fisher matrix F (as in the TRPO authors' code)."""
+    line_search_steps: int = 10
+    """trpo: line-search tries before keeping the old weights (npg: none)."""
+    backtrack_ratio: float = 0.5
+    """trpo: the factor each line-search step shrinks the step by."""
+    fisher_every: int = 1
+    """Estimate F on every k-th completion (baselines' trpo_mpi: every 5th)."""
 
 
 @dataclass
@@ -99,15 +145,24 @@ class DPOConfig(AlgoSchema):
     """dpo (dpo.py; conf/algo/dpo.yaml quotes each default's source)."""
 
     name: str = "dpo"
-    beta: float = 0.1  # DPO's temperature on the implicit reward (IPO's tau), not a KL coefficient
-    loss_type: str = "sigmoid"  # sigmoid (DPO; cDPO with label_smoothing > 0) | ipo
-    label_smoothing: float = 0.0  # cDPO's probability that a preference label is flipped, in [0, 0.5)
-    pair_strategy: str = "all"  # all (every chosen x rejected, capped) | best_vs_worst (one pair per prompt)
+    beta: float = 0.1
+    """DPO's temperature on the implicit reward (IPO's tau); not a KL weight."""
+    loss_type: str = "sigmoid"
+    """sigmoid (DPO; cDPO with label_smoothing > 0) | ipo."""
+    label_smoothing: float = 0.0
+    """cDPO's probability that a preference label is flipped, in [0, 0.5)."""
+    pair_strategy: str = "all"
+    """all (every chosen x rejected, capped) | best_vs_worst (one per prompt)."""
     max_pairs_per_prompt: int = 8
-    min_margin: float = 0.0  # a pair needs chosen reward - rejected reward >= this (and > 0)
-    length_match: bool = False  # prefer pairs of similar completion length
-    dpo_updates_per_round: int = 1  # online: optimizer steps over each round's pairs
-    pairs_per_step: int = 64  # offline (data=PATH): pairs per optimizer step
+    """The most pairs one prompt's group gives."""
+    min_margin: float = 0.0
+    """A pair needs chosen reward - rejected reward >= this (and > 0)."""
+    length_match: bool = False
+    """Prefer pairs of similar completion length (against DPO's length bias)."""
+    dpo_updates_per_round: int = 1
+    """Online: optimizer steps over each round's pairs."""
+    pairs_per_step: int = 64
+    """Offline (data=PATH): pairs per optimizer step."""
 
 
 ALGO_SCHEMAS = {"policy_gradient": PolicyGradientConfig, "ppo": PPOConfig, "natural_gradient": NaturalGradientConfig,
@@ -116,102 +171,170 @@ ALGO_SCHEMAS = {"policy_gradient": PolicyGradientConfig, "ppo": PPOConfig, "natu
 
 @dataclass
 class ArchConfig:
+    """`model.arch.*`: the tiny model's Qwen2 shape, used when model.name_or_path is null."""
+
     vocab_size: int = 512
+    """Tokenizer vocabulary, trained locally on the environment's text."""
     hidden_size: int = 128
+    """Width of the residual stream."""
     num_layers: int = 4
+    """Transformer layers."""
     num_heads: int = 4
+    """Attention heads."""
     num_kv_heads: int = 2
+    """Key/value heads (grouped-query attention)."""
     intermediate_size: int = 384
+    """Width of each MLP."""
     max_positions: int = 256
+    """Context length in tokens (prompt + completion)."""
 
 
 @dataclass
 class WarmStartConfig:
+    """`model.warm_start.*`: the tiny model's supervised start (trainer/models/warm_start.py)."""
+
     target_accuracy: list = field(default_factory=lambda: [0.3, 0.6])
+    """[low, high]: stop once validation accuracy is in this band."""
     max_steps: int = 3000
+    """The most supervised steps before giving up on the band."""
     batch_size: int = 32
+    """Reference solutions per supervised step."""
     lr: float = 1e-3
+    """Learning rate of the warm start."""
     eval_every: int = 25
+    """Steps between validation checks."""
     eval_rows: int = 200
-    max_new_tokens: int | None = None  # validation decoding; None = the env's rollout length cut to the context
-    stop_on: str = "greedy"  # greedy: validation accuracy; transcripts: teacher-forced tool transcripts (warm_start.py)
+    """Validation rows per check."""
+    max_new_tokens: int | None = None
+    """Validation decoding length; null: the env's, cut to the context."""
+    stop_on: str = "greedy"
+    """The band's measure: greedy (validation accuracy) | transcripts.
+
+    transcripts: teacher-forced tool transcripts, for a multi-turn tool environment (warm_start.py)."""
 
 
 @dataclass
 class LoraConfig:
-    r: int = 0  # 0: full fine-tuning; > 0: LoRA adapters of this rank, e.g. 16 (trainer/models/lora.py)
-    alpha: float = 32.0  # scale alpha / r on B A
+    """`model.lora.*`: LoRA adapters instead of full fine-tuning (trainer/models/lora.py)."""
+
+    r: int = 0
+    """0: full fine-tuning; > 0: LoRA adapters of this rank, e.g. 16."""
+    alpha: float = 32.0
+    """Adapter scale: B A is multiplied by alpha / r."""
     dropout: float = 0.0
-    target_modules: list = field(default_factory=lambda: ["all-linear"])  # peft names; all-linear: all but the head
+    """Dropout on the adapters' input (trainer and sampler then disagree)."""
+    target_modules: list = field(default_factory=lambda: ["all-linear"])
+    """peft module names to adapt; all-linear: every linear layer but the head."""
 
 
 @dataclass
 class ModelConfig:
+    """`model.*`: the policy (trainer/models/model.py)."""
+
     name: str = "tiny"
-    name_or_path: Optional[str] = None  # local HF directory or Hub name; null builds the tiny model
+    """The model preset, chosen with model=NAME (conf/model/NAME.yaml)."""
+    name_or_path: Optional[str] = None
+    """Local HF directory, .gguf file or Hub name; null builds the tiny model."""
     arch: ArchConfig = field(default_factory=ArchConfig)
     warm_start: WarmStartConfig = field(default_factory=WarmStartConfig)
     lora: LoraConfig = field(default_factory=LoraConfig)
-    # recompute activations in backward (HF gradient_checkpointing_enable, use_reentrant=False): less memory, more time
     gradient_checkpointing: bool = False
-    # none | bf16: the policy's forward passes under torch.autocast(bfloat16), weights and optimizer in float32;
-    # allowed on CPU too (slower there without bf16 units); trainer/models/model.py
+    """Recompute activations in backward: less memory, more time.
+
+    Hugging Face's gradient_checkpointing_enable with use_reentrant=False."""
     autocast: str = "none"
-    # chat: prompts through the tokenizer's chat template (refused when it has none) | plain: each message's text,
-    # then a blank line, for a base model without a chat template (the template is saved with each checkpoint)
+    """none | bf16: forward passes under bf16 autocast, weights in float32.
+
+    The optimizer stays in float32 too; allowed on CPU (slower there without bf16 units); trainer/models/model.py."""
     prompt_format: str = "chat"
-    # base | instruct: which prompt the built-in environments give this model (`env.prompt` follows it unless set;
-    # envs/base.py PromptStyle). tiny: base (its warm start's format); hf and smollm2: instruct
+    """chat: the tokenizer's chat template | plain: the texts (base models).
+
+    chat is refused for a tokenizer without a template; plain joins each message's text with a blank line.
+    The template is saved with each checkpoint."""
     kind: str = "base"
+    """base | instruct: which prompt the built-in environments give the model.
+
+    `env.prompt` follows it unless set (envs/base.py PromptStyle). tiny: base (its warm start's format);
+    hf and smollm2: instruct."""
 
 
 @dataclass
 class RolloutConfig:
-    engine: str = "hf"  # hf | vllm | auto (vllm when it imports, else hf)
-    # conf/rollout/*.yaml: the environment's default_max_new_tokens and truncated_reward (trainer/truncation.py);
-    # null here, or given as null: the same, filled in when the run starts
+    """`rollout.*`: how completions are sampled (trainer/rollout/)."""
+
+    engine: str = "hf"
+    """The engine: rollout=hf | vllm | server | auto (vllm if installed)."""
     max_new_tokens: Optional[int] = None
-    truncated_reward: Optional[str] = None  # what a completion cut at max_new_tokens earns: zero | keep
+    """Most tokens per completion; null: the environment's default.
+
+    conf/rollout/*.yaml fill in the environment's default_max_new_tokens (and truncated_reward) when the run
+    starts; given as null on the command line: the same."""
+    truncated_reward: Optional[str] = None
+    """What a completion cut at max_new_tokens earns: zero | keep; null: env's."""
     temperature: float = 1.0
+    """Sampling temperature (logprobs are computed at the same temperature)."""
     top_p: float = 1.0
+    """Nucleus sampling: sample from the top-p probability mass; 1: off."""
     top_k: int = 0
+    """Sample among the k likeliest tokens; 0: off."""
     stop: list = field(default_factory=list)
-    # Truncated importance weights min(pi_trainer / pi_engine, cap) on the surrogate; null turns them off.
+    """Strings that end a completion early, e.g. ['</answer>']."""
     importance_cap: Optional[float] = 2.0
-    # A sampling seed per training prompt, keyed by its place in the step's draw: vLLM then samples the same
-    # completions at any world size and after a resume (generation speed within noise: BENCHMARKS.md).
-    # hf ignores it (one RNG per batch). false: vLLM samples from its engine seed, as before.
+    """Truncated importance weight min(pi_trainer / pi_engine, cap); null: off."""
     seed_per_prompt: bool = True
-    # rollout=hf, G > 1 samples: each prompt's prefill computed once and its KV cache repeated G times
-    # (rollout/hf.py; the same samples, logprobs within 1e-5). false: generate prefills every copy, as before.
+    """A sampling seed per training prompt: vLLM samples alike at any scale.
+
+    Keyed by the prompt's place in the step's draw: vLLM then samples the same completions at any world size and
+    after a resume (generation speed within noise: BENCHMARKS.md). hf ignores it (one RNG per batch). false: vLLM
+    samples from its engine seed."""
     prefill_once: bool = True
-    # vLLM only (ignored by hf); the first three matter on GPUs.
-    gpu_memory_utilization: float = 0.3  # share of GPU memory vLLM takes (weights + KV cache)
+    """rollout=hf: one prefill per prompt, its KV cache copied for G samples.
+
+    The same samples and logprobs within 1e-5 (rollout/hf.py); false: generate prefills every copy."""
+    gpu_memory_utilization: float = 0.3
+    """vLLM: share of GPU memory it takes (weights + KV cache)."""
     tensor_parallel_size: int = 1
-    enable_sleep_mode: bool = False  # free vLLM's GPU memory during the update (sleep/wake)
-    dtype: str = "float32"  # vLLM's compute dtype; float32 keeps its logprobs within 1e-3 of the trainer's
-    # vLLM's KV cache (rollout/kv_cache.py): auto = on the CPU, sized to the run (its batch, or the held-out
-    # eval's if larger, at the model's full context); a number = bytes; null = vLLM's own (VLLM_CPU_KVCACHE_SPACE
-    # GiB, else gpu_memory_utilization of RAM). On a GPU auto leaves it to gpu_memory_utilization.
+    """vLLM: GPUs each engine's model is split over."""
+    enable_sleep_mode: bool = False
+    """vLLM: free its GPU memory during the update (sleep, then wake)."""
+    dtype: str = "float32"
+    """vLLM's compute dtype; float32 keeps its logprobs near the trainer's."""
     kv_cache_bytes: Any = "auto"
-    # With model.lora, what each sync pushes to vLLM: merged (W + alpha/r B A, full weights) | adapter (the adapter
-    # alone, served by vLLM's LoRA support; rollout=vllm only). Measured: BENCHMARKS.md "LoRA sync".
+    """vLLM's KV cache: auto (sized to the run on CPU) | bytes | null (vLLM's).
+
+    auto = on the CPU, sized to the run (its batch, or the held-out eval's if larger, at the model's full context);
+    a number = bytes; null = vLLM's own (VLLM_CPU_KVCACHE_SPACE GiB, else gpu_memory_utilization of RAM). On a GPU
+    auto leaves it to gpu_memory_utilization (rollout/kv_cache.py)."""
     lora_sync: str = "merged"
-    # Asynchronous rollouts (rollout/async_rollouts.py): a producer samples and scores up to this many steps ahead
-    # of the trainer; a trained sample is at most this many versions old. 0: the synchronous loop.
+    """With model.lora: merged (full weights) | adapter (rollout=vllm only).
+
+    adapter pushes the adapter alone, served by vLLM's LoRA support. Measured: BENCHMARKS.md "LoRA sync"."""
     max_staleness: int = 0
-    async_timeout_s: float = 1800.0  # with max_staleness > 0: the longest any wait for the producer may take
-    # with max_staleness > 0 and rollout=hf, where the producer's engine samples: process (a child process on a core
-    # of its own, rollout/hf_process.py) | thread (a thread of the trainer's process, sharing its interpreter's GIL)
+    """Async rollouts: sample up to this many steps ahead; 0: synchronous.
+
+    A producer samples and scores ahead of the trainer (rollout/async_rollouts.py); a trained sample is at most
+    this many policy versions old."""
+    async_timeout_s: float = 1800.0
+    """With max_staleness > 0: the longest any wait for the producer may take."""
     producer: str = "process"
-    # rollout=server only (rollout/server.py, rollout/server_process.py): running servers' base URLs, or none to
-    # start num_servers `vllm serve` processes on 127.0.0.1
+    """Async, rollout=hf: process (a core of its own) | thread (shares GIL).
+
+    process: a child process on a core of its own (rollout/hf_process.py); thread: a thread of the trainer's
+    process, sharing its interpreter's GIL."""
     endpoints: list = field(default_factory=list)
+    """rollout=server: running servers' base URLs; []: start num_servers here.
+
+    rollout/server.py, rollout/server_process.py: started servers are `vllm serve` processes on 127.0.0.1."""
     num_servers: int = 1
-    request_timeout_s: float = 120.0  # the longest one generate request (or weight load) may take on one server
-    server_start_timeout_s: float = 600.0  # the longest a started server may take to answer /health
-    server_threads: int = 1  # CPU threads of each started server (OMP_NUM_THREADS)
-    weights_dir: Optional[str] = None  # where weights are written for the servers to load; null: a temporary directory
+    """rollout=server without endpoints: `vllm serve` processes to start."""
+    request_timeout_s: float = 120.0
+    """rollout=server: the longest one request or weight load may take."""
+    server_start_timeout_s: float = 600.0
+    """rollout=server: the longest a started server may take to answer /health."""
+    server_threads: int = 1
+    """rollout=server: CPU threads of each started server (OMP_NUM_THREADS)."""
+    weights_dir: Optional[str] = None
+    """rollout=server: where weights go for the servers; null: a temp dir."""
 
 
 @dataclass
@@ -219,26 +342,40 @@ class TrainLoopConfig:
     """`train.*`: the loop's length, each step's sizes, and how often it saves, evaluates and logs samples."""
 
     steps: int = 200
+    """Optimizer steps of the run (each samples a fresh batch)."""
     prompts_per_step: int = 8
+    """Prompts drawn per step."""
     completions_per_prompt: int = 8
-    micro_batch_size: int = 64  # completions per forward/backward; the step accumulates over micro-batches
-    # > 0: the policy's log-softmax and gather over the vocabulary run this many completion tokens at a time,
-    # never holding the float32 [tokens, vocab] matrix (trainer/models/chunked_logprobs.py); 0: all at once
+    """Completions sampled per prompt: the group size G."""
+    micro_batch_size: int = 64
+    """Completions per forward/backward; a step accumulates over micro-batches."""
     logprob_chunk_tokens: int = 0
-    # > 0: micro-batches filled by this many (padded) tokens, rows sorted by length, instead of micro_batch_size
-    # rows; the same loss and gradient, less padding computed (trainer/algos/token_budget.py); 0: off
+    """> 0: vocabulary log-softmax this many tokens at a time; 0: all at once.
+
+    Never holds the float32 [tokens, vocab] matrix (trainer/models/chunked_logprobs.py)."""
     max_tokens_per_micro_batch: int = 0
-    # true (with max_tokens_per_micro_batch): each micro-batch's rows run as one packed row, positions restarting per
-    # sequence and attention kept within each (trainer/models/packing.py); no padding computed, the same loss
+    """> 0: micro-batches of this many tokens, not micro_batch_size rows.
+
+    Rows sorted by length; the same loss and gradient, less padding computed (trainer/algos/token_budget.py)."""
     pack_sequences: bool = False
-    # auto (the local rank's GPU when CUDA is available, else the CPU) | cpu | cuda | cuda:N: where the policy,
-    # reference and critic train (trainer/device.py)
+    """With max_tokens_per_micro_batch: run each micro-batch as one packed row.
+
+    Positions restart per sequence and attention stays within each (trainer/models/packing.py); no padding
+    computed, the same loss."""
     device: str = "auto"
+    """Where the policy trains: auto (GPU if any, else CPU) | cpu | cuda[:N].
+
+    The reference and critic go there too (trainer/device.py)."""
     save_every: int = 100
+    """Steps between checkpoints (the last step is always saved)."""
     eval_every: int = 50
+    """Steps between held-out greedy evals (the last step always has one)."""
     eval_prompts: int = 200
-    # prompts whose completions go to samples.jsonl each step (offline DPO: pairs); was train.samples_per_step
+    """Test prompts in each held-out eval (capped at the env's test split)."""
     logged_prompts_per_step: int = 2
+    """Prompts whose completions go to samples.jsonl each step.
+
+    Was train.samples_per_step."""
 
 
 @dataclass
@@ -246,39 +383,59 @@ class CurriculumConfig:
     """`curriculum.*`: a difficulty controller over the training prompts (trainer/curriculum.py); off by default."""
 
     enabled: bool = False
-    # easiest first, each a mapping over the environment's difficulty parameters (countdown: num_numbers,
-    # max_number; arithmetic: digits, ops; reasoning_gym: config); empty: the environment's own ladder
+    """Move through difficulty levels by the step's pass rate."""
     levels: list = field(default_factory=list)
-    band: list = field(default_factory=lambda: [0.2, 0.8])  # the step pass rate (status/correct) to keep within
-    window: int = 4  # steps at a level whose mean pass rate decides a move; a level is held at least this long
-    start_level: Optional[int] = None  # index into the levels; null: the configured environment's level, else 0
-    # the share of each step's prompts always drawn from the configured task, whatever the level (0: none)
+    """Levels, easiest first, each {param: value}; []: the env's own ladder.
+
+    countdown: num_numbers, max_number; arithmetic: digits, ops; reasoning_gym: config."""
+    band: list = field(default_factory=lambda: [0.2, 0.8])
+    """Keep the pass rate in [low, high]: above, up a level; below, down one."""
+    window: int = 4
+    """Steps at a level whose mean pass rate decides a move (least time held)."""
+    start_level: Optional[int] = None
+    """Index into levels; null: the configured env's level, else 0."""
     target_share: float = 0.0
+    """Share of each step's prompts always from the configured env (0: none)."""
 
 
 @dataclass
 class OptimConfig:
+    """`optim.*`: AdamW and its learning-rate schedule."""
+
     lr: float = 1e-4
+    """Learning rate (a preset may set its own)."""
     weight_decay: float = 0.0
+    """AdamW's decoupled weight decay."""
     betas: list = field(default_factory=lambda: [0.9, 0.999])
+    """AdamW's [beta1, beta2]."""
     max_grad_norm: float = 1.0
+    """Gradients are clipped to this global norm."""
     warmup_steps: int = 0
-    schedule: str = "constant"  # constant | linear | cosine (after warmup)
+    """Steps of linear learning-rate warmup from 0."""
+    schedule: str = "constant"
+    """LR after warmup: constant | linear | cosine (to 0 at the last step)."""
 
 
 @dataclass
 class WandbConfig:
+    """`wandb.*`: Weights & Biases, with logger=[wandb]."""
+
     project: str = "rlvr"
+    """Weights & Biases project."""
     entity: Optional[str] = None
-    mode: str = "offline"  # offline | online | disabled; offline needs no network (`wandb sync` later)
+    """Weights & Biases team or user; null: your default."""
+    mode: str = "offline"
+    """offline (no network; `wandb sync` later) | online | disabled."""
 
 
 @dataclass
 class StrategyConfig:
     """`trainer.*`: how the run is spread over processes."""
 
-    # none: one process. ddp | fsdp2: under torchrun, data parallel over ranks (trainer/distributed.py)
     strategy: str = "none"
+    """none: one process | ddp | fsdp2: data parallel under torchrun.
+
+    Which algorithms run under which: trainer/algorithms.py's `strategies` (trainer/distributed.py)."""
 
 
 @dataclass
@@ -287,6 +444,7 @@ class RunConfig:
 
     algo: AlgoSchema = field(default_factory=AlgoSchema)  # conf/algo/NAME.yaml merges its family's subclass on
     env: Any = field(default_factory=lambda: {"name": "arithmetic"})
+    """The environment (env=NAME); its keys are its own: `rlvr envs`."""
     model: ModelConfig = field(default_factory=ModelConfig)
     rollout: RolloutConfig = field(default_factory=RolloutConfig)
     train: TrainLoopConfig = field(default_factory=TrainLoopConfig)
@@ -296,12 +454,19 @@ class RunConfig:
     curriculum: CurriculumConfig = field(default_factory=CurriculumConfig)  # trainer/curriculum.py
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)  # Docker engines for code (rlvr.sandboxes.hosts)
     seed: int = 0
+    """Seeds the prompts drawn, the sampling and the model's initialisation."""
     output_dir: str = "outputs/${now:%Y-%m-%d}/${now:%H-%M-%S}"
-    resume: Optional[str] = None  # a run directory; continue from its last checkpoint
-    overwrite: bool = False  # true: a new run replaces the run already in output_dir (refused otherwise)
-    threads: int = 0  # torch CPU threads; 0 leaves torch's default
-    data: Optional[str] = None  # algo=dpo only: a scored-completions JSONL for offline DPO (trainer/algos/dpo.py)
-    logger: list = field(default_factory=list)  # besides metrics.jsonl: tensorboard, wandb (trainer/loggers.py)
+    """The run directory (config.yaml, metrics.jsonl, checkpoints/)."""
+    resume: Optional[str] = None
+    """A run directory: continue it from its last checkpoint."""
+    overwrite: bool = False
+    """true: a new run replaces the run in output_dir (refused otherwise)."""
+    threads: int = 0
+    """Torch CPU threads; 0: torch's default (all cores)."""
+    data: Optional[str] = None
+    """algo=dpo: a scored-completions JSONL (rlvr eval's) for offline DPO."""
+    logger: list = field(default_factory=list)
+    """Besides metrics.jsonl, any of: tensorboard, wandb (trainer/loggers.py)."""
     wandb: WandbConfig = field(default_factory=WandbConfig)
 
 

@@ -19,9 +19,13 @@ REWARD_KINDS = ("env", "random", "format_only")
 @dataclass
 class RewardConfig:
     kind: str = "env"
+    """The reward: reward=env (the env's verifiers) | random | format_only."""
     rate: float = 0.5
+    """reward=random: the probability of reward 1 per completion."""
     screen: bool = False
+    """true: completions with hack signatures are screened (hack_monitor.py)."""
     screen_mode: str = "zero"
+    """With screen: zero (the flagged completion) | drop_group (its group)."""
 
 
 def check_reward_config(cfg) -> None:

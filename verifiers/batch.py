@@ -43,10 +43,15 @@ class VerifyConfig:
     """Schema of `conf/verify.yaml` (a typo in a key fails at start)."""
 
     input: Optional[str] = None
+    """The JSONL file of records to score (required)."""
     output: Optional[str] = None
-    verifier: Optional[str] = None  # null: each record's "verifier" field
-    workers: Optional[int] = None  # null: all cores
-    params: Any = field(default_factory=dict)  # keyword arguments for the verifier
+    """Where the scored records go, in input order (required)."""
+    verifier: Optional[str] = None
+    """The verifier for every record; null: each record's "verifier" field."""
+    workers: Optional[int] = None
+    """Worker processes; null: all cores."""
+    params: Any = field(default_factory=dict)
+    """Keyword arguments for the verifier: +params.KEY=VALUE."""
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)  # Docker engines for code (rlvr.sandboxes.hosts)
 
 

@@ -24,32 +24,50 @@ from rlvr.trainer.config import RolloutConfig
 
 @dataclass
 class EvalModelConfig:
-    name_or_path: Optional[str] = None  # one checkpoint; `models=[...]` for several
-    # base | instruct: which prompt the built-in environments give the models (`env.prompt` follows it unless set;
-    # envs/base.py PromptStyle); instruct for a chat model such as smollm2
+    name_or_path: Optional[str] = None
+    """One checkpoint, run directory or Hub name; models=[...] for several."""
     kind: str = "base"
+    """base | instruct: which prompt the built-in environments give the models.
+
+    `env.prompt` follows it unless set (envs/base.py PromptStyle); instruct for a chat model such as smollm2."""
 
 
 @dataclass
 class EvalConfig:
     env: Any = field(default_factory=lambda: {"name": "arithmetic", "split": "test"})
-    envs: list = field(default_factory=list)  # several environments; replaces `env` when not empty
+    """The environment (env=NAME); its keys are its own: `rlvr envs`."""
+    envs: list = field(default_factory=list)
+    """Several environments, names or {name:N,KEY:V}; replaces env if set."""
     model: EvalModelConfig = field(default_factory=EvalModelConfig)
-    models: list = field(default_factory=list)  # several checkpoints; added after model.name_or_path
+    models: list = field(default_factory=list)
+    """Several checkpoints; a run directory stands for every step of it."""
     rollout: RolloutConfig = field(default_factory=RolloutConfig)
-    n_samples: int = 1  # completions per prompt; pass@k and maj@k for every k <= n_samples
-    temperature: float = 0.0  # 0 = greedy decoding (then n_samples must be 1)
+    n_samples: int = 1
+    """Completions per prompt; pass@k and maj@k for every k <= n_samples."""
+    temperature: float = 0.0
+    """0: greedy decoding (then n_samples must be 1); > 0 samples."""
     top_p: float = 1.0
+    """Nucleus sampling: sample from the top-p probability mass; 1: off."""
     top_k: int = 0
-    n_prompts: Optional[int] = 200  # per env; capped at a finite env's size; null = every row of a finite env
-    batch_prompts: int = 256  # prompts per generate call (the trainer's held-out eval uses 256 too)
+    """Sample among the k likeliest tokens; 0: off."""
+    n_prompts: Optional[int] = 200
+    """Prompts per env, capped at a finite env's size; null: every row."""
+    batch_prompts: int = 256
+    """Prompts per generate call (the trainer's held-out eval uses 256 too)."""
     seed: int = 0
+    """Seeds the prompts drawn and the sampling."""
     output_dir: str = "outputs/eval/${now:%Y-%m-%d}/${now:%H-%M-%S}"
+    """results.json, results.md, completions.jsonl; an existing one resumes."""
     plots: bool = True
-    threads: int = 0  # torch CPU threads; 0 leaves torch's default
-    endpoint: Optional[str] = None  # an OpenAI-compatible server's base URL (http://HOST:PORT/v1); null: load the model
-    served_model: Optional[str] = None  # with endpoint: the server's model name; null: the first of its GET /models
-    request_timeout_s: float = 300.0  # with endpoint: the longest one request may take
+    """Write plots/*.png of each metric against the training step."""
+    threads: int = 0
+    """Torch CPU threads; 0: torch's default (all cores)."""
+    endpoint: Optional[str] = None
+    """An OpenAI-compatible server (http://HOST:PORT/v1); null: load here."""
+    served_model: Optional[str] = None
+    """With endpoint: the served model's name; null: its first in GET /models."""
+    request_timeout_s: float = 300.0
+    """With endpoint: the longest one request may take."""
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)  # Docker engines for code (rlvr.sandboxes.hosts)
 
 
