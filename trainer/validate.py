@@ -104,7 +104,7 @@ def _refuse_unread_keys(cfg) -> None:
         close = difflib.get_close_matches(key.rsplit(".", 1)[-1], siblings, n=1)
         hint = f"did you mean {key.rsplit('.', 1)[0] + '.' if '.' in key else ''}{close[0]}? " if close else ""
         raise ConfigError(f"{key} is not a key of rlvr train's config, so nothing would read it; {hint}"
-                          f"`rlvr train --help` lists every key")
+                          f"`rlvr train --help all` lists every key")
     unread = unread_algo_keys(cfg.algo)
     if unread:
         raise ConfigError(f"{'; '.join(unread)}, not by algo={cfg.algo.name}: drop it, or choose an algorithm "
