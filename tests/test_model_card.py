@@ -119,7 +119,8 @@ def test_front_matter_names_a_hub_base_model_only(tiny_lm, compose_train):
 
     assert front("Qwen/Qwen2.5-0.5B-Instruct")["base_model"] == "Qwen/Qwen2.5-0.5B-Instruct"
     assert "base_model" not in front(str(tiny_lm.path))  # a local directory: the Hub would refuse the card
-    assert "base_model" not in front("smollm2")  # a packaged GGUF, converted locally
+    assert front("smollm2")["base_model"] == "HuggingFaceTB/SmolLM2-135M-Instruct"  # the model the GGUF quantises
+    assert "base_model" not in front("/models/my-model.Q8_0.gguf")  # a GGUF file of unknown origin
 
 
 def test_the_command_line_is_what_was_typed(monkeypatch):

@@ -24,6 +24,7 @@ import yaml
 from omegaconf import OmegaConf
 
 from rlvr import __version__
+from rlvr.trainer.models.gguf_import import PACKAGED
 
 CARD_FILE = "README.md"
 CONFIG_FILE = "rlvr_config.yaml"
@@ -100,6 +101,8 @@ def model_card(cfg, step: int, evaluation: dict | None, commands: list[dict], ba
 
 def _hub_id(name_or_path) -> str | None:
     name = str(name_or_path or "")
+    if name in PACKAGED:  # a packaged GGUF names the Hub model it was quantised from
+        return PACKAGED[name].hub_id
     if _HUB_ID.match(name) and not name.endswith(".gguf") and not Path(name).exists():
         return name
     return None

