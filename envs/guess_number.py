@@ -7,6 +7,14 @@ match), so a trajectory earns its reward by finding the number within the turns 
 
 Choice: the secret is the whole problem, so the split is by secret (`split.py`'s hash of "secret of
 high"): test secrets are never trained on. Rows repeat secrets freely in train.
+
+`reference_trajectory(row)` is the tiny model's warm-start transcript (trainer/models/transcripts.py): a binary
+search, guessing the middle of the range still open after each reply, cut at `max_turns` guesses (high=16 needs
+at most 5). Why: every prompt is the same text, so the one-turn `reference` (the secret) is a label the prompt
+does not predict; trained on it alone, the tiny model guesses one fixed number and, never having seen a reply,
+does no better after one, and its validation accuracy sat at 8-16% for 1,500 steps against a 30% target.
+Trained on whole games it learns to act on the replies, which is the skill RL then sharpens: the default tiny
+model reached 42% in 50 steps.
 """
 
 from __future__ import annotations
@@ -58,6 +66,20 @@ class GuessNumberEnv(MultiTurnEnv):
                   "I will reply higher or lower.")
         return {"id": f"guess_number/{self._key(secret)}", "messages": [{"role": "user", "content": prompt}],
                 "answer": str(secret), "reference": f"<think></think><answer>{secret}</answer>", "secret": secret}
+
+    def reference_trajectory(self, row: dict) -> list[dict]:
+        """A binary search for the row's secret: the assistant's guesses and the game's replies, at most `max_turns`
+        guesses (module docstring)."""
+        low, high, messages = 1, self.high, []
+        for _ in range(self.max_turns):
+            guess = (low + high) // 2
+            messages.append({"role": "assistant", "content": f"<think></think><answer>{guess}</answer>"})
+            if guess == row["secret"]:
+                break
+            higher = guess < row["secret"]
+            low, high = (guess + 1, high) if higher else (low, guess - 1)
+            messages.append({"role": "user", "content": "higher" if higher else "lower"})
+        return messages if messages[-1]["role"] == "assistant" else messages[:-1]
 
     def step(self, row: dict, state: dict[str, Any], assistant_text: str) -> Reply:
         guess = extract_answer_tag(assistant_text)

@@ -1,12 +1,12 @@
 """The tiny model's warm start shows progress with an ETA, and gives up with advice when its target is out of reach."""
 
-from rlvr.trainer.models.warm_start import out_of_reach, warm_start
+from rlvr.trainer.models.warm_start import give_up_reason, warm_start
 
 
-def test_out_of_reach_needs_half_the_budget_and_a_best_far_below_the_target():
-    assert out_of_reach(1500, 3000, best=0.07, low=0.3)
-    assert not out_of_reach(1499, 3000, best=0.0, low=0.3)  # too early to tell: arithmetic jumps late
-    assert not out_of_reach(2900, 3000, best=0.08, low=0.3)  # a quarter of the target reached: keep going
+def test_a_model_that_has_not_started_gets_half_the_budget():
+    flat = lambda last, value: [{"step": s, "val_accuracy": value} for s in range(25, last + 1, 25)]  # noqa: E731
+    assert give_up_reason(flat(1500, 0.07), 3000, 25, low=0.3)
+    assert not give_up_reason(flat(1475, 0.0), 3000, 25, low=0.3)  # too early to tell: arithmetic jumps late
 
 
 def test_a_target_out_of_reach_stops_early_with_advice_and_each_check_shows_progress(tiny_lm, arith_env):

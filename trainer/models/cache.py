@@ -3,7 +3,8 @@
 An entry is a directory that is complete when its `ready` file exists (written last). Processes that ask for
 the same entry at once (parallel tests, ranks, two runs started together) build it once: the others wait on a
 lock file beside it, then find it ready. A builder writes into `<entry>.tmp` and renames it, so a killed build
-never leaves a half-written entry.
+never leaves a half-written entry; what a long build has done so far it may keep beside the entry, under the lock
+(the tiny model's warm start: `<entry>.partial.pt`), for the next build to resume from.
 """
 
 from __future__ import annotations

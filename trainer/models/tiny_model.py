@@ -15,7 +15,8 @@ evaluation, the prompt rendering, the environment's rows or its scoring rebuilds
 versions of Python, torch, transformers and tokenizers, whose kernels and initialisers change the
 numbers; and the machine's architecture and the CPU kernel level torch dispatches to (AVX2, AVX512, ...). A cached model built by other code or libraries is
 therefore never reused. The build itself is deterministic: two builds with the same key in two
-empty caches give byte-identical weights.
+empty caches give byte-identical weights, and so does a build killed part way and run again (the warm start
+resumes from `<key>.partial.pt`, its last check's model and optimizer, written beside the entry).
 """
 
 from __future__ import annotations
@@ -50,12 +51,15 @@ CHAT_TEMPLATE = (
 
 def rlvr_sources(roots: list[str]) -> dict[str, str]:
     """{module: sha256 of its source} for `roots` and every rlvr module they import, followed statically
-    (imports inside functions too), with the packages' `__init__` files on the way."""
+    (imports inside functions too), with the packages' `__init__` files on the way. A package reached only on the
+    way (as the parent of a module) is imported, not called: only its module-level imports are followed (rlvr's
+    own `__init__` imports its Python API lazily, inside a function, which the build never runs)."""
     found: dict[str, str] = {}
-    todo = list(roots)
+    wholly: set[str] = set()  # modules whose function-level imports have been followed
+    todo = [(name, True) for name in roots]  # (module, follow the imports inside its functions too)
     while todo:
-        name = todo.pop()
-        if name in found or not name.startswith("rlvr"):
+        name, whole = todo.pop()
+        if not name.startswith("rlvr") or name in wholly or (name in found and not whole):
             continue
         try:
             spec = importlib.util.find_spec(name)
@@ -65,13 +69,35 @@ def rlvr_sources(roots: list[str]) -> dict[str, str]:
             continue
         source = Path(spec.origin).read_bytes()
         found[name] = hashlib.sha256(source).hexdigest()
-        todo += [name.rsplit(".", 1)[0]] if "." in name else []
-        for node in ast.walk(ast.parse(source)):
+        if whole:
+            wholly.add(name)
+        todo += [(name.rsplit(".", 1)[0], False)] if "." in name else []
+        tree = ast.parse(source)
+        for node in ast.walk(tree) if whole else _outside_functions(tree):
             if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                todo += [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+                names = [f"{node.module}.{alias.name}" for alias in node.names]
+                # `from package import submodule` runs the package's import-time code only; a function is called
+                todo += [(node.module, not all(map(_is_module, names)))] + [(n, True) for n in names]
             elif isinstance(node, ast.Import):
-                todo += [alias.name for alias in node.names]
+                todo += [(alias.name, True) for alias in node.names]
     return dict(sorted(found.items()))
+
+
+def _is_module(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ModuleNotFoundError, ValueError):
+        return False
+
+
+def _outside_functions(tree: ast.AST):
+    """The nodes of `tree` that run on import: all but the bodies of its functions."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack += [child for child in ast.iter_child_nodes(node)
+                  if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))]
 
 
 def build_fingerprint(env) -> dict:
@@ -156,11 +182,38 @@ def _cache_path(env_config: dict, arch: dict, warm: dict, seed: int, fingerprint
 def build_tiny(env, env_config: dict, arch: dict, warm: dict, seed: int, log=print) -> Path:
     """Return the directory of the tiny model for this env, building and caching it if needed. Processes that
     ask for the same model at once (parallel tests, two runs started together) build it once: the others
-    wait on a lock file beside it and then load what the first one built."""
+    wait on a lock file beside it and then load what the first one built. A build that was killed resumes its
+    warm start from `<key>.partial.pt` (warm_start.py: progress is kept). A cached model whose warm start did not
+    reach its target is reused as it is, with a warning saying so each time."""
     fingerprint = build_fingerprint(env)  # read once: sources edited during a long build do not change its key
     path = _cache_path(env_config, arch, warm, seed, fingerprint, has_transcripts(env))
-    return build_once(path, "warm_start.json", lambda: _build(env, arch, warm, seed, fingerprint, path, log),
-                      "tiny model", log)
+    built = []
+    build_once(path, "warm_start.json", lambda: built.append(_build(env, arch, warm, seed, fingerprint, path, log)),
+               "tiny model", log)
+    warning = short_of_target(path, reused=not built)
+    if warning:
+        log(warning)
+    return path
+
+
+def short_of_target(path: Path, reused: bool) -> str | None:
+    """The line to log when the model at `path` did not reach its warm start's target (its warm_start.json's
+    `outcome`: gave_up or max_steps), else None: a `WARNING:` when `reused` (the warm start's own warning was
+    printed when it was built), else where it is cached and that reusing it will warn."""
+    report = json.loads((path / "warm_start.json").read_text())
+    outcome = report.get("outcome")
+    if outcome not in ("gave_up", "max_steps"):
+        return None
+    low = report["target_accuracy"][0]
+    how = (f"gave up at step {report['steps']}: {report['give_up_reason']}" if outcome == "gave_up"
+           else f"ran its {report['steps']} steps")
+    best = report.get("best_val_accuracy", report["val_accuracy"])
+    if reused:
+        return (f"WARNING: tiny model: the cached model at {path} did not reach its warm start's target {low:.0%} "
+                f"(best validation accuracy {best:.1%}; it {how}); RL starts from it. Its warm_start.json has the "
+                f"history; other model.warm_start.* settings build another model")
+    return (f"tiny model: cached at {path} with its warm start's outcome ({outcome}, best {best:.1%} against "
+            f"{low:.0%}) in warm_start.json; runs with these settings reuse it, each with a warning")
 
 
 def _build(env, arch: dict, warm: dict, seed: int, fingerprint: dict, path: Path, log) -> None:
@@ -171,7 +224,8 @@ def _build(env, arch: dict, warm: dict, seed: int, fingerprint: dict, path: Path
     model = build_model(tokenizer, arch["hidden_size"], arch["num_layers"], arch["num_heads"], arch["num_kv_heads"],
                         arch["intermediate_size"], arch["max_positions"], seed)
     log(f"tiny model: {sum(p.numel() for p in model.parameters()) / 1e6:.2f}M parameters, vocab {len(tokenizer)}")
-    report = warm_start(model, tokenizer, env, seed=seed, log=log, **warm)
+    partial = path.with_name(path.name + ".partial.pt")  # the warm start's progress; a killed build resumes from it
+    report = warm_start(model, tokenizer, env, seed=seed, log=log, checkpoint=partial, **warm)
     tmp = path.with_name(path.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     model.save_pretrained(tmp)
@@ -180,3 +234,4 @@ def _build(env, arch: dict, warm: dict, seed: int, fingerprint: dict, path: Path
     (tmp / "build.json").write_text(json.dumps(fingerprint, indent=2))  # what the key hashed
     shutil.rmtree(path, ignore_errors=True)
     tmp.rename(path)  # atomic: a killed build never leaves a half-written cache entry
+    partial.unlink(missing_ok=True)
