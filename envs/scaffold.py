@@ -31,6 +31,9 @@ description = "The {name} environment for rlvr."
 requires-python = ">=3.10"
 dependencies = ["rlvr"]
 
+[project.optional-dependencies]
+test = ["pytest"]  # `pip install -e ".[test]"`, then `python -m pytest tests`
+
 # This line is the whole plugin mechanism: `env={name}` resolves to {pkg}:load_env.
 [project.entry-points."rlvr.envs"]
 {name} = "{pkg}:load_env"
@@ -40,6 +43,9 @@ packages = ["{pkg}"]
 
 [tool.setuptools.package-data]
 "{pkg}" = ["*.yaml"]
+
+[tool.pytest.ini_options]
+testpaths = ["tests"]  # and this folder is pytest's root, wherever the package sits
 '''
 
 INIT = '''"""The {name} environment for rlvr (entry point `{pkg}:load_env`)."""
@@ -62,7 +68,7 @@ import random
 from typing import ClassVar
 
 from rlvr.envs import Env
-from rlvr.envs.split import check_fraction, draw_test, draw_train
+from rlvr.envs.split import check_fraction, draw_test, draw_train, is_test
 from rlvr.errors import ConfigError
 
 
@@ -92,6 +98,14 @@ class {cls}(Env):
         self.check_rows_args(split, n)
         draw = draw_train if split == "train" else draw_test
         return [self._row(x) for x in draw(self._draw, str, self.test_fraction, n, seed)]
+
+    def test_size(self) -> int | None:
+        """How many distinct test problems exist: rlvr's held-out evals (train.eval_prompts, `rlvr eval`'s
+        n_prompts) take at most this many. None where counting would be slow; asking for too many then fails
+        with how many the draw found."""
+        if self.max_number > 100_000:
+            return None
+        return sum(is_test(str(x), self.test_fraction) for x in range(self.max_number + 1))
 
     def _draw(self, rng: random.Random) -> int:
         return rng.randint(0, self.max_number)
@@ -150,10 +164,10 @@ README = '''# rlvr-env-{dist}
 
 The `{name}` environment for [rlvr]. Install it next to rlvr and it is `env={name}`:
 
-    pip install -e .
+    pip install -e ".[test]"       # [test]: pytest, for the package's own test
     rlvr envs                      # lists {name} with source "plugin rlvr-env-{dist}"
+    python -m pytest tests         # the python rlvr runs under, with pytest from [test]
     rlvr train env={name} train.steps=100
-    pytest tests
 
 Edit `{pkg}/env.py` (the task), `{pkg}/{name}.yaml` (its parameters) and `tests/`.
 '''
@@ -198,5 +212,6 @@ def main(args: list[str]) -> int:
     except ValueError as error:
         print(f"rlvr envs new: {error}", file=sys.stderr)
         return 2
-    print(f"wrote {root}/\n  pip install -e {root}\n  rlvr envs\n  rlvr train env={options.name}\n  pytest {root}/tests")
+    print(f"wrote {root}/\n  pip install -e '{root}[test]'\n  rlvr envs\n  python -m pytest {root}/tests\n"
+          f"  rlvr train env={options.name}")
     return 0

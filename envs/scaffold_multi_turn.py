@@ -19,11 +19,12 @@ turns/mean and end/<reason>. Train and test never share a problem (`is_test` has
 
 from __future__ import annotations
 
+import itertools
 import random
 from typing import Any, ClassVar
 
 from rlvr.envs.multi_turn import MultiTurnEnv, Reply
-from rlvr.envs.split import check_fraction, draw_test, draw_train
+from rlvr.envs.split import check_fraction, draw_test, draw_train, is_test
 from rlvr.errors import ConfigError
 from rlvr.verifiers.extract import extract_answer_tag
 
@@ -53,6 +54,15 @@ class {cls}(MultiTurnEnv):
         self.check_rows_args(split, n)
         draw = draw_train if split == "train" else draw_test
         return [self._row(numbers) for numbers in draw(self._draw, _key, self.test_fraction, n, seed)]
+
+    def test_size(self) -> int | None:
+        """How many distinct test problems exist: rlvr's held-out evals (train.eval_prompts, `rlvr eval`'s
+        n_prompts) take at most this many. None where counting would be slow; asking for too many then fails
+        with how many the draw found."""
+        if self.max_number ** self.rounds > 100_000:
+            return None
+        games = itertools.product(range(1, self.max_number + 1), repeat=self.rounds)
+        return sum(is_test(_key(numbers), self.test_fraction) for numbers in games)
 
     def _draw(self, rng: random.Random) -> tuple[int, ...]:
         return tuple(rng.randint(1, self.max_number) for _ in range(self.rounds))

@@ -25,6 +25,7 @@ import torch
 from omegaconf import OmegaConf
 from tqdm import tqdm
 
+from rlvr.envs.split import TooFewTestProblems
 from rlvr.errors import ConfigError
 from rlvr.sandboxes.hosts import apply_hosts
 from rlvr.trainer.algorithms import ALGORITHMS
@@ -96,8 +97,14 @@ def train(cfg, log=print) -> dict:
         log(f"train.eval_prompts={eval_prompts}: {env.name} has {available} test problems; the held-out eval uses "
             f"all {available}")
         eval_prompts = available
-    try:  # before any model is built, so a procedural task's too-large eval set is refused at once
+    try:  # before any model is built, so a bad eval set is refused at once
         test_rows = env.rows("test", eval_prompts, seed=cfg.seed)
+    except TooFewTestProblems as error:  # a task that does not count its test problems: all of them, as rlvr eval
+        if not error.available:
+            raise ConfigError(f"train.eval_prompts={cfg.train.eval_prompts}: {error}") from None
+        log(f"train.eval_prompts={eval_prompts}: only {error.available} distinct test problems of {env.name} exist "
+            f"for these parameters; the held-out eval uses all {error.available}")
+        test_rows = env.rows("test", error.available, seed=cfg.seed)
     except ValueError as error:
         raise ConfigError(f"train.eval_prompts={cfg.train.eval_prompts}: {error}") from None
 

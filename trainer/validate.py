@@ -86,7 +86,7 @@ def validate_train_config(cfg) -> None:
          f"prompt the built-in environments give the model)")
     path = str(cfg.model.name_or_path or "")
     need(not _looks_local(path) or Path(path).expanduser().exists(),
-         f"model.name_or_path={path}: no such directory (give a local Hugging Face model directory, a .gguf "
+         f"model.name_or_path={path}: no such {'file' if path.endswith('.gguf') else 'directory'} (give a local Hugging Face model directory, a .gguf "
          f"file, a packaged model such as smollm2, or a Hub name such as Qwen/Qwen2.5-0.5B-Instruct)")
     band = list(cfg.model.warm_start.target_accuracy)
     need(len(band) == 2 and 0 <= band[0] <= band[1] <= 1,

@@ -12,6 +12,7 @@ from pathlib import Path
 import torch
 from omegaconf import OmegaConf
 
+from rlvr.envs.split import TooFewTestProblems
 from rlvr.envs.vf_env import PREFIX as VF_PREFIX
 from rlvr.errors import ConfigError
 from rlvr.trainer.env_config import build_env
@@ -118,15 +119,32 @@ def build_spec_env(spec: EnvSpec):
     return build_env(OmegaConf.create({"name": spec.name, **spec.params}))
 
 
-def select_rows(env, spec: EnvSpec, n_prompts: int | None, seed: int) -> list[dict]:
-    finite = getattr(env, "num_rows", None)
+def select_rows(env, spec: EnvSpec, n_prompts: int | None, seed: int, log=print) -> list[dict]:
+    """`n_prompts` distinct rows of the spec's split (None: all of a finite one). A test split smaller than that is
+    taken whole, with a line saying so, as `rlvr train` caps `train.eval_prompts`: its size is the env's
+    `test_size()` where it counts them (HumanEval's 164, guess_number's secrets), else what the draw finds."""
+    where = f"{spec.label}: n_prompts={n_prompts}, split={spec.split}"
+    try:
+        finite = env.test_size() if spec.split == "test" else getattr(env, "num_rows", None)
+    except ValueError as error:
+        raise ConfigError(f"{where}: {error}") from None
     if n_prompts is None and finite is None:
         raise ConfigError(f"n_prompts=null (every row) needs an env of fixed size; {spec.name} is procedural")
+    if finite == 0:
+        raise ConfigError(f"{where}: the split has no problems for these parameters")
     n = finite if n_prompts is None else min(n_prompts, finite) if finite is not None else n_prompts
+    if n_prompts is not None and n < n_prompts:
+        log(f"{spec.label}: n_prompts={n_prompts}: it has {n} {spec.split} problems; evaluating all {n}")
     try:
         rows = env.rows(spec.split, n, seed=seed)
+    except TooFewTestProblems as error:  # a procedural task that does not count its test problems
+        log(f"{spec.label}: n_prompts={n_prompts}: only {error.available} distinct {spec.split} problems exist for "
+            f"these parameters; evaluating all {error.available}")
+        if not error.available:
+            raise ConfigError(f"{where}: the split has no problems for these parameters") from None
+        rows = env.rows(spec.split, error.available, seed=seed)
     except ValueError as error:
-        raise ConfigError(f"{spec.label}: n_prompts={n_prompts}, split={spec.split}: {error}") from None
+        raise ConfigError(f"{where}: {error}") from None
     ids = [r["id"] for r in rows]
     if len(set(ids)) != len(ids):
         raise ConfigError(f"{spec.label}: split {spec.split!r} repeats prompt ids; evaluate on a split of distinct rows")
