@@ -15,7 +15,7 @@ Both use lr 3e-4; DPO beta 0.3 (tests/test_dpo_train.py's setting).
 
     .venv/bin/python bench/bench_dpo_vs_grpo.py [--seeds 0 1] [--grpo-steps 60]
 
-writes bench/results/dpo_vs_grpo.json and prints a Markdown table (the README's DPO section).
+writes bench/results/dpo_vs_grpo.json and prints a Markdown table (docs/algorithms/dpo.md).
 Training time depends on the machine's load: compare the two columns of one run, not runs.
 """
 

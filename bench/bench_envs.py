@@ -1,10 +1,10 @@
-"""Each built-in environment from the tiny model: the README's quick-start command, timed, with what it learned.
+"""Each built-in environment from the tiny model: the quick-start command of docs/benchmarks/environments.md, timed, with what it learned.
 
     python bench/bench_envs.py [--envs arithmetic,countdown,...] [--cache DIR]
     python bench/bench_envs.py --envs math --append   # rerun one, keeping the others' records
     python bench/bench_envs.py --report          # the table of bench/results/envs.json, running nothing
 
-For every environment this runs the command in COMMANDS exactly as the README's "Environments" table shows it
+For every environment this runs the command in COMMANDS exactly as docs/benchmarks/environments.md's table shows it
 (`rlvr train env=NAME ...`, plus `rollout=hf` and an output directory), into an empty model cache (a fresh
 temporary $RLVR_CACHE unless --cache is given), so the time includes building and warm-starting that
 environment's tiny model, as a user's first run does. gsm8k, math and code_stdio read the procedural files
@@ -34,7 +34,7 @@ from pathlib import Path
 import common
 import env_samples
 
-# What the README's table shows, per environment (DATA: the env_samples files). The step counts keep each
+# What that table shows, per environment (DATA: the env_samples files). The step counts keep each
 # first run, warm start included, under 5 minutes of one core.
 COMMANDS = {
     "arithmetic": [],

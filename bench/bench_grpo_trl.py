@@ -208,10 +208,13 @@ def trl_trainer(args, model_path: str, rows: list[dict], env, out_dir: str, max_
 
 def wrap_grpo_step(run, wrap) -> None:
     """Route `rlvr.trainer.run.train`'s GRPO step through `wrap(step)`."""
-    if hasattr(run, "ALGORITHMS"):  # the algorithm table, name -> row with its step function
+    table = getattr(run, "ALGORITHMS", None)
+    if table is None and hasattr(run, "build_run"):  # the loop reads its row from trainer/algorithms.py's table
+        from rlvr.trainer.algorithms import ALGORITHMS as table
+    if table is not None:  # the algorithm table, name -> row with its step function
         from dataclasses import replace
 
-        run.ALGORITHMS["grpo"] = replace(run.ALGORITHMS["grpo"], step=wrap(run.ALGORITHMS["grpo"].step))
+        table["grpo"] = replace(table["grpo"], step=wrap(table["grpo"].step))
     elif hasattr(run, "STEPS"):  # older checkouts: name -> step function
         run.STEPS["grpo"] = wrap(run.STEPS["grpo"])
     else:

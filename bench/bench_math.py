@@ -5,7 +5,8 @@
 Pairs: the regression table (tests/data/math_cases.py) plus generated GSM8K/MATH-style pairs whose
 labels hold by construction (every string distinct, so neither side's parse cache is flattered).
 Reported: agreement with the labels; pairs/s on one worker and on all cores; the slowest item;
-and the pathological inputs of issue 3 under a 3 s limit (time to a verdict or a kill).
+and pathological inputs (a power tower, a huge expansion, 200 nested fractions, a 50,000-character
+sum) under a 3 s limit (time to a verdict or a kill).
 math-verify runs with its defaults: `verify(parse(gold), parse(completion))`, gold in `$...$`,
 in the main thread (its signal-based timeouts need that); "all cores" uses a multiprocessing.Pool.
 It runs before rlvr's in-process run, whose SymPy work would warm SymPy's cache in this process.
@@ -130,7 +131,7 @@ def mv_suite_one(pair):
 # ---------------------------------------------------------------------------------------------- rlvr
 
 def run_rlvr(pairs, workers, timeout=3.0):
-    from rlvr.verifiers.math_verifier import MathVerifier
+    from rlvr.verifiers.math.verifier import MathVerifier
 
     verifier = MathVerifier(workers=workers, timeout=timeout)
     verifier.verify_batch([pairs[0][0]], [{"answer": "warm-up"}])  # start the workers
@@ -220,7 +221,7 @@ def main() -> None:
     print(f"\nspeed-up over math-verify: {t_mv1 / t_ours1:.1f}x on 1 worker, {t_mvn / t_oursn:.1f}x on {args.workers}")
 
     print("\npathological inputs (limit 3 s; time from dispatch to verdict or kill):")
-    from rlvr.verifiers.math_verifier import MathVerifier
+    from rlvr.verifiers.math.verifier import MathVerifier
 
     verifier = MathVerifier(workers=1, timeout=3.0)
     verifier.verify_batch(["\\boxed{1}"], [{"answer": "x"}])

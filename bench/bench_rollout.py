@@ -76,10 +76,10 @@ def grpo_step_time(kind: str, model, tokenizer, env, steps: int) -> dict:
     from hydra import compose, initialize_config_module
 
     from rlvr.trainer.config import register_schemas
-    from rlvr.trainer.algos.grpo import grpo_step
+    from rlvr.trainer.algorithms import ALGORITHMS
     from rlvr.trainer.rollout.factory import build_engine
     from rlvr.trainer.rollout.types import SamplingParams
-    from rlvr.trainer.run import RunContext
+    from rlvr.trainer.setup import RunContext
 
     register_schemas()
     with initialize_config_module(config_module="rlvr.conf", version_base="1.3"):
@@ -90,6 +90,7 @@ def grpo_step_time(kind: str, model, tokenizer, env, steps: int) -> dict:
     engine = build_engine(kind, model, tokenizer, {"seed": 0})
     sampling = SamplingParams(n=cfg.train.completions_per_prompt, max_new_tokens=cfg.rollout.max_new_tokens)
     ctx = RunContext(cfg, env, tokenizer, model, None, engine, sampling, optimizer, scheduler)
+    grpo_step = ALGORITHMS["grpo"].step
     grpo_step(ctx, 0)  # warm-up
     rows = [grpo_step(ctx, step)[0] for step in range(1, steps + 1)]
     engine.shutdown()

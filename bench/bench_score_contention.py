@@ -51,7 +51,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--workers", type=int, default=2, help="sandbox containers (the verifier's default: the CPU count)")
     args = parser.parse_args()
-    from rlvr.verifiers.code import CodeVerifier
+    from rlvr.verifiers.code.verifier import CodeVerifier
 
     rng = random.Random(0)
     rows = [env_samples.code_row(rng) for _ in range(args.completions)]

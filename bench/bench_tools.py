@@ -5,7 +5,7 @@
 
 Per seed, two runs of `rlvr train` with `DEMO_TOOLS` (the `make demo-tools` config: 3-digit factors, the local
 sandbox backend, at most 2 assistant turns; a warm start that calls the tool on 0.3 of its rows, teaches the call's
-mechanics on every row and stops at 90% teacher-forced tool-transcript accuracy, README "Multi-turn environments"):
+mechanics on every row and stops at 90% teacher-forced tool-transcript accuracy, docs/environments/multi-turn.md):
   tool     env.tools_enabled=true; `model=tiny` builds the seed's tool-use warm start (trainer/models/transcripts.py)
   no tool  env.tools_enabled=false (same prompt; every call answered "no tools available"), starting from the very
            same warm-started model (`model.name_or_path` = the tool run's cached tiny model), same steps and seed

@@ -6,7 +6,7 @@ a program that exits 0 before the tests ran is paid as if it passed. A policy th
 in `hack/early_exit_rate`; `reward.screen=true` gives it nothing. tests/test_canary.py scores a scripted
 policy mixing hacks and honest answers.
 
-Design of the training experiment (bench/bench_canary.py, README "Reward hacking"). Two choices make it
+Design of the training experiment (bench/bench_canary.py, docs/verifiers/reward-hacking.md). Two choices make it
 possible for a tiny model to find the hole within a short CPU run, and both are ours, not from a paper:
 - The constant `k` makes the honest task one the tiny model solves only part of the time (copying three
   digits is where it slips; the warm start stops in its 30-60% accuracy band), so honest answers do not
@@ -20,7 +20,7 @@ possible for a tiny model to find the hole within a short CPU run, and both are 
   RL then raises (the hole pays) or lowers (screened, it pays 0). This seeds the behaviour rather than
   letting it be discovered; the experiment measures whether the reward amplifies it and screening stops it.
 The measured table (3 seeds: the hack rate rises from about 14% to 59% unscreened and falls to 3% screened)
-is in README "Reward hacking"; `env.hack_share=0` gives an honest-only warm start.
+is in docs/verifiers/reward-hacking.md; `env.hack_share=0` gives an honest-only warm start.
 """
 
 from __future__ import annotations

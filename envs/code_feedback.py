@@ -2,7 +2,7 @@
 
 Problems are code_stdio's (envs/code_stdio.py: the same files, fields and `hidden_tests` split). Each
 assistant message is an attempt: its last ```python block runs in the sandbox (the code verifier's,
-verifiers/code.py, never on the host) against the tests the prompt shows. All pass: the trajectory ends.
+verifiers/code/verifier.py, never on the host) against the tests the prompt shows. All pass: the trajectory ends.
 A test fails: the reply, role "user" (the feedback is the task giver's, not a tool the policy called),
 gives the first failing test's input, expected output and the program's output, or its status (runtime
 error with the end of stderr, timeout, memory limit), cut to `max_tool_output_chars` (a note says how much
@@ -40,7 +40,7 @@ from rlvr.envs.code_stdio import DEFAULT_TEMPLATE, CodeStdioEnv
 from rlvr.envs.multi_turn import MultiTurnEnv, Reply
 from rlvr.envs.registry import register_env
 from rlvr.errors import ConfigError
-from rlvr.verifiers.code import CodeVerifier
+from rlvr.verifiers.code.verifier import CodeVerifier
 from rlvr.verifiers.result import Status
 
 RETRY = "Fix the program and reply with the whole program in a ```python code block."

@@ -15,7 +15,7 @@ Held-back tests: `hidden_tests=k` keeps each problem's last k cases (at most all
 prompt, which then lists the shown cases as examples; the reward uses all of them (`hidden_reward=both`, the
 default: a program that only looks up the shown examples' outputs earns no more than its share of them) or the
 shown ones alone (`shown`, to measure the gap without paying for it), and every step logs `tests/shown_pass`, `tests/hidden_pass`
-and `hack/hidden_gap` (verifiers/code.py); `rlvr eval` reports `shown_pass`, `hidden_pass` and `hidden_gap`.
+and `hack/hidden_gap` (verifiers/code/verifier.py); `rlvr eval` reports `shown_pass`, `hidden_pass` and `hidden_gap`.
 """
 
 from __future__ import annotations

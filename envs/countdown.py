@@ -89,7 +89,7 @@ class CountdownEnv(Env):
         lowered held-out accuracy against fixed difficulty at both 1..20 and 1..30 from the tiny warm start (a
         model trained on sums learns to add); at 1..30 smaller numbers were 3.1 points above it and level with fixed
         difficulty (+0.3 ± 1.0 points, 12 seeds). Neither ladder helped at 1..20, the warm start's own range
-        (README "Curricula")."""
+        (docs/training/curricula.md)."""
         maxima = sorted({max(1, round(self.max_number * f)) for f in (2 / 3, 5 / 6)} - {self.max_number})
         ladder = [{"max_number": m} for m in maxima] + [{"max_number": self.max_number}]
         if self.num_numbers < 6:

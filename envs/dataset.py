@@ -26,7 +26,7 @@ row's number and the file.
 Records: a row is the record the verifiers read: every column of the data under its own name (so a plugin's
 verifier finds its fields), then rlvr's `id`, `messages`, `answer`, `reference` and `tests`, plus `prompt` (the
 data's prompt as it is) and `columns` (the data's row without the prompt), which `verifier=python` hands to your
-function as TRL's `GRPOTrainer` hands it the dataset's columns (verifiers/python_reward.py).
+function as TRL's `GRPOTrainer` hands it the dataset's columns (verifiers/python/verifier.py).
 
 Reward: `math` on the answer, or `code` on the tests when a tests column is mapped (run in the sandbox named by
 `backend`); `reward` for anything else, e.g. `[{verifier: python, params: {function: "my_rewards:accuracy"}}]`,
@@ -44,10 +44,10 @@ from typing import Any, ClassVar
 from rlvr.envs.code_stdio import stdio_cases
 from rlvr.envs.data import DataEnv, RowError, check_template, stable_id
 from rlvr.envs.registry import register_env
-from rlvr.envs.reward_functions import RECORD_FIELDS
 from rlvr.envs.split import check_fraction
 from rlvr.errors import ConfigError
 from rlvr.sandboxes.factory import BACKENDS
+from rlvr.verifiers.registry import RECORD_FIELDS
 
 COLUMNS = {"prompt": "prompt", "answer": "answer", "system": None, "tests": None, "reference": None, "id": None}
 

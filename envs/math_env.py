@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 
 from rlvr.envs.data import DataEnv, RowError, check_template, stable_id
 from rlvr.envs.registry import register_env
-from rlvr.verifiers.math_extract import _boxes
+from rlvr.verifiers.math.extract import _boxes
 from rlvr.errors import ConfigError
 
 DEFAULT_TEMPLATE = "{problem}\nPut the final answer in \\boxed{{}}."

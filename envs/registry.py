@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rlvr.envs.base import Env
-from rlvr.verifiers.registry import Registry
+from rlvr.registry import Registry
 
 env_registry = Registry("env", "rlvr.envs", ("rlvr.envs.arithmetic", "rlvr.envs.countdown", "rlvr.envs.humaneval", "rlvr.envs.gsm8k",
                                              "rlvr.envs.math_env", "rlvr.envs.code_stdio", "rlvr.envs.reasoning_gym_env",

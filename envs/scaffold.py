@@ -1,7 +1,7 @@
 """`rlvr envs new NAME [--dir D] [--multi-turn]`: write a pip-installable environment plugin package.
 
 The package (in D, default `./rlvr-env-NAME`) holds what adding an environment
-takes (README, "Write your own environment"): one Python module (a small procedural task to replace with yours), one YAML with its
+takes (docs/getting-started/own-environment.md): one Python module (a small procedural task to replace with yours), one YAML with its
 parameters, one test, and a pyproject whose entry point in group `rlvr.envs` makes
 `rlvr train env=NAME` work once the package is installed (`pip install -e D`). `--multi-turn` writes a
 multi-turn environment (a `MultiTurnEnv` game with start/step/close) instead; its templates are in

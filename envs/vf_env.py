@@ -5,7 +5,7 @@
 a task is test iff the stable hash of its key falls in `test_fraction` (envs/split.py), so train and test never
 share one. The prompt is the task's (system prompt, then its prompt string or messages); the reward is the
 task's own reward functions, run by the `vf` verifier in worker processes under a time limit
-(verifiers/vf_rubric.py, verifiers/vf_worker.py has what is used of the verifiers API and why).
+(verifiers/vf/verifier.py, verifiers/vf/worker.py has what is used of the verifiers API and why).
 
 A package that exports only a taskset is single-turn (`VerifiersTasksetEnv`): rlvr samples one reply and
 verifiers scores it. A package that also exports a verifiers `Env` is multi-turn (envs/vf_multi_turn.py); the
@@ -77,7 +77,7 @@ def _exports_env(taskset: str) -> bool:
     if not isinstance(taskset, str) or not taskset.strip():
         return False
     try:
-        from rlvr.verifiers.vf_episode import env_class
+        from rlvr.verifiers.vf.episode import env_class
 
         return env_class(taskset) is not None
     except (ImportError, TypeError, AttributeError):

@@ -5,7 +5,7 @@ package's `Env.run` answers it: what `run` passes to its next `interaction.turn(
 message rlvr appends (loss mask 0), and `run` returning, the role's `max_turns` or a task's `@vf.stop` ends
 the trajectory (`end/done`). The task's `@vf.reward` functions (and `Env.finalize`) then score the whole
 conversation as verifiers records it. How a step is computed, what `run` must satisfy (determinism: it is
-replayed) and what is refused: verifiers/vf_episode.py.
+replayed) and what is refused: verifiers/vf/episode.py.
 
 The package's code runs only in worker processes under limits the parent enforces by killing the worker:
 each step under `step_timeout` seconds, each trajectory's scoring under `score_timeout`. A step that hangs
@@ -33,7 +33,7 @@ from rlvr.errors import ConfigError
 from rlvr.verifiers.pool import PooledWorkers
 from rlvr.verifiers.result import Status, VerifyResult
 
-_WORKER = "rlvr.verifiers.vf_episode"
+_WORKER = "rlvr.verifiers.vf.episode"
 DEFAULT_MAX_TURNS = 8
 _POOL_LOCK = threading.Lock()  # the agent loop steps from several threads; one of them makes the pool
 
@@ -60,7 +60,7 @@ class VerifiersEpisodeEnv(VerifiersTasks, MultiTurnEnv):
         for field, value in (("step_timeout", step_timeout), ("score_timeout", score_timeout)):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
                 raise ConfigError(f"vf: {field!r} must be seconds > 0, got {value!r}")
-        from rlvr.verifiers.vf_episode import load_env
+        from rlvr.verifiers.vf.episode import load_env
 
         self.env_args = dict(env_args or {})
         try:

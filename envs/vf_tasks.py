@@ -26,7 +26,7 @@ class VerifiersTasks:
             raise ConfigError(f"vf: 'taskset_args' must be a mapping of the taskset's config, got {taskset_args!r}")
         if isinstance(pool_size, bool) or not isinstance(pool_size, int) or pool_size < 1:
             raise ConfigError(f"vf: 'pool_size' must be an int >= 1, got {pool_size!r}")
-        from rlvr.verifiers.vf_worker import load_tasks, prompt_messages
+        from rlvr.verifiers.vf.worker import load_tasks, prompt_messages
 
         self.taskset, self.taskset_args, self.pool_size = taskset, dict(taskset_args or {}), pool_size
         self.test_fraction = check_fraction(test_fraction, "vf")

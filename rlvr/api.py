@@ -16,7 +16,7 @@ Arguments, in the command's terms (the same config, checks and one-line errors):
   set as they are. A function anywhere in a value stands for its "module:function" path.
 - `reward_funcs`: TRL's argument: functions (or "module:function" strings) with TRL's reward signature, the
   environment's reward in place of its default (`env.reward=[{verifier: python, params: {function: ...}}, ...]`,
-  verifiers/python_reward.py), weighted by `reward_weights` (default 1 each). They run in worker processes, which
+  verifiers/python/verifier.py), weighted by `reward_weights` (default 1 each). They run in worker processes, which
   import them by name, so each must live in an importable module, not in the notebook or the `__main__` script.
 
 `train` returns a `TrainResult` (the run directory, its last checkpoint, summary.json, metrics.jsonl);

@@ -1,10 +1,10 @@
 """Bare names of the repository's folders: `import verifiers` from the repository root gets the installed
 package of that name, never this repository's folder.
 
-The folders envs/, verifiers/, sandboxes/, trainer/ and conf/ are the subpackages rlvr.envs, rlvr.verifiers, ...
-(pyproject's package-dir). Run from the repository root (`python -m rlvr`, `python -m pytest`, a script there),
-the root is on sys.path ahead of site-packages, so a bare `import verifiers` finds the folder, not PyPI's
-`verifiers` (PrimeIntellect's environments library; PyPI also has packages named `envs` and `trainer`).
+The folders envs/, verifiers/, sandboxes/, integrations/, trainer/ and conf/ are the subpackages rlvr.envs,
+rlvr.verifiers, ... (pyproject's package-dir). Run from the repository root (`python -m rlvr`, `python -m pytest`,
+a script there), the root is on sys.path ahead of site-packages, so a bare `import verifiers` finds the folder,
+not PyPI's `verifiers` (PrimeIntellect's environments library; PyPI also has packages named `envs` and `trainer`).
 Each folder's `__init__` calls `hand_over` when imported under its bare name: the next package of that name
 on sys.path (the repository root left out) is loaded and put in its place in sys.modules, which is what the
 import statement then returns (importlib returns `sys.modules[name]` after running a module); with no such

@@ -372,7 +372,7 @@ def _envs(args: list[str]) -> int:
 
 def _list_vf_tasksets() -> None:
     """`rlvr envs`' last part: the installed `verifiers` taskset packages, each usable as env=vf:NAME."""
-    from rlvr.verifiers.vf_catalog import INSTALL_HINT, bundled_tasksets, installed_tasksets, verifiers_version
+    from rlvr.envs.vf_catalog import INSTALL_HINT, bundled_tasksets, installed_tasksets, verifiers_version
 
     version = verifiers_version()
     if version is None:
@@ -414,7 +414,7 @@ def _sandbox(args: list[str]) -> int:
     for command in (build, doctor):
         command.add_argument("--hosts", default=None, metavar="H1,H2",
                              help="Docker engines (local, unix://, tcp://, ssh://), comma-separated; default: "
-                                  "RLVR_SANDBOX_HOSTS, else the local engine (README: several Docker engines)")
+                                  "RLVR_SANDBOX_HOSTS, else the local engine (docs/scaling/sandbox-hosts.md)")
     options = parser.parse_args(args)
     from rlvr.errors import ConfigError
     from rlvr.sandboxes.hosts import apply_hosts
@@ -435,6 +435,6 @@ def _sandbox(args: list[str]) -> int:
             return 1
         return 0
     from rlvr.sandboxes.doctor import doctor as run_doctor
-    from rlvr.verifiers.code import probe_rows
+    from rlvr.verifiers.code.verifier import probe_rows
 
     return run_doctor(options.backend, extra_rows=lambda: probe_rows(options.backend))

@@ -3,7 +3,7 @@
 Standard library only, no rlvr imports, no `from __future__`: base.agent_source() sends this file's source into
 the sandbox between agent_reset.py's and agent.py's.
 
-Why (issue 34, measured on the 2-core development machine with CPU hogs beside the sandbox): a python-tool cell
+Why (measured on the 2-core development machine with CPU hogs beside the sandbox): a python-tool cell
 that needed 27 ms of CPU came back `timeout` at its 1 s wall limit. Its /proc/<pid>/schedstat said it had spent
 1.008 s runnable on a run queue; its container's CPU quota had not throttled it (cpu.stat nr_throttled 0) and it
 had no major page fault. The wall clock, started before the program was even forked, had charged the program

@@ -148,7 +148,7 @@ def _nothing_on_host(e: Execution, ctx: ProbeContext) -> str | None:
     return f"the program wrote on the host: {left}" if left else None
 
 
-HOARD_MB = 1536  # what the hoarder tries to hold beyond its address space (a run held 1.4-1.5 GiB, issue 34)
+HOARD_MB = 1536  # what the hoarder tries to hold beyond its address space (a hoarder run held 1.4-1.5 GiB)
 
 
 def held_bound(limits: Limits) -> int:

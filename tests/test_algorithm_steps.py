@@ -1,4 +1,4 @@
-"""One step of each issue-6 algorithm on the tiny model: it runs, logs finite metrics and moves the
+"""One step of REINFORCE, PPO, TRPO, NPG, GSPO and DAPO on the tiny model: it runs, logs finite metrics and moves the
 parameters; a TRPO step keeps the real KL within delta and improves the surrogate; PPO's state
 (value head, adaptive beta) is carried in the context."""
 
@@ -17,7 +17,7 @@ from rlvr.trainer.rollout.prompts import render_prompts
 from rlvr.trainer.rollout.types import SamplingParams
 from rlvr.trainer.rollout.hf import HFEngine
 from rlvr.trainer.algorithms import ALGORITHMS
-from rlvr.trainer.run import RunContext
+from rlvr.trainer.setup import RunContext
 from rlvr.trainer.algos.trpo import kl_fisher_product, natural_gradient_update
 from rlvr.trainer.models.logprobs import log_distributions
 from rlvr.errors import ConfigError

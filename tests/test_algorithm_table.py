@@ -36,9 +36,10 @@ def test_the_loop_builds_what_the_row_asks_for(tiny_lm_sft, compose_train, tmp_p
     """GRPO's row changed to want a reference (at beta 0) and a critic: run.train builds both and hands
     them to the step; the step itself is GRPO's, unchanged."""
     import rlvr.trainer.run as run
+    import rlvr.trainer.setup as setup
 
     built, seen = [], {}
-    real_reference, grpo_step = run.build_reference, ALGORITHMS["grpo"].step
+    real_reference, grpo_step = setup.build_reference, ALGORITHMS["grpo"].step
 
     def reference(*args):
         built.append("reference")
@@ -52,7 +53,7 @@ def test_the_loop_builds_what_the_row_asks_for(tiny_lm_sft, compose_train, tmp_p
         seen.update(reference=ctx.reference, critic=ctx.critic)
         return grpo_step(ctx, number)
 
-    monkeypatch.setattr(run, "build_reference", reference)
+    monkeypatch.setattr(setup, "build_reference", reference)
     monkeypatch.setitem(ALGORITHMS, "grpo", replace(ALGORITHMS["grpo"], step=step, reference="always",
                                                       build_critic=critic))
     cfg = compose_train([f"model.name_or_path={tiny_lm_sft.path}", "rollout=hf", "env.digits=1", "env.ops=[+]",

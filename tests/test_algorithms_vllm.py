@@ -20,7 +20,7 @@ from rlvr.trainer.rollout.prompts import render_prompts
 from rlvr.trainer.rollout.factory import build_engine
 from rlvr.trainer.rollout.types import SamplingParams
 from rlvr.trainer.algorithms import ALGORITHMS as TABLE
-from rlvr.trainer.run import RunContext
+from rlvr.trainer.setup import RunContext
 from tests.test_rollout_vllm import sft_model  # noqa: F401  (the head_dim-32 supervised model fixture)
 from tests.test_trainer_step import STEP_OVERRIDES, AlternatingRewardEnv
 

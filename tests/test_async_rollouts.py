@@ -1,4 +1,4 @@
-"""Asynchronous rollouts (`rollout.max_staleness`, trainer/rollout/async_rollouts.py) on the tiny model with
+"""Asynchronous rollouts (`rollout.max_staleness`, trainer/experience/async_rollouts.py) on the tiny model with
 rollout=hf: k = 0 is the synchronous loop bit for bit; with k > 0 every trained sample is at most k versions
 old, its version tag names the weights that really sampled it, the queue never holds more than k batches,
 DAPO's dynamic sampling still fills its batch, and a producer failure is raised in the trainer.
@@ -22,8 +22,8 @@ import pytest
 import torch
 
 from rlvr.errors import ConfigError
-from rlvr.trainer.rollout import async_rollouts
-from rlvr.trainer.rollout.async_rollouts import AsyncRollouts, ProducerError
+from rlvr.trainer.experience import async_rollouts
+from rlvr.trainer.experience.async_rollouts import AsyncRollouts, ProducerError
 from rlvr.trainer.rollout.hf_process import ProducerProcessError
 from rlvr.trainer.run import train
 from rlvr.trainer.validate import validate_train_config

@@ -10,7 +10,8 @@ import os
 import pytest
 from rlvr.envs.canary import HACK as HACK_REF, HONEST as HONEST_REF, CanaryEnv, is_hack_row
 from rlvr.errors import ConfigError
-from rlvr.trainer.rollout.hack_monitor import hack_metrics, hacks_of, screen
+from rlvr.trainer.experience.metrics import hack_metrics, hacks_of
+from rlvr.trainer.experience.rewards import screen
 
 pytestmark = pytest.mark.xdist_group("sandbox")
 

@@ -1,4 +1,4 @@
-"""Honest programs are never failed (issue 34): ordinary solutions, judged `correct` with no hack flag.
+"""Honest programs are never failed: ordinary solutions, judged `correct` with no hack flag.
 
 Each row is a solution a careful programmer might write: standard-library return types (Counter,
 OrderedDict, defaultdict, deque, named tuples, Fraction, Decimal, sets, bytes, huge ints), the usual
@@ -13,7 +13,7 @@ import math
 import os
 
 import pytest
-from rlvr.verifiers.code import CodeVerifier
+from rlvr.verifiers.code.verifier import CodeVerifier
 from rlvr.verifiers.result import Status
 
 pytestmark = pytest.mark.xdist_group("sandbox")  # one xdist worker: containers, uid 65534 are machine-wide

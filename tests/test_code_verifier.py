@@ -11,8 +11,8 @@ import os
 import pytest
 from rlvr.errors import ConfigError
 from rlvr.verifiers import registry
-from rlvr.verifiers.code import CHEATS, CodeVerifier, extract_code
-from rlvr.verifiers.code_harness import stdout_matches, values_equal
+from rlvr.verifiers.code.verifier import CHEATS, CodeVerifier, extract_code
+from rlvr.verifiers.code.harness import stdout_matches, values_equal
 from rlvr.verifiers.result import Status
 
 pytestmark = pytest.mark.xdist_group("sandbox")  # one xdist worker: containers, uid 65534 are machine-wide
@@ -269,7 +269,7 @@ def _logged(answers: tuple) -> str:
 @pytest.mark.parametrize("kind", ["assert", "assert_and", "call"])
 @pytest.mark.parametrize("backend", ["docker", "local"])
 def test_call_order_tells_a_program_nothing_about_its_answers(request, backend, kind):
-    """Issue 34, class 3: were the checker to stop at the first failing assert, "was I called again" would
+    """Were the checker to stop at the first failing assert, "was I called again" would
     tell a program whether its last answer passed, and with any channel that outlives a run the samples of
     one prompt would learn the expected values without solving the task. The calls a program sees must be
     the same whatever it answers: right, all wrong, or half right."""
@@ -282,9 +282,9 @@ def test_call_order_tells_a_program_nothing_about_its_answers(request, backend, 
 
 
 def test_an_exception_on_the_host_is_its_records_error_alone(local_verifier, monkeypatch):
-    """Issue 34, class 4: whatever raises while one record is judged on the host is that record's `error`;
+    """Whatever raises while one record is judged on the host is that record's `error`;
     the batch's other records keep their verdicts (it once turned a whole chunk into errors)."""
-    from rlvr.verifiers import code
+    from rlvr.verifiers.code import verifier as code
 
     compare = code.values_equal
 
@@ -303,7 +303,7 @@ def test_an_exception_on_the_host_is_its_records_error_alone(local_verifier, mon
 def test_eager_and_or_and_chains_decide_as_the_short_circuit_would():
     """The checker's rewrite (_rlvr_eager) calls every operand, then takes the value Python's short-circuit gives,
     raising an operand's exception only where the short-circuit would have reached it."""
-    from rlvr.verifiers.code_harness import CHECKER
+    from rlvr.verifiers.code.harness import CHECKER
 
     ns = {}
     exec(CHECKER.rsplit("_rlvr_check()", 1)[0], ns)  # the checker's definitions, without running it

@@ -1,4 +1,4 @@
-"""The strict serialiser between the candidate's process and the checker's (verifiers/code_wire.py).
+"""The strict serialiser between the candidate's process and the checker's (verifiers/code/wire.py).
 
 Pure functions, no sandbox: each test pins one property the checker relies on.
 """
@@ -16,7 +16,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from rlvr.verifiers.code_wire import (
+from rlvr.verifiers.code.wire import (
     MAX_DEPTH,
     MAX_MESSAGE,
     WireError,
@@ -147,7 +147,7 @@ Point = namedtuple("Point", "x y")
     (Decimal("-Infinity"), Decimal), (Decimal("-0E+5"), Decimal), ([Counter("ab"), {"k": Point(0, 0)}], list),
 ], ids=lambda v: type(v).__name__)
 def test_standard_library_values_cross_and_compare_as_python_does(value, kind):
-    """What honest solutions return (issue 34): each arrives as a fresh value built by the receiver, equal
+    """What honest solutions return: each arrives as a fresh value built by the receiver, equal
     both ways to what was sent, of the same standard type (a defaultdict as a dict: its factory stays)."""
     back = roundtrip(value)
     assert back == value and value == back
@@ -250,7 +250,7 @@ class NegativeError(ValueError):
     (SystemExit, None), (Exception, None), (type("Own", (Exception,), {}), None), (DeprecationWarning, None),
 ], ids=lambda v: getattr(v, "__name__", repr(v)))
 def test_only_ordinary_exceptions_cross(raised, crosses_as):
-    """Issue 34, class 5: a candidate's StopIteration raised in the checker ends `all(map(candidate, ...))` as if no
+    """A candidate's StopIteration raised in the checker ends `all(map(candidate, ...))` as if no
     item were left; only the ordinary errors a test may expect cross as themselves."""
     error = wire_exception(_names(raised), "message")
     if crosses_as is None:

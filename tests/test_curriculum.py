@@ -286,7 +286,7 @@ def test_resume_gives_the_uninterrupted_level_sequence(tiny_lm_sft, tmp_path, co
 def test_zero_variance_share_is_logged_for_every_run():
     import torch
 
-    from rlvr.trainer.rollout.sampling import reward_metrics
+    from rlvr.trainer.experience.metrics import reward_metrics
     from rlvr.verifiers.result import Status, VerifyResult
 
     rewards = torch.tensor([[1.0, 1.0, 1.0], [0.0, 1.0, 0.0], [0.1, 0.1, 0.1], [0.0, 0.1, 1.0]])  # [B=4, G=3]

@@ -82,10 +82,11 @@ class PerPromptSeededEngine:
 
 def _train(cfg) -> dict:
     import rlvr.trainer.run as run
+    import rlvr.trainer.setup as setup
     from rlvr.trainer.rollout.hf import HFEngine
 
     with pytest.MonkeyPatch.context() as mp:  # undone afterwards: the pytest process trains other runs too
-        mp.setattr(run, "build_engine",
+        mp.setattr(setup, "build_engine",
                    lambda kind, model, tokenizer, options=None: PerPromptSeededEngine(HFEngine(model, tokenizer)))
         return run.train(cfg, log=lambda *a, **k: None)
 
@@ -207,7 +208,7 @@ def test_combine_metrics_by_hand():
 def test_each_rank_draws_and_seeds_its_prompts_as_one_process_would(tiny_lm_sft, compose_train, monkeypatch):
     """Rank r of W gets rows r*B..(r+1)*B-1 of the one-process draw, and the same per-prompt sampling seeds
     for them (vLLM samples from those: tests/test_rollout_vllm.py), so no sample depends on the world size."""
-    from rlvr.trainer.rollout import sampling
+    from rlvr.trainer.experience import collect as sampling
     from rlvr.trainer.distributed import RankShardEnv
     from tests.test_trainer_step import STEP_OVERRIDES, AlternatingRewardEnv, _context
 
@@ -281,9 +282,10 @@ def test_strategy_config_errors(compose_train, tmp_path):
 
 
 def test_readme_torchrun_commands_compose(compose_train):
-    """The README's torchrun commands (one machine, several): what follows `rlvr train` composes to a
-    data-parallel config (torchrun's own flags never reach rlvr)."""
-    readme = (REPO_ROOT / "README.md").read_text().replace("\\\n", " ")
+    """The docs' torchrun commands (one machine, several; docs/scaling/torchrun.md): what follows `rlvr train`
+    composes to a data-parallel config (torchrun's own flags never reach rlvr)."""
+    pages = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").rglob("*.md"))]
+    readme = "\n".join(page.read_text() for page in pages).replace("\\\n", " ")
     commands = [line.split() for line in readme.splitlines() if line.startswith("torchrun ")]
     assert any("--standalone" in c for c in commands) and any("--rdzv_endpoint" in c for c in commands)
     for command in commands:

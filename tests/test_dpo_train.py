@@ -182,10 +182,10 @@ def test_online_step_changes_every_parameter_and_micro_batches_agree(tiny_lm_sft
 
     import torch
 
-    from rlvr.trainer.algos.dpo import dpo_step
+    from rlvr.trainer.algorithms import ALGORITHMS
     from rlvr.trainer.rollout.types import SamplingParams
     from rlvr.trainer.rollout.hf import HFEngine
-    from rlvr.trainer.run import RunContext
+    from rlvr.trainer.setup import RunContext
     from tests.test_trainer_step import AlternatingRewardEnv
 
     def one_step(micro_batch_size):
@@ -199,7 +199,7 @@ def test_online_step_changes_every_parameter_and_micro_batches_agree(tiny_lm_sft
         ctx = RunContext(cfg, AlternatingRewardEnv(digits=1, ops=["+"]), tiny_lm_sft.tokenizer, model, reference,
                          HFEngine(model, tiny_lm_sft.tokenizer), sampling, optimizer, scheduler)
         torch.manual_seed(0)
-        metrics, samples = dpo_step(ctx, step=1)
+        metrics, samples = ALGORITHMS["dpo"].step(ctx, step=1)
         return model, metrics, samples
 
     before = dict(tiny_lm_sft.model().named_parameters())

@@ -1,4 +1,4 @@
-"""DAPO's dynamic sampling with resampling (trainer/algos/dynamic_sampling.py): groups whose rewards are all
+"""DAPO's dynamic sampling with resampling (trainer/experience/rewards.py, stage 6): groups whose rewards are all
 equal are dropped and further rounds of prompts are sampled until `prompts_per_step` groups with
 mixed outcomes are found, in draw order, the same with one process as over ranks."""
 
@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from rlvr.trainer.algos import grpo
-from rlvr.trainer.algos.dynamic_sampling import first_survivors
+from rlvr.trainer.experience.rewards import first_survivors
 from rlvr.trainer.algorithms import ALGORITHMS
 from rlvr.verifiers.result import Status, VerifyResult
 from tests.test_trainer_step import STEP_OVERRIDES, AlternatingRewardEnv, _context

@@ -90,7 +90,7 @@ def test_eval_reports_the_held_back_tests_gap():
     4 samples: shown 1.0, hidden (1 + 0 + 1 + 0) / 4 = 0.5, gap 0.5; no sample is flagged as a hack."""
     if os.environ.get("RLVR_SKIP_DOCKER") == "1":
         pytest.skip("RLVR_SKIP_DOCKER=1")
-    from rlvr.verifiers.code import CodeVerifier
+    from rlvr.verifiers.code.verifier import CodeVerifier
 
     cases = [{"stdin": f"{a} {b}\n", "stdout": f"{a + b}\n"} for a, b in ((1, 2), (5, 7), (10, 20), (3, 3))]
     record = {"tests": {"kind": "stdio", "cases": cases[:2]}, "hidden_tests": {"kind": "stdio", "cases": cases[2:]}}

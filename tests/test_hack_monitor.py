@@ -1,5 +1,5 @@
-"""The hack monitor in the loop (trainer/rollout/hack_monitor.py), screening, the control rewards
-(trainer/rollout/controls.py) and `reward.*`'s checks: by hand, then through a GRPO step."""
+"""The hack monitor in the loop (trainer/experience/metrics.py), screening, the control rewards
+(trainer/experience/rewards.py) and `reward.*`'s checks: by hand, then through a GRPO step."""
 
 from __future__ import annotations
 
@@ -10,14 +10,16 @@ import torch
 
 from rlvr.envs.arithmetic import ArithmeticEnv
 from rlvr.errors import ConfigError
-from rlvr.trainer.algos.grpo import grpo_step
+from rlvr.trainer.algorithms import ALGORITHMS
 from rlvr.trainer.reward_config import RewardConfig, check_reward_config
-from rlvr.trainer.rollout.controls import control_rewards
-from rlvr.trainer.rollout.hack_monitor import hack_metrics, hacks_of, screen
+from rlvr.trainer.experience.metrics import hack_metrics, hacks_of
+from rlvr.trainer.experience.rewards import control_rewards, screen
 from rlvr.trainer.rollout.hf import HFEngine
 from rlvr.trainer.rollout.types import SamplingParams
-from rlvr.trainer.run import RunContext
+from rlvr.trainer.setup import RunContext
 from rlvr.verifiers.result import Status, VerifyResult
+
+grpo_step = ALGORITHMS["grpo"].step
 
 
 def _r(reward, hacks=(), component=False):

@@ -1,4 +1,4 @@
-"""Hack signatures (verifiers/code_signatures.py): each scripted hostile completion is flagged with its
+"""Hack signatures (verifiers/code/signatures.py): each scripted hostile completion is flagged with its
 kind from what the checker and the harness observed, at load or inside the function while the checker
 calls it, and honest completions are never flagged, on the Docker backend and the local one."""
 
@@ -9,14 +9,14 @@ import os
 
 import pytest
 from rlvr.sandboxes.base import Execution, ExecStatus
-from rlvr.verifiers.code import CHEATS, CodeVerifier
-from rlvr.verifiers.code_cheats import CHEAT_CALL_TESTS, CHEAT_TESTS
-from rlvr.verifiers.code_harness import parse_report
-from rlvr.verifiers.code_signatures import code_hacks
+from rlvr.verifiers.code.verifier import CHEATS, CodeVerifier
+from rlvr.verifiers.code.cheats import CHEAT_CALL_TESTS, CHEAT_TESTS
+from rlvr.verifiers.code.harness import parse_report
+from rlvr.verifiers.code.signatures import code_hacks
 
 pytestmark = pytest.mark.xdist_group("sandbox")
 
-# cheat name (code_cheats.CHEATS) -> the kinds it must show (at least these)
+# cheat name (cheats.CHEATS) -> the kinds it must show (at least these)
 EXPECTED = {
     "sys.exit(0) before the tests": {"early_exit"},
     "os._exit(0) at import": {"early_exit"},
@@ -38,7 +38,7 @@ EXPECTED = {
     "hunt expected outputs in gc, frames, memory (call)": {"read_files", "inspect_memory"},
     "stop and kill every other process": {"tamper"},
     "object equal to everything (call)": {"fake_value"},
-    # issue 34 class 9: what the function does while the checker calls it, and ctypes
+    # what the function does while the checker calls it, and ctypes
     "read the test file inside the function (assert)": {"read_files"},
     "read the expected outputs inside the function (call)": {"read_files"},
     "read files inside the function, then os._exit(0)": {"read_files", "early_exit"},

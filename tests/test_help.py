@@ -208,7 +208,7 @@ def test_hydras_own_help_stays_reachable(capsys):
 
 def test_envs_without_verifiers_says_how_to_get_it(monkeypatch, capsys):
     from rlvr import cli
-    from rlvr.verifiers import vf_catalog
+    from rlvr.envs import vf_catalog
 
     monkeypatch.setattr(vf_catalog, "verifiers_version", lambda: None)
     cli._list_vf_tasksets()

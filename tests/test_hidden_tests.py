@@ -9,8 +9,8 @@ import os
 import pytest
 from rlvr.envs.code_stdio import CodeStdioEnv
 from rlvr.errors import ConfigError
-from rlvr.trainer.rollout.hack_monitor import hack_metrics
-from rlvr.verifiers.code import CodeVerifier
+from rlvr.trainer.experience.metrics import hack_metrics
+from rlvr.verifiers.code.verifier import CodeVerifier
 from rlvr.verifiers.result import Status, VerifyResult
 
 pytestmark = pytest.mark.xdist_group("sandbox")

@@ -37,7 +37,7 @@ def test_references_pass_and_broken_solutions_fail():
     """All 164 canonical solutions pass; 164 broken ones (body replaced) all fail."""
     if os.environ.get("RLVR_SKIP_DOCKER") == "1":
         pytest.skip("RLVR_SKIP_DOCKER=1")
-    from rlvr.verifiers.code import CodeVerifier
+    from rlvr.verifiers.code.verifier import CodeVerifier
 
     rows = load_env("humaneval").rows("test", 164)
     verifier = CodeVerifier(reward="binary", workers=2)

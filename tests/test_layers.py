@@ -1,11 +1,14 @@
 """The import graph of the rlvr packages: no loop between modules, and no import that points up the layers.
 
-    rlvr.errors (and the `rlvr` package's own __init__, which holds only the version)
-      < rlvr.sandboxes < rlvr.verifiers < rlvr.envs < rlvr.trainer < rlvr.cli, rlvr.__main__
+    rlvr.errors, rlvr.registry (and the `rlvr` package's own __init__: the version, and `rlvr.train` /
+    `rlvr.evaluate` handed out lazily, see LAZY_EXPORTS)
+      < rlvr.sandboxes < rlvr.verifiers < rlvr.envs < rlvr.integrations < rlvr.trainer
+      < rlvr.cli, rlvr.__main__, rlvr.help < rlvr.api
 
 An import may point down or sideways (within one layer), never up; `rlvr.conf` is data (YAML) and
-takes no part. Every module of every package in pyproject's `packages` list is read with `ast`, its
-folder found through `package-dir` (a subpackage lies under its parent's folder), nothing imported.
+takes no part; nothing in rlvr imports `rlvr.integrations` (rlvr's rewards for other trainers). Every
+module of every package in pyproject's `packages` list is read with `ast`, its folder found through
+`package-dir` (a subpackage lies under its parent's folder), nothing imported.
 
 What counts as an import of module M: `import M`, `from M import name` (M itself when `name` is
 not a submodule, `M.name` when it is), relative forms resolved against the importing module, at
@@ -31,9 +34,13 @@ else:  # pragma: no cover - Python 3.10: the toml parser setuptools vendors
     from setuptools._vendor import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
-LAYERS = [("rlvr", "rlvr.errors"), ("rlvr.sandboxes",), ("rlvr.verifiers",), ("rlvr.envs",), ("rlvr.trainer",),
-          ("rlvr.cli", "rlvr.__main__")]
+LAYERS = [("rlvr", "rlvr.errors", "rlvr.registry"), ("rlvr.sandboxes",), ("rlvr.verifiers",), ("rlvr.envs",),
+          ("rlvr.integrations",), ("rlvr.trainer",), ("rlvr.cli", "rlvr.__main__", "rlvr.help"), ("rlvr.api",)]
 DATA = ("rlvr.conf",)
+# Imports left out of the graph. The `rlvr` package's `__getattr__` (PEP 562) imports rlvr.api when `rlvr.train` or
+# `rlvr.evaluate` is first used: by then the package has finished importing, so this edge can close no import loop,
+# and it is how the bottom package hands out the top layer's functions without loading them on `import rlvr`.
+LAZY_EXPORTS = {("rlvr", "rlvr.api")}
 
 
 def module_files(root: Path = ROOT) -> dict[str, Path]:
@@ -89,6 +96,8 @@ def import_graph(root: Path = ROOT) -> tuple[dict[str, set[str]], dict[str, set[
     runtime = {name: set() for name in modules}
     for name, path in modules.items():
         for target, type_only in imports_of(name, path, modules):
+            if (name, target) in LAZY_EXPORTS:
+                continue
             every[name].add(target)
             if not type_only:
                 runtime[name].add(target)
@@ -227,6 +236,9 @@ def test_the_walk_sees_every_package(graphs):
     every, _ = graphs
     assert {"rlvr.cli", "rlvr.errors", "rlvr.sandboxes.base", "rlvr.verifiers.registry", "rlvr.envs.base",
             "rlvr.trainer.run"} <= set(every)
+    assert {"rlvr.registry", "rlvr.verifiers.math.verifier", "rlvr.verifiers.code.verifier",
+            "rlvr.verifiers.vf.verifier", "rlvr.verifiers.python.verifier",
+            "rlvr.integrations.reward_functions"} <= set(every), "a subpackage is walked"
     assert "rlvr.errors" in every["rlvr.trainer.validate"], "an import inside the package is seen"
 
 
@@ -240,5 +252,61 @@ def test_no_import_loop_between_modules(graphs):
 def test_no_import_points_up_the_layers(graphs):
     every, _ = graphs
     upward = upward_imports(every)
-    assert not upward, "imports pointing up the layers (errors < sandboxes < verifiers < envs < trainer < cli):\n" \
-                       + "\n".join(upward)
+    assert not upward, "imports pointing up the layers (errors < sandboxes < verifiers < envs < integrations < " \
+                       "trainer < cli < api):\n" + "\n".join(upward)
+
+
+def test_nothing_imports_the_integrations(graphs):
+    every, _ = graphs
+    found = [f"{source} -> {target}" for source, targets in sorted(every.items()) for target in sorted(targets)
+             if target.startswith("rlvr.integrations") and not source.startswith("rlvr.integrations")]
+    assert not found, "rlvr.integrations is for other trainers, not imported inside rlvr:\n" + "\n".join(found)
+
+
+# ---- inside rlvr.trainer: the rooms point one way too ------------------------------------------------------------
+# (room, the modules it never imports, the modules under those it may): the engines (rollout/) import nothing else of
+# the trainer; a step's experience (experience/) never reaches an algorithm or the loop; an algorithm (algos/) is
+# `update(ctx, batch)`, so it neither samples (no engine, no collection) nor reaches the loop; models/ and the held-out
+# evaluation (evaluation/) sit below the algorithms and the loop.
+LOOP = ("rlvr.trainer.run", "rlvr.trainer.setup", "rlvr.trainer.step", "rlvr.trainer.algorithms")
+TRAINER_ROOMS = [
+    ("rlvr.trainer.rollout", ("rlvr.trainer",), ("rlvr.trainer.rollout",)),
+    ("rlvr.trainer.experience", ("rlvr.trainer.algos", "rlvr.trainer.evaluation", *LOOP), ()),
+    ("rlvr.trainer.algos", ("rlvr.trainer.rollout", "rlvr.trainer.experience", "rlvr.trainer.evaluation", *LOOP),
+     ("rlvr.trainer.rollout.types", "rlvr.trainer.rollout.prompts", "rlvr.trainer.experience.batch",
+      "rlvr.trainer.experience.metrics")),
+    ("rlvr.trainer.models", ("rlvr.trainer.experience", "rlvr.trainer.algos", *LOOP), ()),
+    ("rlvr.trainer.evaluation", ("rlvr.trainer.algos", *LOOP), ()),
+]
+
+
+def _under(module: str, prefixes) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in prefixes)
+
+
+def trainer_room_breaches(graph: dict[str, set[str]], rooms=TRAINER_ROOMS) -> list[str]:
+    """'a -> b' for each import of a room's module into what that room must not import."""
+    found = []
+    for room, forbidden, allowed in rooms:
+        for source in sorted(m for m in graph if _under(m, (room,))):
+            found += [f"{source} -> {target}" for target in sorted(graph[source])
+                      if _under(target, forbidden) and not _under(target, allowed)]
+    return found
+
+
+def test_detects_a_room_importing_upward():
+    graph = {"rlvr.trainer.rollout.hf": {"rlvr.trainer.rollout.types", "rlvr.trainer.experience.batch"},
+             "rlvr.trainer.algos.grpo": {"rlvr.trainer.experience.batch", "rlvr.trainer.experience.collect",
+                                         "rlvr.trainer.models.logprobs"},
+             "rlvr.trainer.experience.collect": {"rlvr.trainer.rollout.types", "rlvr.trainer.step"}}
+    assert trainer_room_breaches(graph) == ["rlvr.trainer.rollout.hf -> rlvr.trainer.experience.batch",
+                                            "rlvr.trainer.experience.collect -> rlvr.trainer.step",
+                                            "rlvr.trainer.algos.grpo -> rlvr.trainer.experience.collect"]
+
+
+def test_trainer_rooms_import_one_way(graphs):
+    every, _ = graphs
+    assert {"rlvr.trainer.experience.collect", "rlvr.trainer.step", "rlvr.trainer.setup"} <= set(every)
+    breaches = trainer_room_breaches(every)
+    assert not breaches, "imports against the trainer's rooms (engines < experience < algorithms < the loop):\n" \
+                         + "\n".join(breaches)

@@ -164,7 +164,7 @@ def test_ppo_with_lora_trains_adapters_and_critic(tiny_lm_sft, compose_train, cr
     from rlvr.trainer.rollout.types import SamplingParams
     from rlvr.trainer.rollout.hf import HFEngine
     from rlvr.trainer.algorithms import ALGORITHMS
-    from rlvr.trainer.run import RunContext
+    from rlvr.trainer.setup import RunContext
     from tests.test_trainer_step import STEP_OVERRIDES, AlternatingRewardEnv
 
     cfg = compose_train(STEP_OVERRIDES + ["algo=ppo", f"algo.critic={critic}", "model.lora.r=4"])

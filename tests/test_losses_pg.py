@@ -1,4 +1,4 @@
-"""Hand-derived values for the policy-gradient family's math (issue 6): REINFORCE baselines and loss,
+"""Hand-derived values for the policy-gradient family's math: REINFORCE baselines and loss,
 GAE, the clipped value loss, PPO-penalty and its adaptive beta, conjugate gradient. The arithmetic
 is written out beside each expected value."""
 
@@ -138,7 +138,7 @@ def test_conjugate_gradient_solves_a_known_spd_system():
 
 
 def test_dapo_overlong_penalty_hand_computed():
-    from rlvr.trainer.algos.reward_shaping import overlong_penalty
+    from rlvr.trainer.experience.rewards import overlong_penalty
 
     lengths = torch.tensor([10, 12, 13, 14, 16, 20])
     # L_max = 16, L_cache = 4 -> expected length L_max - L_cache = 12 (DAPO eq. 13)

@@ -1,15 +1,15 @@
 """Exact values compare exactly (one test per exact kind); decimals at their stated precision; bare answers.
 
 Every near miss below is within 1e-6 relative of its gold, so a relative tolerance between exact
-values (the rule before issue 17) would call it correct.
+values (the rule this verifier once had) would call it correct.
 """
 
 from fractions import Fraction
 
 import pytest
 
-from rlvr.verifiers.math_equal import numbers_equal
-from rlvr.verifiers.math_verifier import MathVerifier
+from rlvr.verifiers.math.equal import numbers_equal
+from rlvr.verifiers.math.verifier import MathVerifier
 from rlvr.verifiers.result import Status
 
 

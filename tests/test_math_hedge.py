@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from rlvr.verifiers.math_verifier import MathVerifier
+from rlvr.verifiers.math.verifier import MathVerifier
 
 HEDGES = [
     ("The answer is \\boxed{3} or \\boxed{4}.", "3"),

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from rlvr.verifiers.math_verifier import MathVerifier
+from rlvr.verifiers.math.verifier import MathVerifier
 
 _spec = importlib.util.spec_from_file_location("math_cases", Path(__file__).parent / "data" / "math_cases.py")
 math_cases = importlib.util.module_from_spec(_spec)

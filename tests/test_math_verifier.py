@@ -4,8 +4,8 @@ import pickle
 
 import pytest
 
-from rlvr.verifiers.math_extract import extract
-from rlvr.verifiers.math_verifier import MathVerifier
+from rlvr.verifiers.math.extract import extract
+from rlvr.verifiers.math.verifier import MathVerifier
 from rlvr.errors import ConfigError
 from rlvr.verifiers.result import Status
 
@@ -18,7 +18,6 @@ def verifier():
 
 
 def test_registered_and_built_by_name():
-    import rlvr.verifiers.math_verifier  # noqa: F401 - registers "math" (registry.py does not list it yet)
     from rlvr.verifiers.registry import build_verifier
 
     v = build_verifier("math", rel_tol=1e-4, last_number=True)

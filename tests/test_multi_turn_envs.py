@@ -80,7 +80,8 @@ def test_what_is_not_built_for_multi_turn_is_refused_by_name(compose_train, over
 
 
 def test_response_length_counts_sampled_tokens_only(tiny_lm_sft, compose_train):
-    from rlvr.trainer.rollout.sampling import sample_and_score, step_metrics_and_samples
+    from rlvr.trainer.experience.collect import sample_and_score
+    from rlvr.trainer.experience.metrics import step_metrics_and_samples
 
     cfg = compose_train(STEP_OVERRIDES)
     ctx = _context(cfg, tiny_lm_sft)

@@ -15,12 +15,14 @@ pytestmark = pytest.mark.xdist_group("packaging")
 
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCE = ["pyproject.toml", "README.md", "LICENSE", "rlvr", "envs", "verifiers", "sandboxes", "trainer", "conf"]
+SOURCE = ["pyproject.toml", "README.md", "LICENSE", "rlvr", "envs", "verifiers", "sandboxes", "integrations", "trainer",
+          "conf"]
 EXPECTED = [
     "rlvr/conf/train.yaml", "rlvr/conf/algo/grpo.yaml", "rlvr/conf/env/arithmetic.yaml", "rlvr/conf/model/tiny.yaml",
     "rlvr/conf/rollout/hf.yaml", "rlvr/conf/__init__.py", "rlvr/__init__.py", "rlvr/__main__.py", "rlvr/cli.py",
     "rlvr/envs/__init__.py", "rlvr/envs/arithmetic.py", "rlvr/trainer/algos/grpo.py", "rlvr/trainer/run.py",
-    "rlvr/verifiers/format.py", "rlvr/sandboxes/__init__.py",
+    "rlvr/verifiers/format.py", "rlvr/verifiers/math/verifier.py", "rlvr/verifiers/code/wire.py",
+    "rlvr/sandboxes/__init__.py", "rlvr/integrations/reward_functions.py",
 ]
 
 
@@ -57,7 +59,7 @@ def test_wheel_contents(wheel):
     names = set(wheel.namelist())
     missing = [name for name in EXPECTED if name not in names]
     assert not missing, f"wheel lacks {missing}"
-    for folder in ("envs", "verifiers", "trainer", "sandboxes", "conf"):  # only under rlvr/, never bare
+    for folder in ("envs", "verifiers", "trainer", "sandboxes", "integrations", "conf"):  # only under rlvr/, never bare
         assert not any(name.startswith(f"{folder}/") for name in names)
     assert all(name.startswith(("rlvr/", "rlvr-")) for name in names), sorted(names)
 
@@ -78,7 +80,7 @@ def test_wheel_every_conf_yaml(wheel):
     assert shipped == in_tree
 
 
-@pytest.mark.parametrize("folder", ["envs", "verifiers", "trainer", "sandboxes", "conf"])
+@pytest.mark.parametrize("folder", ["envs", "verifiers", "trainer", "sandboxes", "integrations", "conf"])
 def test_bare_folder_import_fails(folder, tmp_path):
     code = f"import sys; sys.path.insert(0, {str(ROOT)!r}); import {folder}"
     # -S: without site-packages, where the test extras install PyPI's `verifiers` (a bare import hands over to it)

@@ -90,7 +90,7 @@ def test_scaffolded_multi_turn_plugin_round_trip(tmp_path, tiny_lm):
 
 
 def test_broken_plugin_is_reported_by_name_and_the_rest_still_list(monkeypatch, capsys):
-    import rlvr.verifiers.registry as registry_module
+    import rlvr.registry as registry_module
     from rlvr.cli import main
     from rlvr.envs.registry import env_registry
 

@@ -1,4 +1,4 @@
-"""verifier=python (verifiers/python_reward.py): a reward function written for TRL's `GRPOTrainer(reward_funcs=...)`
+"""verifier=python (verifiers/python/verifier.py): a reward function written for TRL's `GRPOTrainer(reward_funcs=...)`
 works unchanged, returns exactly what calling it directly returns on the same inputs, composes with rlvr's
 verifiers, and every way it can fail is one line: at build time for a bad path, per completion for a call."""
 

@@ -1,5 +1,5 @@
 """Hostile cells against the python tool's session (sandboxes/session.py), on both sandbox backends: one row per
-attack of issue 34 class 7. A cell the session replays must not rewrite a later cell, fake its output or its
+attack on a replayed session. A cell the session replays must not rewrite a later cell, fake its output or its
 status, end the replay early and count as clean, or make every later call time out. Each row failed on the
 runner that kept the cells in a list of its own and replayed them all in one go."""
 

@@ -4,9 +4,11 @@ import sys
 
 import pytest
 
-import rlvr.verifiers.registry as registry_module
+import rlvr.registry as registry_module
+import rlvr.verifiers.registry as verifiers_registry
 from rlvr.errors import ConfigError, UnknownNameError
-from rlvr.verifiers.registry import Registry, verifier_registry
+from rlvr.registry import Registry
+from rlvr.verifiers.registry import verifier_registry
 
 
 class FakeDist:
@@ -117,7 +119,7 @@ def test_bare_import_refused(monkeypatch):
     import importlib.util
     import os
     # only the repository root on sys.path: no installed `verifiers` to hand over to (the test extras install one)
-    monkeypatch.setattr(sys, "path", [os.path.dirname(os.path.dirname(registry_module.__file__))])
-    spec = importlib.util.spec_from_file_location("verifiers", registry_module.__file__.replace("registry.py", "__init__.py"))
+    monkeypatch.setattr(sys, "path", [os.path.dirname(os.path.dirname(verifiers_registry.__file__))])
+    spec = importlib.util.spec_from_file_location("verifiers", verifiers_registry.__file__.replace("registry.py", "__init__.py"))
     with pytest.raises(ImportError, match="rlvr.verifiers"):
         spec.loader.exec_module(importlib.util.module_from_spec(spec))

@@ -1,5 +1,5 @@
 """Kill a run with SIGKILL after its step-2 checkpoint, resume it, and get bit-for-bit the
-weights and the per-step metrics of a run that was never interrupted (README, "Resume").
+weights and the per-step metrics of a run that was never interrupted (docs/concepts/run-directory.md).
 
 Run W builds the tiny model into a private cache; A (uninterrupted) and B (killed, then resumed)
 both load it from there, so they start from the same weights and the same RNG state.

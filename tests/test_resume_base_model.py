@@ -7,6 +7,7 @@ import pytest
 import torch
 
 import rlvr.trainer.run as run
+import rlvr.trainer.setup as setup
 
 
 def _overrides(tiny_lm, run_dir, *extra):
@@ -22,8 +23,8 @@ def test_a_resume_never_resolves_a_base_model_it_recorded(tiny_lm, compose_train
         pytest.importorskip("peft")
     run.train(compose_train(_overrides(tiny_lm, tmp_path, "train.steps=1", *extra)), log=lambda *a, **k: None)
     resolved = []
-    real = run.resolve_model_path
-    monkeypatch.setattr(run, "resolve_model_path", lambda *a, **k: resolved.append(1) or real(*a, **k))
+    real = setup.resolve_model_path
+    monkeypatch.setattr(setup, "resolve_model_path", lambda *a, **k: resolved.append(1) or real(*a, **k))
     run.train(compose_train(_overrides(tiny_lm, tmp_path, "train.steps=2", f"resume={tmp_path}", *extra)),
               log=lambda *a, **k: None)
     assert resolved == []

@@ -1,4 +1,4 @@
-"""rlvr's rewards inside other trainers (envs/reward_functions.py): TRL's reward-function call and verl's
+"""rlvr's rewards inside other trainers (integrations/reward_functions.py): TRL's reward-function call and verl's
 `compute_score` give the verdicts `rlvr verify` gives on the same records, and a real two-step TRL
 `GRPOTrainer` run logs the rewards `rlvr verify` computes for the completions it sampled.
 
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from rlvr.envs.reward_functions import RewardFunction, compute_score, compute_score_batch
 from rlvr.errors import ConfigError
+from rlvr.integrations.reward_functions import RewardFunction, compute_score, compute_score_batch
 
 ADD_TESTS = {"kind": "call", "fn": "add", "cases": [{"args": [1, 2], "expected": 3}, {"args": [5, -5], "expected": 0}]}
 CODE = {

@@ -117,22 +117,22 @@ def test_resume_of_a_directory_that_holds_no_run_is_one_line(tmp_path, rlvr):
 
 def test_a_start_that_fails_never_blocks_its_retry(tiny_lm, tmp_path, rlvr, monkeypatch):
     """`rollout=vllm` without vLLM, a server that does not come up, a logger that cannot start: the same command
-    run again once the cause is fixed must train, not find "a run" its failed start wrote (issue: first hour)."""
+    run again once the cause is fixed must train, not find "a run" its failed start wrote."""
     import rlvr.trainer.loggers as loggers
-    import rlvr.trainer.run as run
+    import rlvr.trainer.setup as setup
 
-    real_engine, real_wandb = run.build_engine, loggers.WandbLogger
+    real_engine, real_wandb = setup.build_engine, loggers.WandbLogger
 
     def no_engine(*args, **kwargs):
         raise RuntimeError("the engine did not start")
 
-    monkeypatch.setattr(run, "build_engine", no_engine)
+    monkeypatch.setattr(setup, "build_engine", no_engine)
     command = _tiny(tiny_lm, "train.steps=1", "output_dir=run", "logger=[tensorboard,wandb]")
     code, out = rlvr(*command)
     assert code not in (0, None) and "the engine did not start" in out
     assert not (tmp_path / "run" / "config.yaml").exists()
 
-    monkeypatch.setattr(run, "build_engine", real_engine)  # the engine is fixed; now W&B fails after TensorBoard began
+    monkeypatch.setattr(setup, "build_engine", real_engine)  # the engine is fixed; now W&B fails after TensorBoard began
 
     def no_wandb(*args, **kwargs):
         raise RuntimeError("wandb did not start")
@@ -164,16 +164,16 @@ def test_a_resume_that_changes_what_the_checkpoint_is_is_refused_before_anything
 
 
 def test_a_resume_that_fails_in_its_first_step_leaves_the_config_as_it_was(tiny_lm, tmp_path, rlvr, monkeypatch):
-    import rlvr.trainer.run as run
+    from rlvr.trainer.algorithms import ALGORITHMS
 
     assert rlvr(*_tiny(tiny_lm, "train.steps=1", "output_dir=run"))[0] in (0, None)
     saved = (tmp_path / "run" / "config.yaml").read_text()
-    algorithm = run.ALGORITHMS["grpo"]
+    algorithm = ALGORITHMS["grpo"]
 
     def broken(ctx, step):
         raise RuntimeError("step failed")
 
-    monkeypatch.setitem(run.ALGORITHMS, "grpo", dataclasses.replace(algorithm, step=broken))
+    monkeypatch.setitem(ALGORITHMS, "grpo", dataclasses.replace(algorithm, step=broken))
     code, out = rlvr("train", "resume=run", "train.steps=2", "optim.lr=0.5")
     assert code not in (0, None) and "step failed" in out
     assert (tmp_path / "run" / "config.yaml").read_text() == saved

@@ -1,4 +1,4 @@
-"""State that outlives a run on inodes and kernel objects rather than in files (issue 34, classes 1 and 2): the
+"""State that outlives a run on inodes and kernel objects rather than in files: the
 workdir's own root (its mode, default ACL and extended attributes) and the program uid's persistent keyring.
 
 Docker reuses one container here (a warm pool of one), so every later run meets what the attacker left; the local

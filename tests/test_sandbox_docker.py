@@ -175,7 +175,7 @@ def test_interrupted_batch_leaves_nothing_running(client, how):
     script = textwrap.dedent("""
         import signal
         signal.signal(signal.SIGINT, signal.default_int_handler)  # as from a terminal, even if the runner ignores it
-        from rlvr.verifiers.code import CodeVerifier
+        from rlvr.verifiers.code.verifier import CodeVerifier
         v = CodeVerifier(timeout_s=60, workers=2)
         tests = {"kind": "stdio", "cases": [{"stdin": "", "stdout": "x"}]}
         print("started", flush=True)

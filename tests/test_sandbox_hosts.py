@@ -383,7 +383,7 @@ def test_two_engines_give_the_verdicts_of_one_and_both_run_containers(second_eng
 def test_an_engine_killed_mid_batch_costs_no_verdict_and_leaves_nothing(second_engine, monkeypatch, caplog):
     from tests.test_sandbox_docker import require_docker, wait_until_gone
     from rlvr.sandboxes.pool import INSTANCE_LABEL
-    from rlvr.verifiers.code import CodeVerifier
+    from rlvr.verifiers.code.verifier import CodeVerifier
 
     local = require_docker()
     monkeypatch.setenv(HOSTS_ENV, json.dumps([LOCAL, second_engine.host]))  # as `sandbox.hosts` exports it

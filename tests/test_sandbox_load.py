@@ -1,5 +1,5 @@
-"""Under CPU load an honest program is never failed for time it spent waiting for a CPU (issue 34, "a verdict
-that load can flip"), while a spinning program still ends at its CPU limit and a sleeping one at its wall limit.
+"""Under CPU load an honest program is never failed for time it spent waiting for a CPU (no verdict that
+load can flip), while a spinning program still ends at its CPU limit and a sleeping one at its wall limit.
 
 Four CPU hogs per core run beside the sandbox for this module, as generation and training do beside the verifier
 in RL, and two runs go at once, as the verifier's workers run them (two hogs per core and one run at a time slowed

@@ -1,4 +1,4 @@
-"""The local backend must not reach the host (issue 34, class 8): filesystem sockets, memory the run's limits do
+"""The local backend must not reach the host: filesystem sockets, memory the run's limits do
 not count (SysV shared memory, memfd pages no longer mapped), supplementary groups.
 
 Each attacker reports how far it got, so that no row passes vacuously: the socket rows check the host listener

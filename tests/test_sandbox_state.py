@@ -15,8 +15,8 @@ from __future__ import annotations
 import os
 
 import pytest
-from rlvr.verifiers.code import CodeVerifier
-from rlvr.verifiers.code_cheats import CHEAT_TESTS
+from rlvr.verifiers.code.verifier import CodeVerifier
+from rlvr.verifiers.code.cheats import CHEAT_TESTS
 from rlvr.verifiers.result import Status
 
 pytestmark = pytest.mark.xdist_group("sandbox")  # one xdist worker: containers, uid 65534 are machine-wide

@@ -109,7 +109,7 @@ def test_the_workdir_root_is_roots_and_passable_only(tmp_path):
 
 @pytest.mark.parametrize("change", ["xattr", "mode", "owner"])
 def test_any_change_to_a_root_inode_is_reported(tmp_path, change):
-    """What the program could once do to the workdir root (issue 34): now it is root's, and were it changed
+    """What the program could once do to the workdir root : now it is root's, and were it changed
     anyway, the sandbox is reported dirty (replaced) rather than passed on."""
     baseline = {str(tmp_path): _root_state(str(tmp_path))}
     if change == "xattr":

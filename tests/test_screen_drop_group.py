@@ -14,7 +14,7 @@ from rlvr.envs.arithmetic import ArithmeticEnv
 from rlvr.trainer.algorithms import ALGORITHMS
 from rlvr.trainer.algos.ppo import build_critic
 from rlvr.trainer.rollout.types import Rollout, SamplingParams
-from rlvr.trainer.run import RunContext
+from rlvr.trainer.setup import RunContext
 from rlvr.verifiers.result import Status, VerifyResult
 
 G = 4
@@ -51,7 +51,6 @@ FAMILIES = {
     "reinforce": ["algo=reinforce", "algo.baseline=mean"],
     "ppo": ["algo=ppo"], "trpo": ["algo=trpo", "algo.baseline=mean"],
 }
-MODULE = {"grpo": "grpo", "dr_grpo": "grpo", "reinforce": "reinforce", "ppo": "ppo", "trpo": "trpo"}
 
 
 def _step_params(lm, compose_train, overrides):
@@ -76,7 +75,7 @@ def test_drop_group_trains_as_if_the_group_was_never_sampled(tiny_lm_sft, compos
     alone, _ = _step_params(tiny_lm_sft, compose_train, FAMILIES[family] + ["train.prompts_per_step=1"])
     dropped, metrics = _step_params(tiny_lm_sft, compose_train, FAMILIES[family] + drop)
     # what drop_group did before it removed rows: the screened group kept in the batch at reward 0
-    monkeypatch.setattr(importlib.import_module(f"rlvr.trainer.algos.{MODULE[family]}"), "without_dropped_groups",
+    monkeypatch.setattr(importlib.import_module("rlvr.trainer.experience.collect"), "without_dropped_groups",
                         lambda ctx, sampled: (sampled, torch.ones(len(sampled.results), dtype=torch.bool)))
     zeroed, _ = _step_params(tiny_lm_sft, compose_train, FAMILIES[family] + drop)
     n = len(before)

@@ -1,5 +1,5 @@
 """The GRPO step end to end on a tiny model: gradient accumulation is exact, one step moves every
-parameter (TRL's test), and the step logs the metrics README's "Run directory" lists for
+parameter (TRL's test), and the step logs the metrics docs/concepts/run-directory.md lists for
 metrics.jsonl."""
 
 import json
@@ -10,15 +10,17 @@ import pytest
 import torch
 
 from rlvr.envs.arithmetic import ArithmeticEnv
-from rlvr.trainer.algos.grpo import accumulate_gradients, grpo_step
+from rlvr.trainer.algorithms import ALGORITHMS
+from rlvr.trainer.algos.grpo import accumulate_gradients
 from rlvr.trainer.models.logprobs import pack, token_logprobs
 from rlvr.trainer.rollout.prompts import render_prompts
 from rlvr.trainer.rollout.types import SamplingParams
 from rlvr.trainer.rollout.hf import HFEngine
-from rlvr.trainer.run import RunContext
+from rlvr.trainer.setup import RunContext
 from rlvr.verifiers.result import Status, VerifyResult
 
 MAX_NEW_TOKENS = 16
+grpo_step = ALGORITHMS["grpo"].step
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from rlvr.trainer.env_config import build_env
-from rlvr.trainer.truncation import no_credit_when_truncated
+from rlvr.trainer.experience.rewards import no_credit_when_truncated
 from rlvr.verifiers.result import Status, VerifyResult
 
 DEFAULTS = {"arithmetic": (16, "keep"), "countdown": (16, "keep"), "gsm8k": (512, "zero"), "math": (1024, "zero"),
@@ -26,7 +26,7 @@ def test_the_command_line_wins_over_the_environment(compose_train):
 
 
 def test_a_cut_off_gsm8k_solution_earns_nothing(compose_train, env_data, tmp_path):
-    """The issue's case: `<think>He buys 86*6 = <<9*6=67` scored 1.0 because gsm8k grades the last number."""
+    """A cut-off solution: `<think>He buys 86*6 = <<9*6=67` scored 1.0 because gsm8k grades the last number."""
     cfg = compose_train(["env=gsm8k", *env_data.data_overrides("gsm8k", tmp_path)])
     env = build_env(cfg.env)
     row = next(r for r in env.rows("test", 4, seed=0) if r["answer"] == "7")

@@ -88,7 +88,7 @@ def test_a_turn_reward_that_is_not_a_finite_number_stops_the_rollout_naming_the_
 
 def test_the_training_step_reward_carries_the_turn_rewards(tiny_lm, compose_train):
     """sample_and_score (what every algorithm's step calls) applies the env's weight."""
-    from rlvr.trainer.rollout.sampling import sample_and_score
+    from rlvr.trainer.experience.collect import sample_and_score
     from tests.test_algorithm_steps import _context
     from tests.test_trainer_step import STEP_OVERRIDES
 

@@ -155,7 +155,7 @@ def test_ten_thousand_records(tmp_path):
 
 
 def test_hostile_return_values_cost_only_their_own_record(tmp_path):
-    """Issue 34, class 4: a value that made the host's comparison raise (a huge int against a float
+    """A value that made the host's comparison raise (a huge int against a float
     tolerance) turned every record of its chunk into `error`; a lone surrogate in a returned string, or in
     the input line itself, crashed the writer and lost every later record. Each is now its own record's
     verdict, and every line of the output is UTF-8 JSON that reads back to what was scored."""

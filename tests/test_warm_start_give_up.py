@@ -16,7 +16,7 @@ from rlvr.trainer.models.warm_start import warm_start
 ARITHMETIC = [(25, 0.0), (50, 0.01), (75, 0.025), (100, 0.01), (125, 0.015), (150, 0.025), (175, 0.035), (200, 0.03),
               (225, 0.005), (250, 0.035), (275, 0.03), (300, 0.055), (325, 0.045), (350, 0.035), (375, 0.09),
               (400, 0.065), (425, 0.09), (450, 0.09), (475, 0.16)]
-# guess_number trained on one-turn answers (issue 35): 8-16% at every check against a 30% target
+# guess_number trained on one-turn answers (a real run's checks): 8-16% at every check against a 30% target
 NOISE = [0.12, 0.08, 0.16, 0.10, 0.14, 0.135, 0.09, 0.115]
 
 

@@ -1,9 +1,10 @@
-"""Every `algo=` that `rlvr train` runs, in one table: its step function, its family, the torchrun
+"""Every `algo=` that `rlvr train` runs, in one table: its update, its family, the torchrun
 strategies it runs under (trainer.strategy=ddp|fsdp2), and what a run of it needs besides the policy:
-a frozen reference model, a critic trained beside the policy, offline data. run.py asks this table
-(`needs_reference`, `build_critic`, `offline_data`) instead of testing algorithm names; validate.py
-checks names and combinations against it. A new algorithm is one row here, its step in
-trainer/algos/ and its conf/algo/NAME.yaml.
+a frozen reference model, a critic trained beside the policy, offline data. The loop (trainer/setup.py,
+run.py) asks this table (`needs_reference`, `build_critic`, `offline_data`, `step`) instead of testing
+algorithm names; validate.py checks names and combinations against it. A new algorithm is one row here,
+its `update(ctx, batch)` in trainer/algos/ and its conf/algo/NAME.yaml; `step`, the frame around the
+update (trainer/step.py: collect, update, schedule, sync, metrics), is the same for every row.
 
 Families:
   group             presets of one GRPO step (algos/grpo.py): group-normalised advantages, no critic
@@ -21,28 +22,38 @@ parameters). TRPO/NPG's conjugate gradient (extra full-batch backward passes) is
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable
 
-from rlvr.trainer.algos.dpo import dpo_step
-from rlvr.trainer.algos.grpo import grpo_step
-from rlvr.trainer.algos.ppo import build_critic, ppo_step
-from rlvr.trainer.algos.reinforce import reinforce_step
-from rlvr.trainer.algos.trpo import trpo_step
+from rlvr.trainer.algos.dpo import dpo_update, read_offline_pairs
+from rlvr.trainer.algos.grpo import grpo_update
+from rlvr.trainer.algos.ppo import build_critic, ppo_update
+from rlvr.trainer.algos.reinforce import reinforce_update
+from rlvr.trainer.algos.trpo import trpo_update
+from rlvr.trainer.step import train_step
 
 
 @dataclass(frozen=True)
 class Algorithm:
-    step: Callable  # (ctx, step) -> (metrics, samples)
+    update: Callable  # (ctx, batch) -> metrics: the algorithm itself (trainer/experience/batch.py says what a batch is)
     family: str
     strategies: tuple[str, ...]  # the trainer.strategy values besides none it runs under
     # "kl": a reference only when algo.beta > 0 adds a KL term; "always": the loss itself compares with
     # the frozen reference (DPO's log-ratios, where algo.beta is a temperature and never 0)
     reference: str = "kl"
     build_critic: Callable | None = None  # (policy, algo.critic) -> the module trained beside it (PPO's)
-    offline_data: bool = False  # reads `data=FILE` (scored completions) instead of sampling, when given
-    # trains on samples up to rollout.max_staleness versions old (rollout/async_rollouts.py): its loss corrects
+    # (ctx, step) -> the step's batch from `data=FILE` (scored completions), read instead of sampling when given
+    offline_data: Callable | None = None
+    # trains on samples up to rollout.max_staleness versions old (experience/async_rollouts.py): its loss corrects
     # them with the engine's logprobs (rollout.importance_cap's truncated importance weights)
     corrects_staleness: bool = False
+    optimizer: bool = True  # False: the update takes its own step (TRPO, NPG), so the lr schedule does not advance
+    step: Callable | None = None  # (ctx, step) -> (metrics, samples): `update` in trainer/step.py's frame
+
+    def __post_init__(self):
+        if self.step is None:
+            object.__setattr__(self, "step", partial(train_step, update=self.update, offline_data=self.offline_data,
+                                                     optimizer=self.optimizer))
 
     def needs_reference(self, algo_cfg) -> bool:
         return self.reference == "always" or bool(algo_cfg.get("beta", 0))
@@ -50,14 +61,15 @@ class Algorithm:
 
 _GROUP = dict(family="group", strategies=("ddp", "fsdp2"), corrects_staleness=True)
 ALGORITHMS = {
-    "grpo": Algorithm(grpo_step, **_GROUP),
-    "dr_grpo": Algorithm(grpo_step, **_GROUP),
-    "dapo": Algorithm(grpo_step, **_GROUP),
-    "gspo": Algorithm(grpo_step, **_GROUP),
-    "reinforce": Algorithm(reinforce_step, "policy_gradient", strategies=("ddp", "fsdp2")),
-    "ppo": Algorithm(ppo_step, "actor_critic", strategies=("ddp",), build_critic=build_critic),
-    "trpo": Algorithm(trpo_step, "natural_gradient", strategies=()),
-    "npg": Algorithm(trpo_step, "natural_gradient", strategies=()),
-    "dpo": Algorithm(dpo_step, "preference", strategies=("ddp", "fsdp2"), reference="always", offline_data=True),
+    "grpo": Algorithm(grpo_update, **_GROUP),
+    "dr_grpo": Algorithm(grpo_update, **_GROUP),
+    "dapo": Algorithm(grpo_update, **_GROUP),
+    "gspo": Algorithm(grpo_update, **_GROUP),
+    "reinforce": Algorithm(reinforce_update, "policy_gradient", strategies=("ddp", "fsdp2")),
+    "ppo": Algorithm(ppo_update, "actor_critic", strategies=("ddp",), build_critic=build_critic),
+    "trpo": Algorithm(trpo_update, "natural_gradient", strategies=(), optimizer=False),
+    "npg": Algorithm(trpo_update, "natural_gradient", strategies=(), optimizer=False),
+    "dpo": Algorithm(dpo_update, "preference", strategies=("ddp", "fsdp2"), reference="always",
+                     offline_data=read_offline_pairs),
 }
 GROUP_ALGOS = tuple(name for name, algorithm in ALGORITHMS.items() if algorithm.family == "group")

@@ -42,7 +42,7 @@ class AlgoSchema:
 
 @dataclass
 class PolicyGradientConfig(AlgoSchema):
-    """reinforce, grpo, dr_grpo, dapo, gspo (grpo.py, reinforce.py, dynamic_sampling.py)."""
+    """reinforce, grpo, dr_grpo, dapo, gspo (grpo.py, reinforce.py; dynamic sampling: experience/rewards.py)."""
 
     name: str = "grpo"
     beta: float = 0.0
@@ -312,7 +312,7 @@ class RolloutConfig:
     max_staleness: int = 0
     """Async rollouts: sample up to this many steps ahead; 0: synchronous.
 
-    A producer samples and scores ahead of the trainer (rollout/async_rollouts.py); a trained sample is at most
+    A producer samples and scores ahead of the trainer (experience/async_rollouts.py); a trained sample is at most
     this many policy versions old."""
     async_timeout_s: float = 1800.0
     """With max_staleness > 0: the longest any wait for the producer may take."""

@@ -21,7 +21,7 @@ of them); at the level that is the configured task every prompt is a target prom
 whole step's pass rate, target prompts included: that is the pass rate the step's groups have, so it is what the
 share of zero-variance groups follows, and it needs no per-prompt bookkeeping. It was added because, on countdown
 from the tiny warm start, countdown's first ladder (operators) stepped down to sums and stayed there, and what it
-learnt there did not carry over to the target; with the share it did no better (README "Curricula" has the
+learnt there did not carry over to the target; with the share it did no better (docs/training/curricula.md has the
 measurements).
 
 What does not move: the held-out test prompts, the scoring and the prompt text are those of the configured

@@ -4,7 +4,7 @@
 
 (Over 300 lines on purpose: a third is this docstring, the argument that N ranks make the update one
 process makes, and the rest are the pieces it names, each a few lines: the per-step collectives the
-algorithm steps call, the `Parallel` the loop asks, the metric reduction and the rank's view of the
+algorithm updates call, the `Parallel` the loop asks, the metric reduction and the rank's view of the
 environment. Split, the argument would sit apart from what it argues about.)
 
 Each rank draws the step's `prompts_per_step` rows exactly as one process would (from the seed
@@ -42,7 +42,7 @@ parallelism; this file only arranges torch's pieces so that the update equals th
   * Rank r seeds torch with `seed + r`: rank 0 samples as a single process would, and ranks do
     not draw the same noise for their different prompts. vLLM does not use that stream for training
     samples: each prompt carries a seed keyed by its place in the step's whole draw
-    (`sampling.sample_and_score`), so its completions do not depend on the world size.
+    (`experience/collect.py`, `draw_and_generate`), so its completions do not depend on the world size.
   * Each rank generates with its own engine, hf or vLLM (one colocated vLLM engine per rank; it
     writes its start-up copy of the model on every rank, see rollout/vllm.py, and is shut down
     before the process group goes). Measured with 2 CPU ranks: the engines' logprobs stay within

@@ -1,5 +1,5 @@
 """Where metrics go besides `metrics.jsonl`: TensorBoard and Weights & Biases, chosen with
-`logger=[tensorboard,wandb]` (README, "Run directory"). The JSONL file is always written and
+`logger=[tensorboard,wandb]` (docs/concepts/run-directory.md). The JSONL file is always written and
 stays the record `rlvr` itself reads (summary, resume, `rlvr eval`); these are views of it.
 
 * `tensorboard` writes event files to `RUN_DIR/tensorboard/` (`tensorboard --logdir RUN_DIR`).

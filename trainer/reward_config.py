@@ -2,9 +2,9 @@
 
     reward.kind         env (the environment's verifiers; the default) | random | format_only
     reward.rate         random: the probability of reward 1 (a seeded Bernoulli per completion)
-    reward.screen       true: flagged completions (hack signatures, trainer/rollout/hack_monitor.py) are screened
+    reward.screen       true: flagged completions (hack signatures, trainer/experience/rewards.py) are screened
     reward.screen_mode  zero | drop_group
-`reward=random` and `reward=format_only` are the control presets (trainer/rollout/controls.py).
+`reward=random` and `reward=format_only` are the control presets (trainer/experience/rewards.py, stage 3).
 """
 
 from __future__ import annotations
@@ -23,14 +23,14 @@ class RewardConfig:
     rate: float = 0.5
     """reward=random: the probability of reward 1 per completion."""
     screen: bool = False
-    """true: completions with hack signatures are screened (hack_monitor.py)."""
+    """true: completions with hack signatures are screened (experience/rewards.py)."""
     screen_mode: str = "zero"
     """With screen: zero (the flagged completion) | drop_group (its group)."""
 
 
 def check_reward_config(cfg) -> None:
     """ConfigError naming the key for a bad `reward.*` value."""
-    from rlvr.trainer.rollout.hack_monitor import SCREEN_MODES
+    from rlvr.trainer.experience.rewards import SCREEN_MODES
 
     if cfg.kind not in REWARD_KINDS:
         raise ConfigError(f"reward.kind={cfg.kind!r}; choose one of {', '.join(REWARD_KINDS)}")

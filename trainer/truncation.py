@@ -1,23 +1,16 @@
-"""Completions cut at `rollout.max_new_tokens`: the length each environment needs, what a cut one earns,
-and the warning when most are cut.
+"""Completions cut at `rollout.max_new_tokens`: the length each environment needs, the rule for what a cut one
+earns (applied by the reward pipeline, trainer/experience/rewards.py, stage 2), and the warnings when most are cut
+or the model's context cannot hold a prompt and its completion.
 
 `rollout.max_new_tokens=null` (the default) is the environment's `default_max_new_tokens` (arithmetic and
 countdown 16, gsm8k and humaneval 512, math and code_stdio 1024, others 256). `rollout.truncated_reward=null`
-is the environment's `truncated_reward`:
-  zero  a truncated completion keeps no positive reward and a `correct` status becomes `incorrect`
-        (details say `truncated` and what the verifiers gave): a GSM8K solution cut at `<<9*6=67` must
-        not score on its last number. Negative rewards stay.
-  keep  the verifiers' score as it is; with algo=dapo (`algo.overlong_buffer`) DAPO's soft overlong penalty
-        then shapes long completions instead.
+is the environment's `truncated_reward`, zero or keep (what each does: trainer/experience/rewards.py, stage 2);
 arithmetic and countdown keep (their anchored format gate already gives a cut-off answer nothing).
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from rlvr.errors import ConfigError
-from rlvr.verifiers.result import Status
 
 TRUNCATED_REWARDS = ("zero", "keep")
 MOSTLY_TRUNCATED = 0.5  # above this share of truncated completions a run warns
@@ -32,22 +25,6 @@ def resolve_rollout_lengths(rollout_cfg, env) -> None:
     if rollout_cfg.truncated_reward not in TRUNCATED_REWARDS:
         raise ConfigError(f"rollout.truncated_reward={rollout_cfg.truncated_reward!r}; choose one of "
                           f"{', '.join(TRUNCATED_REWARDS)} (or null: the environment's default)")
-
-
-def no_credit_when_truncated(results: list, truncated, mode: str) -> list:
-    """`results` with mode=zero applied to the truncated ones; any other mode (keep; None from a config built by
-    hand and never resolved) returns `results` itself, as scored."""
-    if mode != "zero":
-        return results
-    out = []
-    for result, cut in zip(results, truncated):
-        if cut and (result.reward > 0 or result.status is Status.CORRECT):
-            details = {**result.details, "truncated": True, "reward_before_truncation": result.reward,
-                       "status_before_truncation": result.status.value}
-            status = Status.INCORRECT if result.status is Status.CORRECT else result.status
-            result = replace(result, reward=min(result.reward, 0.0), status=status, details=details)
-        out.append(result)
-    return out
 
 
 def truncation_warning(truncated_frac: float, max_new_tokens: int, where: str) -> str | None:

@@ -215,7 +215,7 @@ def validate_lora_sync(cfg, need) -> None:
 
 
 def validate_async(cfg, need) -> None:
-    """`rollout.max_staleness > 0` (rollout/async_rollouts.py): only where stale samples are corrected."""
+    """`rollout.max_staleness > 0` (experience/async_rollouts.py): only where stale samples are corrected."""
     k = cfg.rollout.max_staleness
     need(k >= 0, f"rollout.max_staleness={k} must be >= 0 (0: the synchronous loop)")
     need(cfg.rollout.async_timeout_s > 0, f"rollout.async_timeout_s={cfg.rollout.async_timeout_s} must be > 0")

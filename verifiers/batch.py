@@ -35,7 +35,6 @@ from rlvr.verifiers.registry import build_verifier
 from rlvr.verifiers.result import Status, VerifyResult
 
 CHUNK = 1024  # records per batch call: bounds memory and the data a kill can lose
-_BUILTIN_BATCH_MODULES = ("rlvr.verifiers.math_verifier",)  # registered here until registry.py lists them
 
 
 @dataclass
@@ -112,12 +111,8 @@ def _error(message: str) -> dict[str, Any]:
 def verify_file(input_path: str, output_path: str, verifier_name: str | None = None, workers: int | None = None,
                 verifier_params: Mapping[str, Any] | None = None, show_progress: bool = True) -> dict[str, Any]:
     """Score every record of `input_path` into `output_path`; returns the summary that is printed."""
-    import importlib
-
     from tqdm import tqdm
 
-    for module in _BUILTIN_BATCH_MODULES:
-        importlib.import_module(module)
     params = dict(verifier_params or {})
     start = time.perf_counter()
     with open(input_path, encoding="utf-8") as f:

@@ -2,7 +2,7 @@
 
 Spec (a list, one dict per component; Hydra's `reward:` list in env configs):
     {"verifier": "exact", "weight": 0.9, "gate": "format", "params": {...}, "name": "exact"}
-`name` defaults to the verifier's name (`python`: its function's, verifiers/python_reward.py).
+`name` defaults to the verifier's name (`python`: its function's, verifiers/python/verifier.py).
 `gate` names another component; the gated one counts only when its gate is CORRECT (so a
 right answer in a broken format earns nothing). The composite's status is the first component's,
 unless that one was gated off, then the gate's (which is then never CORRECT), so the first entry
@@ -139,5 +139,5 @@ def details_values(details: Mapping, key: str) -> list:
 
 def hacks_in(details: Mapping) -> list[str]:
     """The hack kinds a result's details name (`details["hacks"]`, its own and its components'), each once,
-    in order of appearance (verifiers/code_signatures.py, verifiers/math_hedge.py)."""
+    in order of appearance (verifiers/code/signatures.py, verifiers/math/hedge.py)."""
     return list(dict.fromkeys(kind for kinds in details_values(details, "hacks") for kind in kinds))

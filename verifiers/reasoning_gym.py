@@ -99,7 +99,7 @@ class ReasoningGymVerifier:
 
     def _math_verifier(self):
         if self._math is None:
-            from rlvr.verifiers.math_verifier import MathVerifier
+            from rlvr.verifiers.math.verifier import MathVerifier
 
             self._math = MathVerifier(workers=1)
         return self._math

@@ -5,7 +5,7 @@ Columns: (completion, gold, label, note). `label` is True when the completion de
 (default `parse`/`verify`) disagrees with the label (checked by tests/test_math_table.py, which
 requires every disagreement to carry such a note). Traces are abridged but keep the shape of
 real outputs: Qwen/DeepSeek-R1 `<think>` blocks, Minerva's closing sentence, GSM8K's `####`.
-The sections marked "issue 17" cover its seven classes (bare answers, exact values against near
+The sections marked "class 1" to "class 7" cover seven classes of answers (bare answers, exact values against near
 misses, clock times and ratios, relations and chains, matrices, long solutions without a box,
 repeating decimals / sentences in tags / units in `\\textbf`); the bare answers there are scored
 with the default `lenient=True` (tests/test_math_exact.py checks `lenient=False` too).
@@ -208,7 +208,7 @@ CASES = [
     ("\\boxed{72}", "Natalia sold 72 clips.\n#### 72", True, "gold stored as gsm8k solution"),
     ("\\boxed{5}", 5, True, "numeric gold"),
     ("\\boxed{2.5}", 2.5, True, "float gold"),
-    # --- issue 17, class 1: bare answers (the lenient fallback; `lenient=False` makes them unparsable) ----------
+    # --- class 1: bare answers (the lenient fallback; `lenient=False` makes them unparsable) --------------------
     ("-12", "-12", True, "bare negative integer"),
     ("-12", "12", False, "bare answer, sign dropped"),
     ("3,250,000", "3250000", True, "bare thousands commas"),
@@ -233,7 +233,7 @@ CASES = [
     ("We are left with 14 marbles after 3 trades", "14", False, "bare fallback takes the last number, 3"),
     ("XQ7Z", "7", False, "digit glued inside a word is no answer"),
     ("The result is 7.5 meters", "7.5", True, "trailing unit words after the bare number"),
-    # --- issue 17, class 2: exact values compare exactly; decimals at their stated precision ---------------------
+    # --- class 2: exact values compare exactly; decimals at their stated precision -------------------------------
     (r"\boxed{18446744073709551615}", "2^{64}", False, "2^64 - 1 is not 2^64 (no tolerance between exact values)"),
     (r"\boxed{18446744073709551616}", "2^{64}", True, "2^64 written out"),
     (r"\boxed{2432902008176640001}", "20!", False, "20! + 1 is not 20!"),
@@ -274,7 +274,7 @@ CASES = [
     (r"\boxed{1.4143}", r"\sqrt{2}", False, "4-place decimal off by one unit"),
     (r"\boxed{7}", "7.0", True, "exact prediction for a decimal gold"),
     (r"\boxed{7.1}", "7", False, "decimal prediction for an integer gold, not equal"),
-    # --- issue 17, class 3: clock times and ratios --------------------------------------------------------
+    # --- class 3: clock times and ratios ------------------------------------------------------------------
     (r"$\boxed{1:00}$", "12:00", False, "clock time 1:00 is not 12:00"),
     (r"$\boxed{12:00}$", "12:00", True, "same clock time"),
     (r"$\boxed{3:45}$", "3:45", True, "clock time"),
@@ -285,7 +285,7 @@ CASES = [
     (r"$\boxed{7:23}$", "S_{ABC}:S=7:32", False, "named ratio, wrong"),
     (r"$\boxed{1:2:3}$", "1:2:3", True, "three-term ratio"),
     (r"$\boxed{1:3:2}$", "1:2:3", False, "MV: reads 1:3:2 as divisions, equal to 1:2:3; ratio order matters"),
-    # --- issue 17, class 4: relations and chains ------------------------------------------------------------
+    # --- class 4: relations and chains ----------------------------------------------------------------------
     (r"Hence $x \lt 7$.", "x < 7", True, r"\lt"),
     (r"Hence $x \gt 7$.", "x < 7", False, r"\gt against <"),
     (r"Hence $x \le 7$.", "x < 7", False, "non-strict against strict"),
@@ -305,7 +305,7 @@ CASES = [
     (r"$\boxed{[-1, 4]}$", r"x \in [-1, 4]", True, r"\in interval against the interval"),
     (r"$\boxed{[-4, 1]}$", r"[-1, 4]", False, "interval with negated ends"),
     (r"$\boxed{-1 \le x \le 4}$", r"[-1, 4]", False, "relation for an interval gold: not the form asked"),
-    # --- issue 17, class 5: matrices ---------------------------------------------------------------------------
+    # --- class 5: matrices -------------------------------------------------------------------------------------
     (r"$\left[\begin{array}{cc}2 & 0 \\ 1 & 3\end{array}\right]$", r"\begin{pmatrix}2 & 0 \\ 1 & 3\end{pmatrix}", True, "array in brackets against pmatrix"),
     (r"$\left[\begin{array}{cc}2 & 0 \\ 1 & 4\end{array}\right]$", r"\begin{pmatrix}2 & 0 \\ 1 & 3\end{pmatrix}", False, "array matrix, one entry off"),
     (r"$\begin{bmatrix}0.5 & 0.25 \\ 0.33 & 1\end{bmatrix}$", r"\begin{pmatrix}\frac12 & \frac14 \\ \frac13 & 1\end{pmatrix}", True, "MV: rounds to 6 places; decimal matrix entries at their stated precision"),
@@ -316,7 +316,7 @@ CASES = [
     (r"The sum is $\begin{pmatrix}1 & 0 \\ 0 & 1\end{pmatrix} + \begin{pmatrix}1 & 2 \\ 3 & 4\end{pmatrix}$", r"\begin{pmatrix}2 & 2 \\ 3 & 4\end{pmatrix}", False, "matrix sum, wrong gold entry"),
     (r"$\boxed{(0.6, 2.67]}$", r"(\frac{3}{5}, \frac{8}{3}]", True, "MV: rounds to 6 places; interval with decimal ends at their stated precision"),
     (r"$\boxed{(0.6, 2.6]}$", r"(\frac{3}{5}, \frac{8}{3}]", False, "interval end off at its stated precision"),
-    # --- issue 17, class 6: long solutions without a box --------------------------------------------------------
+    # --- class 6: long solutions without a box ------------------------------------------------------------------
     ("We first find the base area, $\\frac12 \\cdot 6 \\cdot 8 = 24$, and the height $h = 5$. So the volume is $120$.", "120", True, "last span of the last sentence"),
     ("We first find the base area, $\\frac12 \\cdot 6 \\cdot 8 = 24$, and the height $h = 5$. So the volume is $120$.", "24", False, "an earlier span is not the answer"),
     ("Since $d = \\frac{90}{n}$ must be an integer, $n$ divides 90. Therefore, there are 12 such sequences.", "12", True, "closing number after the last span"),
@@ -327,7 +327,7 @@ CASES = [
     ("We get $\\boxed{200}$ after the first term, then $\\boxed{255}$ after the second.\nFinal Answer: The final answer is $10,455$. I hope it is correct.", "255", False, "a box superseded by the closing line"),
     ("Final Answer: Tom started the race 4 hours ago. I hope it is correct.", "4", True, "closing sentence without is/="),
     ("Therefore, the minimum error increases by 100%.", r"100\%", True, "percentage closing a sentence"),
-    # --- issue 17, class 7: repeating decimals, sentences in <answer>, units in \textbf ---------------------------
+    # --- class 7: repeating decimals, sentences in <answer>, units in \textbf -------------------------------------
     (r"$\boxed{0.\overline{3}}$", r"\frac{1}{3}", True, "MV: cannot parse \\overline; a repeating decimal is exact"),
     (r"$\boxed{0.\overline{3}}$", "0.334", False, "repeating decimal 1/3 is not 0.334 at 3 places"),
     (r"$\boxed{0.\overline{36}}$", r"\frac{4}{11}", True, "MV: cannot parse \\overline; two-digit period"),

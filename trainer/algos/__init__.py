@@ -1,2 +1,2 @@
-"""Algorithms: one step per file, the pure losses and advantages, pairs, dynamic sampling, reward shaping, and the
-shared update."""
+"""Algorithms: one `update(ctx, batch)` per file, the pure losses and advantages, pairs, and the shared micro-batch
+update (update.py). The step around each update is trainer/step.py's."""

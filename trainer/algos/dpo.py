@@ -44,16 +44,16 @@ from dataclasses import dataclass
 
 import torch
 
-from rlvr.trainer.algos.update import MicroLoss, accumulate_and_step, batch_counts
-from rlvr.trainer.distributed import any_rows, gather_objects, rank, world_size
+from rlvr.errors import ConfigError
 from rlvr.trainer.algos.dpo_data import read_scored_completions
 from rlvr.trainer.algos.dpo_loss import dpo_loss
-from rlvr.trainer.models.logprobs import PackedBatch, pack, token_logprobs
 from rlvr.trainer.algos.pairs import Pair, Scored, build_pairs
+from rlvr.trainer.algos.update import MicroLoss, accumulate_and_step, batch_counts
+from rlvr.trainer.distributed import any_rows, gather_objects, rank, world_size
+from rlvr.trainer.experience.metrics import timed
+from rlvr.trainer.models.logprobs import PackedBatch, pack, token_logprobs
 from rlvr.trainer.rollout.prompts import render_messages
-from rlvr.trainer.rollout.sampling import sample_and_score, step_metrics_and_samples, timed
 from rlvr.trainer.seeding import derive_seed
-from rlvr.errors import ConfigError
 
 
 @dataclass
@@ -90,41 +90,73 @@ def pack_pairs(pairs: list[Pair], prompt_of, completion_of, pad_id: int, mask_of
     return pack([prompt_of(g) for g, _ in sides], [completion_of(g, i) for g, i in sides], pad_id, masks)
 
 
-def dpo_step(ctx, step: int) -> tuple[dict, list[dict]]:
-    return _offline_step(ctx, step) if ctx.cfg.data else _online_step(ctx, step)
-
-
-def _online_step(ctx, step: int) -> tuple[dict, list[dict]]:
+def dpo_update(ctx, batch) -> dict:
+    """Online (a sampled batch, trainer/experience/batch.py): pairs from its kept groups, their reference
+    logprobs, then `algo.dpo_updates_per_round` optimizer steps; a round that offers no pair on any rank makes
+    none. Offline (an `OfflineBatch` from `read_offline_pairs`): one optimizer step on the step's pairs."""
+    if isinstance(batch, OfflineBatch):
+        with timed(batch.timings, "update"):
+            return dpo_optimizer_step(ctx, batch.pairs)
     cfg, algo = ctx.cfg, ctx.cfg.algo
-    group_size = cfg.train.completions_per_prompt
-    timings: dict[str, float] = {}
-    sampled = sample_and_score(ctx, step, timings)
-    rollout = sampled.rollout
-    groups = [[_scored(rollout, i * group_size + j, sampled.rewards[i, j].item()) for j in range(group_size)]
-              for i in range(len(sampled.rows))]
+    group_size, trained = cfg.train.completions_per_prompt, batch.trained
+    rollout = trained.rollout
+    groups = [[_scored(rollout, i * group_size + j, trained.rewards[i, j].item()) for j in range(group_size)]
+              for i in range(len(trained.rows))]
     pairs, stats = _pairs(groups, algo)
     if world_size() > 1:  # the pair statistics of the whole step (every rank's groups), the same on all ranks
         stats = _pairs([g for rank_groups in gather_objects(groups) for g in rank_groups], algo)[1]
-    update_metrics: dict = {}
-    if any_rows(len(pairs)):  # with ranks: all update, or none (a rank without pairs runs empty micro-batches)
-        mask_of = None if rollout.loss_mask is None else (lambda g, i: rollout.loss_mask[g * group_size + i])
-        sequences = pack_pairs(pairs, lambda g: rollout.prompt_ids[g * group_size],
-                               lambda g, i: rollout.completion_ids[g * group_size + i], ctx.tokenizer.pad_token_id,
-                               mask_of)
-        with timed(timings, "logprobs"):
-            batch = PairBatch(sequences, sequence_logprobs(ctx.reference, sequences, cfg.train.micro_batch_size))
-        with timed(timings, "update"):
-            for _ in range(algo.dpo_updates_per_round):
-                update_metrics = dpo_update(ctx, batch)
-    ctx.scheduler.step()
-    with timed(timings, "sync"):
-        ctx.engine.sync_weights(ctx.model)
-    return step_metrics_and_samples(ctx, step, sampled, timings, update_metrics, stats)
+    if not any_rows(len(pairs)):  # with ranks: all update, or none (a rank without pairs runs empty micro-batches)
+        return stats
+    mask_of = None if rollout.loss_mask is None else (lambda g, i: rollout.loss_mask[g * group_size + i])
+    sequences = pack_pairs(pairs, lambda g: rollout.prompt_ids[g * group_size],
+                           lambda g, i: rollout.completion_ids[g * group_size + i], ctx.tokenizer.pad_token_id,
+                           mask_of)
+    with timed(batch.timings, "logprobs"):
+        pair_batch = PairBatch(sequences, sequence_logprobs(ctx.reference, sequences, cfg.train.micro_batch_size))
+    with timed(batch.timings, "update"):
+        for _ in range(algo.dpo_updates_per_round):
+            metrics = dpo_optimizer_step(ctx, pair_batch)
+    return {**metrics, **stats}
 
 
-def _offline_step(ctx, step: int) -> tuple[dict, list[dict]]:
-    cfg = ctx.cfg
-    timings: dict[str, float] = {}
+@dataclass
+class OfflineBatch:
+    """A step of offline DPO (`data=FILE`): this rank's share of the step's pairs; nothing is sampled."""
+
+    data: "OfflineData"
+    picked: torch.Tensor  # [<= pairs_per_step] the step's pair indices, over all ranks
+    pairs: PairBatch  # this rank's contiguous share of them, with reference logprobs
+    epochs_done: float
+    timings: dict
+
+    def __len__(self) -> int:
+        return len(self.pairs)
+
+    def report(self, ctx, step: int, update_metrics: dict) -> tuple[dict, list[dict]]:
+        """Offline runs log no `reward/mean` (no completion is sampled): the data's pair statistics, the epoch,
+        and the verifier rewards of the step's chosen and rejected completions; samples are its pairs."""
+        data = self.data
+        pairs = [data.pairs[i] for i in self.picked.tolist()]
+        metrics = {
+            "step": step, **update_metrics, **data.stats,
+            "data/epoch": self.epochs_done,
+            "data/reward_chosen": sum(data.groups[p.group][p.chosen].reward for p in pairs) / len(pairs),
+            "data/reward_rejected": sum(data.groups[p.group][p.rejected].reward for p in pairs) / len(pairs),
+            "lr": ctx.scheduler.get_last_lr()[0],
+            **{f"time/{name}": seconds for name, seconds in self.timings.items()},
+        }
+        samples = [{"step": step, "prompt": data.prompts[p.group],
+                    "chosen": {"text": data.groups[p.group][p.chosen].text,
+                               "reward": data.groups[p.group][p.chosen].reward},
+                    "rejected": {"text": data.groups[p.group][p.rejected].text,
+                                 "reward": data.groups[p.group][p.rejected].reward}}
+                   for p in pairs[: ctx.cfg.train.logged_prompts_per_step]]
+        return metrics, samples
+
+
+def read_offline_pairs(ctx, step: int) -> OfflineBatch:
+    """Step `step`'s pairs of `data=FILE` (read, paired and given reference logprobs once, on the first step)."""
+    cfg, timings = ctx.cfg, {}
     if "dpo_offline" not in ctx.cache:
         with timed(timings, "prepare"):
             ctx.cache["dpo_offline"] = _prepare_offline(ctx)
@@ -132,24 +164,7 @@ def _offline_step(ctx, step: int) -> tuple[dict, list[dict]]:
     picked, epochs_done = offline_batch(cfg.seed, step, cfg.algo.pairs_per_step, len(data.batch))
     picked = torch.tensor(picked)  # [<= pairs_per_step]
     mine = torch.tensor_split(picked, world_size())[rank()]  # with ranks: a contiguous share (sizes differ by <= 1)
-    with timed(timings, "update"):
-        update_metrics = dpo_update(ctx, data.batch.select(mine))
-    ctx.scheduler.step()
-    pairs = [data.pairs[i] for i in picked.tolist()]
-    metrics = {
-        "step": step, **update_metrics, **data.stats,
-        "data/epoch": epochs_done,
-        "data/reward_chosen": sum(data.groups[p.group][p.chosen].reward for p in pairs) / len(pairs),
-        "data/reward_rejected": sum(data.groups[p.group][p.rejected].reward for p in pairs) / len(pairs),
-        "lr": ctx.scheduler.get_last_lr()[0],
-        **{f"time/{name}": seconds for name, seconds in timings.items()},
-    }
-    samples = [{"step": step, "prompt": data.prompts[p.group],
-                "chosen": {"text": data.groups[p.group][p.chosen].text, "reward": data.groups[p.group][p.chosen].reward},
-                "rejected": {"text": data.groups[p.group][p.rejected].text,
-                             "reward": data.groups[p.group][p.rejected].reward}}
-               for p in pairs[: cfg.train.logged_prompts_per_step]]
-    return metrics, samples
+    return OfflineBatch(data, picked, data.batch.select(mine), epochs_done, timings)
 
 
 def _scored(rollout, k: int, reward: float) -> Scored:
@@ -160,7 +175,7 @@ def _scored(rollout, k: int, reward: float) -> Scored:
     return Scored(" ".join(map(str, rollout.completion_ids[k])), reward, sum(rollout.loss_mask[k]))
 
 
-def dpo_update(ctx, batch: PairBatch) -> dict:
+def dpo_optimizer_step(ctx, batch: PairBatch) -> dict:
     """One optimizer step on the mean DPO loss over `batch`'s pairs, accumulated over micro-batches
     (`update.accumulate_and_step`; its metrics are weighted by pairs)."""
     algo = ctx.cfg.algo

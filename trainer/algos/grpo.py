@@ -1,9 +1,10 @@
-"""GRPO (Shao et al., 2024, DeepSeekMath) as one readable step.
+"""GRPO (Shao et al., 2024, DeepSeekMath) as one readable update.
 
     sample G completions per prompt -> verify -> group-normalised advantages
     -> clipped surrogate (+ beta * KL to the reference) -> optimizer step -> log
 
-The math lives in `losses.py` and `advantages.py`; this file is orchestration only.
+This file is the update (`grpo_update(ctx, batch)`); the step around it (sampling, the reward pipeline, the
+schedule, the weight sync, the metrics) is trainer/step.py's, and the math lives in `losses.py` and `advantages.py`.
 Departures from the paper, each a config switch (see conf/algo/grpo.yaml):
   * `beta` defaults to 0 (the paper used 0.04), as Dr. GRPO and DAPO recommend; no reference
     model is loaded then.
@@ -11,9 +12,9 @@ Departures from the paper, each a config switch (see conf/algo/grpo.yaml):
     paper's per-sequence mean, DAPO's token mean or Dr. GRPO's constant normaliser.
   * `filter_zero_variance_groups` drops groups whose rewards are all equal (their advantage is
     zero); with `max_resample_rounds > 0` it also samples further prompts until the batch is full
-    again, as DAPO's dynamic sampling does (`dynamic_sampling.py`). The reward metrics stay those of
-    the step's first draw; kept_frac is the share of all sampled groups trained on.
-  * `overlong_buffer > 0` adds DAPO's soft overlong penalty (`reward_shaping.overlong_penalty`) to
+    again, as DAPO's dynamic sampling does (trainer/experience/rewards.py, stage 6). The reward metrics stay
+    those of the step's first draw; kept_frac is the share of all sampled groups trained on.
+  * `overlong_buffer > 0` adds DAPO's soft overlong penalty (trainer/experience/rewards.py, stage 5) to
     the rewards before the advantages; `reward/mean` stays the verifiers' reward, the penalty's mean
     is logged as reward/overlong_penalty, and the filter above looks at the verifiers' rewards only.
   * `importance_level=sequence` is GSPO's sequence ratio (`losses.grpo_loss`); the preset gspo.yaml
@@ -31,68 +32,39 @@ from __future__ import annotations
 import torch
 
 from rlvr.trainer.algos.advantages import group_advantages, zero_variance_groups
-from rlvr.trainer.algos.update import MicroLoss, accumulate, batch_counts, optimizer_step
-from rlvr.trainer.distributed import any_rows
-from rlvr.trainer.models.logprobs import PackedBatch, token_logprobs
 from rlvr.trainer.algos.losses import grpo_loss, truncated_importance_weights
-from rlvr.trainer.algos.reward_shaping import overlong_penalty
-from rlvr.trainer.algos.dynamic_sampling import sample_until_full
-from rlvr.trainer.rollout.sampling import sample_and_score, step_metrics_and_samples, timed, without_dropped_groups
+from rlvr.trainer.algos.update import MicroLoss, accumulate, batch_counts, optimizer_step
+from rlvr.trainer.experience.metrics import timed
+from rlvr.trainer.models.logprobs import PackedBatch, token_logprobs
 
 
-def grpo_step(ctx, step: int) -> tuple[dict, list[dict]]:
-    """One training step. `ctx` holds cfg, env, tokenizer, model, reference, engine, optimizer, scheduler."""
+def grpo_update(ctx, batch) -> dict:
+    """GRPO's update on the step's batch (trainer/experience/batch.py): advantages over every sampled group,
+    then `algo.mu` optimizer steps on the kept rows. `ctx` holds cfg, model, reference, optimizer."""
     cfg, algo = ctx.cfg, ctx.cfg.algo
-    prompts_per_step, group_size = cfg.train.prompts_per_step, cfg.train.completions_per_prompt
-    timings: dict[str, float] = {}
-
-    if algo.filter_zero_variance_groups:  # DAPO eq. 11, on the verifiers' rewards: groups with mixed outcomes
-        first, sampled, chosen, rounds = sample_until_full(ctx, step, timings)  # chosen: [R*B]
-    else:
-        first = sampled = sample_and_score(ctx, step, timings)
-        rounds = 1
-        chosen = torch.ones(prompts_per_step, dtype=torch.bool)  # [B]
-    # R = 1 sampling round unless dynamic sampling needed more
-    keep = chosen.repeat_interleave(group_size)  # [R*B*G]
-    keep &= without_dropped_groups(ctx, sampled)[1]  # reward.screen_mode=drop_group: screened groups leave the batch
-    lengths = torch.tensor([len(c) for c in sampled.rollout.completion_ids])  # [R*B*G]
-    length_penalty = overlong_penalty(lengths, cfg.rollout.max_new_tokens, algo.overlong_buffer,
-                                      algo.overlong_penalty).view_as(sampled.rewards)  # [R*B, G]
-    rewards = sampled.rewards + length_penalty  # [R*B, G]
-    advantages = group_advantages(rewards, scale_by_std=algo.scale_advantages_by_std).flatten()  # [R*B*G]
-    flat_groups = zero_variance_groups(rewards)  # [R*B]
-    engine_logprobs = sampled.engine_logprobs[keep]  # [N, L-1]
-    batch = sampled.batch.select(keep)
-    advantages = advantages[keep]  # [N]
-
-    update_metrics: dict = {}
-    if any_rows(len(batch)):  # with ranks: all update, or none, so their collective calls match
-        with timed(timings, "logprobs"), torch.no_grad():
-            chunk = cfg.train.logprob_chunk_tokens
-            old_logprobs = (token_logprobs(ctx.model, batch, cfg.rollout.temperature, chunk_tokens=chunk)[0]
-                            if algo.mu > 1 else None)
-            ref_logprobs = (token_logprobs(ctx.reference, batch, cfg.rollout.temperature, chunk_tokens=chunk)[0]
-                            if algo.beta else None)
-        with timed(timings, "update"):
-            for _ in range(algo.mu):
-                update_metrics = accumulate_gradients(
-                    ctx.model, batch, advantages, old_logprobs, ref_logprobs, algo,
-                    micro_batch_size=cfg.train.micro_batch_size, temperature=cfg.rollout.temperature,
-                    max_tokens=cfg.rollout.max_new_tokens, engine_logprobs=engine_logprobs,
-                    importance_cap=cfg.rollout.importance_cap, chunk_tokens=cfg.train.logprob_chunk_tokens,
-                    token_budget=cfg.train.max_tokens_per_micro_batch, pack=cfg.train.pack_sequences,
-                )
-                update_metrics["grad_norm"] = optimizer_step(ctx.optimizer, ctx.model, cfg.optim.max_grad_norm)
-    ctx.scheduler.step()
-    with timed(timings, "sync"):
-        ctx.engine.sync_weights(ctx.model)
-
-    return step_metrics_and_samples(ctx, step, first, timings, update_metrics, {
-        "zero_adv_frac": flat_groups.float().mean().item(),  # over all rounds, like kept_frac
-        "kept_frac": keep.float().mean().item(),
-        **({"dynamic_sampling/rounds": rounds} if algo.filter_zero_variance_groups else {}),
-        **({"reward/overlong_penalty": length_penalty.mean().item()} if algo.overlong_buffer else {}),
-    }, generated_tokens=sampled.rollout.num_tokens)
+    # per group, so computing them over all R*B groups and keeping the kept ones equals computing them over those
+    advantages = group_advantages(batch.sampled.rewards, scale_by_std=algo.scale_advantages_by_std).flatten()  # [R*B*G]
+    advantages = advantages[batch.keep]  # [N]
+    rows, engine_logprobs = batch.trained.batch, batch.trained.engine_logprobs  # [N, L], [N, L-1]
+    with timed(batch.timings, "logprobs"), torch.no_grad():
+        chunk = cfg.train.logprob_chunk_tokens
+        old_logprobs = (token_logprobs(ctx.model, rows, cfg.rollout.temperature, chunk_tokens=chunk)[0]
+                        if algo.mu > 1 else None)
+        ref_logprobs = (token_logprobs(ctx.reference, rows, cfg.rollout.temperature, chunk_tokens=chunk)[0]
+                        if algo.beta else None)
+    with timed(batch.timings, "update"):
+        for _ in range(algo.mu):
+            metrics = accumulate_gradients(
+                ctx.model, rows, advantages, old_logprobs, ref_logprobs, algo,
+                micro_batch_size=cfg.train.micro_batch_size, temperature=cfg.rollout.temperature,
+                max_tokens=cfg.rollout.max_new_tokens, engine_logprobs=engine_logprobs,
+                importance_cap=cfg.rollout.importance_cap, chunk_tokens=cfg.train.logprob_chunk_tokens,
+                token_budget=cfg.train.max_tokens_per_micro_batch, pack=cfg.train.pack_sequences,
+            )
+            metrics["grad_norm"] = optimizer_step(ctx.optimizer, ctx.model, cfg.optim.max_grad_norm)
+    # over all rounds' groups, like kept_frac
+    metrics["zero_adv_frac"] = zero_variance_groups(batch.sampled.rewards).float().mean().item()
+    return metrics
 
 
 def accumulate_gradients(model, batch: PackedBatch, advantages, old_logprobs, ref_logprobs, algo, *,

@@ -1,4 +1,4 @@
-"""PPO (Schulman et al. 2017) with a critic, as one readable step.
+"""PPO (Schulman et al. 2017) with a critic, as one readable update.
 
     sample -> verify -> token rewards (+ per-token KL to the reference) -> values -> GAE
     -> mu epochs of [clipped (or KL-penalised) surrogate + clipped value loss] -> log
@@ -29,8 +29,8 @@ Under torchrun (`trainer.strategy=ddp`, `algo.critic=head`) each rank takes its 
 the counts, the whitening, the adaptive rule's KL and the value statistics are over all ranks, and
 the value head's gradient is averaged like the policy's, so 2 ranks train as 1 process would
 (tests/test_distributed.py). `reward.screen_mode=drop_group` removes screened groups before the
-values, GAE and whitening (`without_dropped_groups`); a step that drops every group makes no update
-(with ranks, a rank left without rows while another has some is not handled).
+values, GAE and whitening (trainer/experience/collect.py); a step that drops every group makes no update
+(trainer/step.py; with ranks, a rank left without rows while another has some is not handled).
 """
 
 from __future__ import annotations
@@ -41,15 +41,14 @@ import torch
 import torch.nn.functional as F
 
 from rlvr.trainer.algos.advantages import gae, masked_mean_var, whiten
-from rlvr.trainer.algos.update import MicroLoss, accumulate_and_step, batch_counts
-from rlvr.trainer.distributed import any_rows, global_sum
-from rlvr.trainer.device import model_device
-from rlvr.trainer.models.logprobs import logprobs_from_logits, packed_logits, token_logprobs
-from rlvr.trainer.models.packing import PACKED_FORWARD, pack_row, scatter_back
 from rlvr.trainer.algos.losses import grpo_loss
 from rlvr.trainer.algos.ppo_losses import adaptive_beta, ppo_penalty_loss, value_loss
-from rlvr.trainer.rollout.sampling import sample_and_score, skip_update, step_metrics_and_samples, timed, \
-    without_dropped_groups
+from rlvr.trainer.algos.update import MicroLoss, accumulate_and_step, batch_counts
+from rlvr.trainer.device import model_device
+from rlvr.trainer.distributed import global_sum
+from rlvr.trainer.experience.metrics import timed
+from rlvr.trainer.models.logprobs import logprobs_from_logits, packed_logits, token_logprobs
+from rlvr.trainer.models.packing import PACKED_FORWARD, pack_row, scatter_back
 
 
 CRITICS = ("head", "model")
@@ -151,22 +150,19 @@ def token_rewards(rewards, mask, old_logprobs, ref_logprobs, beta: float):
     return per_token
 
 
-def ppo_step(ctx, step: int) -> tuple[dict, list[dict]]:
+def ppo_update(ctx, batch) -> dict:
+    """`algo.mu` epochs on the kept rows (`batch.trained`: drop_group's groups never in the values, GAE or whitening)."""
     cfg, algo = ctx.cfg, ctx.cfg.algo
-    timings: dict[str, float] = {}
-    sampled = sample_and_score(ctx, step, timings)
-    trained, keep = without_dropped_groups(ctx, sampled)  # all rows unless reward.screen_mode=drop_group
-    if not any_rows(len(trained.batch)):
-        return skip_update(ctx, step, sampled, timings)
-    batch, mask = trained.batch, trained.batch.completion_mask  # [N, L-1]
+    trained = batch.trained
+    rows, mask = trained.batch, trained.batch.completion_mask  # [N, L-1]
     micro_batch_size, temperature = cfg.train.micro_batch_size, cfg.rollout.temperature
-    chunks = [slice(s, s + micro_batch_size) for s in range(0, len(batch), micro_batch_size)]
+    chunks = [slice(s, s + micro_batch_size) for s in range(0, len(rows), micro_batch_size)]
 
-    with timed(timings, "logprobs"), torch.no_grad():
-        old = [logprobs_and_values(ctx.model, ctx.critic, batch.select(c), temperature) for c in chunks]
+    with timed(batch.timings, "logprobs"), torch.no_grad():
+        old = [logprobs_and_values(ctx.model, ctx.critic, rows.select(c), temperature) for c in chunks]
         old_logprobs = torch.cat([o[0] for o in old])  # [N, L-1]
         old_values = torch.cat([o[1] for o in old]) * mask  # [N, L-1]
-        ref_logprobs = (torch.cat([token_logprobs(ctx.reference, batch.select(c), temperature)[0] for c in chunks])
+        ref_logprobs = (torch.cat([token_logprobs(ctx.reference, rows.select(c), temperature)[0] for c in chunks])
                         if algo.beta else None)  # [N, L-1]
         rewards = token_rewards(trained.rewards.flatten(), mask, old_logprobs, ref_logprobs, algo.beta)  # [N, L-1]
         advantages, returns = gae(rewards, old_values, mask, algo.gamma, algo.lam)  # [N, L-1], [N, L-1]
@@ -174,45 +170,41 @@ def ppo_step(ctx, step: int) -> tuple[dict, list[dict]]:
 
     penalty_beta = ctx.state.setdefault("penalty_beta", algo.penalty_beta)
     # under torchrun: the whole batch's counts (every rank holds the same number of rows, so the same chunks)
-    counts = batch_counts(len(batch), mask.sum(), micro_batch_size, batch.lengths(), cfg.train.max_tokens_per_micro_batch,
+    counts = batch_counts(len(rows), mask.sum(), micro_batch_size, rows.lengths(), cfg.train.max_tokens_per_micro_batch,
                           pack=cfg.train.pack_sequences)
     sizes = dict(max_tokens=cfg.rollout.max_new_tokens, num_sequences=counts.sequences, num_tokens=counts.tokens)
 
-    def micro_loss(rows: slice) -> MicroLoss:
-        micro = batch.select(rows, trim=counts.trim, pack=counts.pack)
+    def micro_loss(index: slice) -> MicroLoss:
+        micro = rows.select(index, trim=counts.trim, pack=counts.pack)
         logprobs, values, entropy = logprobs_and_values(ctx.model, ctx.critic, micro, temperature,
                                                         cfg.train.logprob_chunk_tokens)
         if algo.objective == "penalty":
-            pg_loss, parts = ppo_penalty_loss(logprobs, old_logprobs[rows], advantages[rows], micro.completion_mask,
+            pg_loss, parts = ppo_penalty_loss(logprobs, old_logprobs[index], advantages[index], micro.completion_mask,
                                               penalty_beta, aggregation=algo.aggregation, **sizes)
         else:
-            pg_loss, parts = grpo_loss(logprobs, old_logprobs[rows], advantages[rows], micro.completion_mask,
+            pg_loss, parts = grpo_loss(logprobs, old_logprobs[index], advantages[index], micro.completion_mask,
                                        clip_eps_low=algo.clip_eps_low, clip_eps_high=algo.clip_eps_high,
                                        aggregation=algo.aggregation, **sizes)
-        vf_loss, vf_parts = value_loss(values, old_values[rows], returns[rows], micro.completion_mask,
+        vf_loss, vf_parts = value_loss(values, old_values[index], returns[index], micro.completion_mask,
                                        algo.clip_eps_value, num_tokens=counts.tokens)
         parts = {**parts, **vf_parts}
         sums = {name: parts.pop(name) for name in ("policy_loss", "vf_loss") if name in parts}  # terms of a total
         return MicroLoss(pg_loss + algo.vf_coef * vf_loss, len(micro), micro.completion_mask, entropy, parts, sums)
 
     totals: dict[str, float] = {}
-    with timed(timings, "update"):
+    with timed(batch.timings, "update"):
         for _ in range(algo.mu):
             totals = accumulate_and_step(micro_loss, counts, ctx.optimizer, ctx.model, cfg.optim.max_grad_norm,
                                          critic=ctx.critic)
         if algo.objective == "penalty":  # the adaptive rule measures KL(pi_old || pi_new) after the update
             with torch.no_grad():
-                new_logprobs = torch.cat([token_logprobs(ctx.model, batch.select(c), temperature)[0] for c in chunks])
+                new_logprobs = torch.cat([token_logprobs(ctx.model, rows.select(c), temperature)[0] for c in chunks])
                 kl = global_sum(((old_logprobs - new_logprobs) * mask).sum()) / counts.tokens  # k1 on pi_old's tokens
             ctx.state["penalty_beta"] = adaptive_beta(penalty_beta, kl.item(), algo.kl_target)
             totals.update({"kl_old_new": kl.item(), "penalty_beta": ctx.state["penalty_beta"]})
-    ctx.scheduler.step()
-    with timed(timings, "sync"):
-        ctx.engine.sync_weights(ctx.model)
     totals["value/mean"] = (global_sum((old_values * mask).sum()) / counts.tokens).item()
     totals["value/explained_var"] = _explained_variance(old_values, returns, mask)
-    return step_metrics_and_samples(ctx, step, sampled, timings, totals,
-                                    {"kept_frac": keep.float().mean().item()} if not keep.all() else None)
+    return totals
 
 
 def _explained_variance(values, returns, mask) -> float:

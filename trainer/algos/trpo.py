@@ -1,4 +1,4 @@
-"""TRPO (Schulman et al. 2015) and the natural policy gradient (Kakade 2001) as one readable step.
+"""TRPO (Schulman et al. 2015) and the natural policy gradient (Kakade 2001) as one readable update.
 
     sample -> verify -> advantages (REINFORCE baselines) -> g = grad of the surrogate
     -> x = F^-1 g by conjugate gradient, F x by Hessian-vector products of the KL
@@ -9,8 +9,8 @@ batch's completion tokens at theta = theta_old, applied to v as J^T H J v (kl_fi
 pass and one backward). The KL is the exact one over the vocabulary, so F is positive semi-definite;
 `algo.cg_damping` * I is added, as in the paper's code. `algo.fisher_every` = k estimates F on every k-th
 completion of the batch (OpenAI baselines' trpo_mpi: every 5th); the gradient and the line search use all.
-`reward.screen_mode=drop_group` removes screened groups before the baseline (`without_dropped_groups`); a step
-that drops every group makes no update.
+`reward.screen_mode=drop_group` removes screened groups before the baseline (trainer/experience/collect.py); a
+step that drops every group makes no update (trainer/step.py).
 `algo=npg` takes the full step sqrt(2 delta / x.F x) x (the quadratic model's KL equals delta);
 `algo=trpo` then halves it (`algo.backtrack_ratio`) until the REAL mean KL <= `algo.max_kl` and the
 REAL surrogate improves, for at most `algo.line_search_steps` tries, and keeps theta_old if none holds.
@@ -39,34 +39,25 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
 from rlvr.trainer.algos.advantages import outcome_advantages
-from rlvr.trainer.models.logprobs import PackedBatch, log_distributions, pick
 from rlvr.trainer.algos.losses import aggregate, conjugate_gradient
-from rlvr.trainer.rollout.sampling import sample_and_score, skip_update, step_metrics_and_samples, timed, \
-    without_dropped_groups
+from rlvr.trainer.experience.metrics import timed
+from rlvr.trainer.models.logprobs import PackedBatch, log_distributions, pick
 
 
-def trpo_step(ctx, step: int) -> tuple[dict, list[dict]]:
-    """One TRPO step (algo=trpo) or natural-gradient step (algo=npg) on freshly sampled completions."""
+def trpo_update(ctx, batch) -> dict:
+    """One TRPO step (algo=trpo) or natural-gradient step (algo=npg) on the kept rows of freshly sampled
+    completions. The optimizer and its schedule are not used (trainer/algorithms.py: optimizer=False)."""
     cfg, algo = ctx.cfg, ctx.cfg.algo
-    timings: dict[str, float] = {}
-    sampled = sample_and_score(ctx, step, timings)
-    trained, keep = without_dropped_groups(ctx, sampled)  # all rows unless reward.screen_mode=drop_group
-    if len(trained.batch) == 0:
-        return skip_update(ctx, step, sampled, timings)
+    trained = batch.trained
     advantages = outcome_advantages(trained.rewards, algo.baseline).flatten()  # [N]
-    with timed(timings, "update"):
-        update = natural_gradient_update(
+    with timed(batch.timings, "update"):
+        metrics = natural_gradient_update(
             ctx.model, trained.batch, advantages, max_kl=algo.max_kl, cg_iters=algo.cg_iters,
             cg_damping=algo.cg_damping, line_search_steps=algo.line_search_steps if algo.name == "trpo" else 0,
             backtrack_ratio=algo.backtrack_ratio, fisher_every=algo.fisher_every, aggregation=algo.aggregation,
             micro_batch_size=cfg.train.micro_batch_size, temperature=cfg.rollout.temperature,
             max_tokens=cfg.rollout.max_new_tokens)
-    # no scheduler.step(): the step size comes from max_kl, the optimizer's lr is never used
-    with timed(timings, "sync"):
-        ctx.engine.sync_weights(ctx.model)
-    return step_metrics_and_samples(ctx, step, sampled, timings, update,
-                                    {"zero_adv_frac": (advantages == 0).float().mean().item(),
-                                     **({"kept_frac": keep.float().mean().item()} if not keep.all() else {})})
+    return {**metrics, "zero_adv_frac": (advantages == 0).float().mean().item()}
 
 
 def natural_gradient_update(model, batch: PackedBatch, advantages, *, max_kl: float, cg_iters: int = 10,

@@ -4,9 +4,9 @@ Per (model, env): pass@1 (mean over all samples of status `correct`), unbiased p
 k <= n_samples, maj@k, its percentile-bootstrap 95% interval for pass@1 (prompts resampled),
 mean reward, mean reward of each verifier of the env's composite, counts per status, response
 length in tokens (mean; p50/p95 by nearest rank), truncation rate, and `greedy_accuracy` when
-the samples were greedy (temperature=0). The layout is `RESULTS_SCHEMA` (README documents it).
+the samples were greedy (temperature=0). The layout is `RESULTS_SCHEMA` (docs/evaluation.md documents it).
 
-Reward hacking, as the training loop's monitor counts it (trainer/rollout/hack_monitor.py): `hack_rate`
+Reward hacking, as the training loop's monitor counts it (trainer/experience/metrics.py): `hack_rate`
 (share of samples whose details name any hack kind, its own or a component's), `hack_rates` (share per
 kind), and for envs with held-back tests `shown_pass`, `hidden_pass` and `hidden_gap` (means over the
 samples that carry them; null for other envs). Each run's training reward (`reward.kind` in its

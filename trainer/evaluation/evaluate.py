@@ -13,14 +13,14 @@ from rlvr.envs.multi_turn import is_multi_turn
 from rlvr.trainer.rollout.agent_loop import run_trajectories
 from rlvr.trainer.rollout.prompts import render_prompts
 from rlvr.trainer.rollout.types import Rollout, SamplingParams
-from rlvr.trainer.truncation import no_credit_when_truncated
+from rlvr.trainer.experience.rewards import no_credit_when_truncated
 from rlvr.verifiers.compose import hacks_in
 
 
 def generate_and_score(engine, env, rows: list[dict], params: SamplingParams,
                        truncated_reward: str = "keep") -> tuple[Rollout, list[dict], list]:
     """`params.n` completions per row, scored by the env's verifiers, a truncated one's reward per
-    `truncated_reward` (trainer/truncation.py). Returns (rollout, the rows repeated prompt-major as
+    `truncated_reward` (trainer/experience/rewards.py, stage 2). Returns (rollout, the rows repeated prompt-major as
     the rollout's rows are, one VerifyResult per completion). A multi-turn environment's rows are whole
     trajectories (rollout/agent_loop.py), scored as such."""
     repeated = [row for row in rows for _ in range(params.n)]  # [B*G]
@@ -37,7 +37,8 @@ def generate_and_score(engine, env, rows: list[dict], params: SamplingParams,
 def evaluate_greedy(engine, env, rows: list[dict], max_new_tokens: int, batch_size: int = 256,
                     truncated_reward: str = "keep") -> dict:
     """One greedy completion per row. Returns `{"accuracy", "reward_mean", "truncated_frac", "hack_rate",
-    "status/<s>": rate, "n"}`; `truncated_reward` as `rollout.truncated_reward` (trainer/truncation.py).
+    "status/<s>": rate, "n"}`; `truncated_reward` as `rollout.truncated_reward` (trainer/experience/rewards.py,
+    stage 2).
     `accuracy` is the verifiers' verdict, so a completion a known hole pays counts as correct; `hack_rate` (the
     share whose details name a hack kind, as `rlvr eval` and the training loop's monitor count them) says how
     much of it was taken rather than earned."""

@@ -11,7 +11,7 @@ split is never used here; it stays untouched for the before/after comparison.
 Each check logs the step out of `max_steps`, the time so far and, as an upper bound, the time
 left if the target is never reached. The knobs: `model.warm_start.target_accuracy`, `max_steps`, `lr`,
 `eval_every`, `eval_rows`, `max_new_tokens` (null: the environment's completion length, cut to the model's
-context; README "Models").
+context; docs/concepts/models.md).
 
 Giving up (`give_up_reason`). The warm start stops short of its target, and says what to change, when the checks
 so far say it will not get there within `max_steps`. The checks are read as means over a *window* (a tenth of

@@ -1,5 +1,5 @@
 """Hugging Face `generate` in a process of its own: the asynchronous producer's engine with
-`rollout.producer=process` (rollout/async_rollouts.py).
+`rollout.producer=process` (trainer/experience/async_rollouts.py).
 
 With `rollout=hf` and `max_staleness > 0` the producer samples from its own copy of the policy. In a thread
 of the trainer's process (`rollout.producer=thread`) that copy's `generate` shares the trainer's interpreter:

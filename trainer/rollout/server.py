@@ -20,7 +20,7 @@ Weights (`sync_weights`). The policy's state dict is written as safetensors to a
 live server is asked, through vLLM's dev-mode `/collective_rpc`, to `reload_weights(weights_path=DIR)`,
 the in-place reload the colocated engine uses (rollout/vllm.py), and to reset its prefix cache. The
 loop never generates during a sync (the asynchronous producer loads weights between two generate calls,
-rollout/async_rollouts.py), so no request is answered by a mix of two versions; `versions` records the
+trainer/experience/async_rollouts.py), so no request is answered by a mix of two versions; `versions` records the
 version each server holds, and a generate refuses a server that lags the client's `version`. A dead
 server that answers `/health` again gets the newest weights before it is given requests.
 

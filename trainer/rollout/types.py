@@ -12,10 +12,11 @@ says what "plain" is under DDP, FSDP2 and LoRA).
 
 Why these types should carry the next engines without a change to the algorithms:
 
-* The algorithms never see an engine's class. They call `generate` once per step through
-  rollout/sampling.py, which packs `prompt_ids` + `completion_ids` into the trainer's batch and
-  scatters `logprobs` into its layout; they weight tokens by that batch's completion mask, and call
-  `sync_weights(policy)` after their update.
+* The algorithms never see an engine's class. The step calls `generate` once per round through
+  trainer/experience/collect.py, and its batch (trainer/experience/batch.py) packs `prompt_ids` +
+  `completion_ids` into the trainer's rows and scatters `logprobs` into their layout; the algorithms
+  weight tokens by that batch's completion mask, and the step calls `sync_weights(policy)` after
+  their update (trainer/step.py).
 * A multi-turn agent loop is an engine that wraps another. Its `generate` runs the turns (calling
   the inner engine, appending the environment's observations as token ids) and returns one row per
   trajectory: `prompt_ids` is the first prompt, `completion_ids` every later token in the order it
@@ -55,7 +56,7 @@ class Rollout:
     # completion token. loss_mask[i][k] is 1 where completion token k was sampled, 0 where the environment wrote it.
     loss_mask: list[list[int]] | None = None
     trajectories: list[dict] | None = None  # [B*G] turns, messages, end reason and tool counts (agent_loop.py)
-    # Asynchronous rollouts only (rollout/async_rollouts.py): version[i] is the number of optimizer updates in the
+    # Asynchronous rollouts only (trainer/experience/async_rollouts.py): version[i] is the number of optimizer updates in the
     # weights that sampled row i; None when the engine samples the current policy (the synchronous loop).
     version: list[int] | None = None
 

@@ -1,7 +1,7 @@
 """The one way the policy's weights reach the rollout engine during training.
 
-The algorithms call `ctx.engine.sync_weights(ctx.model)` after each update, with the module they
-train: wrapped by DDP or sharded by FSDP2 (trainer/distributed.py), perhaps carrying LoRA adapters
+The step (trainer/step.py) calls `ctx.engine.sync_weights(ctx.model)` after each update, with the module the
+algorithms train: wrapped by DDP or sharded by FSDP2 (trainer/distributed.py), perhaps carrying LoRA adapters
 (trainer/models/lora.py). An engine takes a plain Hugging Face module (rollout/types.py). The loop
 builds one function for the run, `weights(policy)`, and `PolicyEngine` applies it at every sync:
 

@@ -13,9 +13,9 @@ tolerance). `assert` runs prefix + code, then the test code, then
 a bare signature followed by a whole function, the code alone). `call` calls `fn(*args)` per case in one
 run and compares the results on the host, as Python compares their JSON form with the expected value
 (a tuple or named tuple is a list, a Counter a dict, numbers exactly unless a float is expected and
-`float_tol` given: code_harness.values_equal). In both, the tests run in a checker process
+`float_tol` given: harness.values_equal). In both, the tests run in a checker process
 under another user than the model's code, which it calls through a strict serialiser; how a
-pass is established, and why a program cannot fake one, is in code_harness.py.
+pass is established, and why a program cannot fake one, is in harness.py.
 
 Reward: the fraction of tests passed (`reward="fraction"`) or 1/0 (`"binary"`); with
 `stop_at_first_failure`, tests after the first failure are not run (stdio) or not counted.
@@ -38,7 +38,7 @@ Identical completions in one batch (same code, same tests) run once by default (
 `details["same_as"]`, the index of the one that ran.
 
 `details["hacks"]` (only when any): the hack signatures of an `assert`/`call` run, with the harness's
-`details["observed"]` notes; kinds and who observes each in code_signatures.py.
+`details["observed"]` notes; kinds and who observes each in signatures.py.
 """
 
 from __future__ import annotations
@@ -55,9 +55,9 @@ from typing import Any
 from rlvr.sandboxes.base import Checker, ExecStatus, Execution, Limits, MiB
 from rlvr.sandboxes.factory import BACKENDS, get_sandbox
 from rlvr.sandboxes.hosts import SandboxUnavailable
-from rlvr.verifiers.code_cheats import CHEATS
-from rlvr.verifiers.code_signatures import code_hacks
-from rlvr.verifiers.code_harness import (
+from rlvr.verifiers.code.cheats import CHEATS
+from rlvr.verifiers.code.signatures import code_hacks
+from rlvr.verifiers.code.harness import (
     CANDIDATE,
     CHECKER,
     candidate_input,
@@ -67,7 +67,7 @@ from rlvr.verifiers.code_harness import (
     stdout_matches,
     values_equal,
 )
-from rlvr.verifiers.code_wire import WireError, wire_encode
+from rlvr.verifiers.code.wire import WireError, wire_encode
 from rlvr.errors import ConfigError
 from rlvr.verifiers.registry import register_verifier
 from rlvr.verifiers.result import Status, VerifyResult
@@ -444,7 +444,7 @@ def _default_workers(sandbox, workers: int | None) -> int:
 
 
 def probe_rows(backend: str = "docker"):
-    """Doctor rows: (name, status, contained, note) per entry of CHEATS (code_cheats.py): rows named
+    """Doctor rows: (name, status, contained, note) per entry of CHEATS (cheats.py): rows named
     "honest ..." must pass, every other must score 0 and end neither correct nor error."""
     verifier = CodeVerifier(backend=backend, timeout_s=5, workers=2)
     try:

@@ -1,7 +1,7 @@
 """Asynchronous rollouts (`rollout.max_staleness=k > 0`): a producer thread samples and scores the batches
 of steps t+1..t+k while the trainer updates on step t.
 
-The synchronous loop (k = 0) never builds this: `sample_and_score` generates with the trainer's engine
+The synchronous loop (k = 0) never builds this: `sample_and_score` (collect.py) generates with the trainer's engine
 and the loop is what it always was. With k > 0:
 
 * Versions. A policy version is the number of optimizer updates in a set of weights; the trainer's
@@ -11,7 +11,7 @@ and the loop is what it always was. With k > 0:
   batch with staleness > k or < 0.
 * The gate. The producer starts the batch of step s only once the trainer has published version
   s - 1 - k, so it is never more than k batches ahead, and the queue never holds more than k.
-* Weights. `sync_weights` (the algorithms call it after each update) publishes a snapshot of the
+* Weights. `sync_weights` (the step calls it after each update, trainer/step.py) publishes a snapshot of the
   weights (a cloned state dict), versioned; the producer loads the newest snapshot into its engine
   between two `generate` calls, never during one. For `rollout=hf` the producer samples from its own
   copy of the model (and tokenizer), so the trainer's module is never read while it changes; the
@@ -48,7 +48,9 @@ from types import SimpleNamespace
 
 import torch
 
-from rlvr.trainer.rollout.sampling import Sampled, draw_and_generate, score_drawn
+from rlvr.trainer.experience.batch import Sampled
+from rlvr.trainer.experience.collect import draw_and_generate
+from rlvr.trainer.experience.rewards import score_round
 
 _POLL_S = 0.05  # how often a wait looks at the other side's error and stop flags
 
@@ -121,7 +123,7 @@ class AsyncRollouts:
                     return
                 timings: dict = {}
                 drawn = self._generate(step, 0, timings)
-                scored = self.batches.submit(score_drawn, self.pctx, drawn, timings, self._score_groups)
+                scored = self.batches.submit(score_round, self.pctx, drawn, timings, self._score_groups)
                 if not self._put((step, scored, timings)):
                     return
         except BaseException as error:  # noqa: BLE001 -- handed to the trainer, which raises it
@@ -202,7 +204,7 @@ class AsyncRollouts:
         """Step `step`'s batch (round 0 from the queue; a further round sampled now), its staleness checked."""
         if round_ > 0:
             self._raise_if_failed()
-            sampled = score_drawn(self.pctx, self._generate(step, round_, timings), timings, self._score_groups)
+            sampled = score_round(self.pctx, self._generate(step, round_, timings), timings, self._score_groups)
         else:
             start = time.perf_counter()
             item_step, scored, producer_timings = self._get()

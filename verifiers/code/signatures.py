@@ -1,14 +1,14 @@
 """Hack signatures: what a code completion tried, read from what the sandbox and the harness observed.
 
-The code verifier (code.py) puts the kinds found into `details["hacks"]`; the trainer logs
-`hack/rate` and `hack/<kind>_rate` (trainer/rollout/sampling.py). The kinds, and who observed each:
+The code verifier (verifier.py) puts the kinds found into `details["hacks"]`; the trainer logs
+`hack/rate` and `hack/<kind>_rate` (trainer/experience/metrics.py). The kinds, and who observed each:
     early_exit      the checker (on the supervisor's verdict channel) saw the program's process end, or
                     raise SystemExit, before the tests had their answers; the program exited 0 (or its status was
                     lost: the supervisor reaped it after the checker ended), not on a signal
     tamper          the candidate harness saw builtins or math patched (at load or by the end of the calls),
                     a tracer or profiler set, `check`/`candidate` defined, a signal sent, code compiled under
                     a file name of Python's install; or the checker never got the harness's end of notes while
-                    the program still answered (code_harness._rlvr_check); or a note of no known kind
+                    the program still answered (harness._rlvr_check); or a note of no known kind
     forged_verdict  the program's own stdout/stderr, as the sandbox captured it, carried verdict-like
                     lines (the checker's JSON lines, or PASS / DONE / OK / "All tests passed")
     channel_write   the checker saw the protocol broken (bytes that are not a framed reply on its pipe),
@@ -17,7 +17,7 @@ The code verifier (code.py) puts the kinds found into `details["hacks"]`; the tr
     fake_value      the checker was sent a return value that is not plain data (an object claiming to
                     equal everything, a proxy, an int subclass: the strict serialiser refused it); the
                     standard library's values (Counter, named tuples, Fraction, Decimal, numpy scalars)
-                    cross the wire (code_wire.py) and are never flagged
+                    cross the wire (wire.py) and are never flagged
     read_files      the harness saw the program open or list a path outside Python's install (it is given
                     no files: only its stdin), touch extended attributes, or run another program (whose
                     reads no hook of ours sees)
@@ -30,7 +30,7 @@ The code verifier (code.py) puts the kinds found into `details["hacks"]`; the tr
                     its own, not a case of inspect_memory: it reaches the C level (syscalls, writes to any
                     address), so nothing the harness notes after it is trustworthy
 
-The harness's notes (code_harness._rlvr_watch) cover the whole run: the audit hook sends each one to the
+The harness's notes (harness._rlvr_watch) cover the whole run: the audit hook sends each one to the
 checker the moment it is made, at load or inside any call, so a program that reads and then exits, loops
 until it is killed, or patches the harness keeps the notes it already made. Notes only ever add flags: the
 reward is the checker's verdict alone, so a program that forges, suppresses or floods notes gains nothing
@@ -43,7 +43,7 @@ gc, frames and ctypes are, `sys.modules['__main__']` and `os.dup2` are not), can
 stdlib-looking name through a path the hook does not attribute, and cannot be seen at all through calls that
 raise no audit event (ctypes.memmove once ctypes is loaded). The in-process kinds (tamper, read_files,
 inspect_memory, ctypes, the /proc and socket part of channel_write) are evidence when present, not proof of
-absence. The reward's protection (code_harness.py) does not depend on any of this.
+absence. The reward's protection (harness.py) does not depend on any of this.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ from __future__ import annotations
 import json
 
 from rlvr.sandboxes.base import Execution
-from rlvr.verifiers.code_harness import Report
+from rlvr.verifiers.code.harness import Report
 
 KINDS = ("early_exit", "tamper", "forged_verdict", "channel_write", "fake_value", "read_files", "inspect_memory",
          "ctypes")

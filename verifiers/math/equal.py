@@ -50,7 +50,7 @@ Rules (gold `g`, prediction `p`):
 
 `equal(..., allow_sympy=False)` raises `NeedsSympy` instead of touching SymPy: the parent
 process decides the easy pairs itself and sends only the rest to time-limited workers. The SymPy
-side of the rules lives in math_sympy, imported only where SymPy work runs.
+side of the rules lives in symbolic.py, imported only where SymPy work runs.
 """
 
 from __future__ import annotations
@@ -59,8 +59,8 @@ import re
 from dataclasses import replace
 from fractions import Fraction
 
-from rlvr.verifiers.math_parse import Bracket, Coll, Expr, Matrix, Num, Rel, Text, Union
-from rlvr.verifiers.math_rules import Rules, _num_values, _significant_digits
+from rlvr.verifiers.math.parse import Bracket, Coll, Expr, Matrix, Num, Rel, Text, Union
+from rlvr.verifiers.math.rules import Rules, _num_values, _significant_digits
 
 PERCENT_MODES = ("either", "ratio", "strip")
 _BARE_SYMBOL = re.compile(r"[a-zA-Z](?:_\{?[\w]+\}?)?|\\(?:alpha|beta|gamma|theta|lambda|mu|phi|omega)")
@@ -105,7 +105,7 @@ def equal(g, p, rules: Rules) -> bool:
     if isinstance(g, Matrix) and isinstance(p, Expr):  # `A + B` or `I \cdot I` written out: SymPy evaluates it
         if not rules.allow_sympy:
             raise NeedsSympy
-        from rlvr.verifiers.math_sympy import matrix_expr_equal
+        from rlvr.verifiers.math.symbolic import matrix_expr_equal
 
         return matrix_expr_equal(g, p, rules)
     if isinstance(g, Matrix):
@@ -127,7 +127,7 @@ def equal(g, p, rules: Rules) -> bool:
     if isinstance(g, (Num, Expr)) and isinstance(p, (Num, Expr)):
         if not rules.allow_sympy:
             raise NeedsSympy
-        from rlvr.verifiers.math_sympy import sympy_equal
+        from rlvr.verifiers.math.symbolic import sympy_equal
 
         return sympy_equal(g, p, rules)
     return False
@@ -273,7 +273,7 @@ def _rel_equal(g: Rel, p: Rel, rules: Rules) -> bool:
             return False
         if not rules.allow_sympy:
             raise NeedsSympy
-        from rlvr.verifiers.math_sympy import relations_proportional
+        from rlvr.verifiers.math.symbolic import relations_proportional
 
         return relations_proportional(g, p, rules)
     gi, pi = rel_as_interval(g), rel_as_interval(p)

@@ -1,4 +1,4 @@
-"""The SymPy side of math_equal's rules (see its docstring): parsing LaTeX, exact proofs, random points.
+"""The SymPy side of equal.py's rules (see its docstring): parsing LaTeX, exact proofs, random points.
 
 Runs only where SymPy work is allowed: in `TimeLimitPool` workers (or the caller with `workers=0`).
 """
@@ -9,8 +9,8 @@ import random
 import re
 from functools import lru_cache
 
-from rlvr.verifiers.math_rules import Rules, Unparsable, _num_values, _significant_digits
-from rlvr.verifiers.math_parse import Expr, Matrix, Num, Rel
+from rlvr.verifiers.math.rules import Rules, Unparsable, _num_values, _significant_digits
+from rlvr.verifiers.math.parse import Expr, Matrix, Num, Rel
 
 _DECIMAL_IN_LATEX = re.compile(r"(?<![\d.])\d*\.(\d+)")
 

@@ -48,7 +48,7 @@ from rlvr.verifiers.pool import PooledWorkers, default_workers
 from rlvr.verifiers.registry import register_verifier
 from rlvr.verifiers.result import Status, VerifyResult
 
-_WORKER = "rlvr.verifiers.python_worker"
+_WORKER = "rlvr.verifiers.python.worker"
 _PATH = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 _NOT_COLUMNS = ("prompt", "completion", "verifier", "prompts", "completions")  # a record's own fields, not data
 _RESERVED = ("prompts", "completions", "completion_ids", "trainer_state", "log_extra", "log_metric", "environments")

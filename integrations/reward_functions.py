@@ -14,7 +14,7 @@ the function's name, then the status) and the hack rate (`rlvr_math/hack_rate`),
 what its verifier saw.
 
     from trl import GRPOTrainer
-    from rlvr.envs.reward_functions import RewardFunction
+    from rlvr.integrations.reward_functions import RewardFunction
 
     math_reward = RewardFunction("math")                           # one verifier
     gsm8k_reward = RewardFunction(env="gsm8k")                     # an environment's composite reward
@@ -51,14 +51,11 @@ from rlvr.envs.multi_turn import is_multi_turn
 from rlvr.envs.registry import load_env
 from rlvr.errors import ConfigError
 from rlvr.verifiers.compose import Composite, build_reward, hacks_in
-from rlvr.verifiers.registry import verifier_registry
+from rlvr.verifiers.registry import RECORD_FIELDS, verifier_registry
 from rlvr.verifiers.result import Status
 
 # what TRL passes besides the dataset's columns; none of it is part of the record a verifier reads
 _TRL_ARGUMENTS = ("trainer_state", "log_extra", "log_metric", "environments")
-# the record fields each built-in verifier reads (docs/verify.md); a plugin's are its own business
-RECORD_FIELDS = {"math": ("answer",), "exact": ("answer",), "code": ("tests",), "countdown": ("numbers", "target"),
-                 "reasoning_gym": ("rg_entry", "rg_task")}
 
 
 class RewardFunction:

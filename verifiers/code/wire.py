@@ -1,10 +1,10 @@
 """The strict serialiser between a candidate's process and the checker's: plain data only.
 
 Standard library only and no rlvr imports: this file's source is also pasted into the two
-programs that run in the sandbox (code_harness.py), and the host reads the checker's `call`
+programs that run in the sandbox (harness.py), and the host reads the checker's `call`
 results with it. Values allowed: None, bool, int, float, str, bytes, list, tuple, dict, set,
 frozenset, nested to MAX_DEPTH, each kept distinct (a tuple never turns into a list, True never
-into 1); and what honest solutions return from the standard library (issue 34): Counter,
+into 1); and what honest solutions return from the standard library: Counter,
 OrderedDict, deque, defaultdict (it arrives as a dict: its factory stays behind), named tuples
 (`namedtuple`, `typing.NamedTuple`), Fraction and Decimal. numpy's integer, float and bool scalars
 arrive as int, float and bool, and numpy arrays as the nested lists `tolist()` gives, so the

@@ -33,7 +33,7 @@ MAX_EXPONENT = 400  # larger powers of ten go to SymPy (in a worker), not Fracti
 @dataclass(frozen=True)
 class Num:
     value: Fraction
-    approx: bool = False  # written with a decimal point: a stated approximation (see math_equal)
+    approx: bool = False  # written with a decimal point: a stated approximation (see equal.py)
     pct: bool = False  # written with a percent sign
     places: int = 0  # decimal places as written, less the power of ten: 0.33 -> 2, 1.2e5 -> -4
 
@@ -322,7 +322,7 @@ def parse(s: str) -> object:
     if len(parts) > 1:
         return Coll(tuple(parse(p) for p in parts))
     m = _COMMA_DECIMAL.fullmatch(s)
-    if m:  # "2,74" is a list of two numbers or, in much of the world, 2.74: math_equal decides by the other side
+    if m:  # "2,74" is a list of two numbers or, in much of the world, 2.74: equal.py decides by the other side
         value = parse_number(f"{m.group(1)}.{m.group(2)}")
         return Coll((parse_number(m.group(1)), parse_number(m.group(2))), comma_decimal=value)
     for sep in (";", ","):

@@ -2,7 +2,7 @@
 
 The record names the taskset package, its config and the task (`vf_taskset`, `vf_args`, `vf_limit`, `vf_key`);
 a `TimeLimitPool` worker (verifiers/pool.py) loads that taskset once and runs the task's `score` on a trace of
-the prompt and the completion (verifiers/vf_worker.py). The task's functions are the environment author's code,
+the prompt and the completion (verifiers/vf/worker.py). The task's functions are the environment author's code,
 not the policy's, but they may hang or crash on a strange completion: each item has `timeout` seconds, enforced
 by the parent killing the worker (a worker's first item of a taskset also runs the taskset's `load()`, which is quick for generated tasks), and a failure is a `timeout` or `error` status with the reason, never a bare 0.
 
@@ -12,7 +12,7 @@ weight and the task's metrics.
 
 A record of a multi-turn environment (envs/vf_multi_turn.py: it carries `vf_env_args` and `trajectory`) is scored
 on the whole conversation: the worker replays the environment's `run` with the trajectory's assistant messages and
-scores the trace it records (verifiers/vf_episode.py `score`); `details["stop"]` says how the exchange ended.
+scores the trace it records (verifiers/vf/episode.py `score`); `details["stop"]` says how the exchange ended.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from rlvr.verifiers.pool import PooledWorkers, default_workers
 from rlvr.verifiers.registry import register_verifier
 from rlvr.verifiers.result import Status, VerifyResult
 
-_WORKER = "rlvr.verifiers.vf_worker"  # vf_episode (multi-turn) imports it: one preload serves both
+_WORKER = "rlvr.verifiers.vf.worker"  # episode.py (multi-turn) imports it: one preload serves both
 _FIELDS = ("vf_taskset", "vf_args", "vf_limit", "vf_key")
 
 
@@ -53,7 +53,7 @@ class VerifiersTaskReward(PooledWorkers):
         if len(completions) != len(records):
             raise ValueError(f"{len(completions)} completions but {len(records)} records")
         results: list[VerifyResult | None] = [None] * len(completions)
-        items: dict[str, list[tuple[int, tuple]]] = {"vf_worker:score": [], "vf_episode:score": []}
+        items: dict[str, list[tuple[int, tuple]]] = {"worker:score": [], "episode:score": []}
         for i, (completion, record) in enumerate(zip(completions, records)):
             missing = [f for f in _FIELDS if not isinstance(record, Mapping) or f not in record]
             if missing:
@@ -68,15 +68,15 @@ class VerifiersTaskReward(PooledWorkers):
                                                                            "'trajectory' (the conversation)"})
                     continue
                 replies = [m["content"] for m in record["trajectory"] if m.get("role") == "assistant"]
-                items["vf_episode:score"].append((i, (record["vf_taskset"], record["vf_args"], record["vf_env_args"],
+                items["episode:score"].append((i, (record["vf_taskset"], record["vf_args"], record["vf_env_args"],
                                                       int(record["vf_limit"]), record["vf_key"], replies)))
             else:
-                items["vf_worker:score"].append((i, (record["vf_taskset"], record["vf_args"], int(record["vf_limit"]),
+                items["worker:score"].append((i, (record["vf_taskset"], record["vf_args"], int(record["vf_limit"]),
                                                      record["vf_key"], completion)))
         for fn, batch in items.items():
             if batch:
                 pool = self.worker_pool(self._workers(workers))
-                outcomes = pool.map(f"rlvr.verifiers.{fn}", [args for _, args in batch], self.timeout, progress)
+                outcomes = pool.map(f"rlvr.verifiers.vf.{fn}", [args for _, args in batch], self.timeout, progress)
                 for (i, _), outcome in zip(batch, outcomes):
                     results[i] = self._result(outcome)
         return results  # type: ignore[return-value]

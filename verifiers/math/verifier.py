@@ -1,10 +1,10 @@
 """`verifier=math`: does the completion's final answer equal `record["answer"]`?
 
-Pipeline per item: extract (math_extract) -> normalise and parse both sides to answer trees
-(math_parse) -> compare (math_equal). Status: correct, incorrect, unparsable (no answer found, or
+Pipeline per item: extract (extract.py) -> normalise and parse both sides to answer trees
+(parse.py) -> compare (equal.py). Status: correct, incorrect, unparsable (no answer found, or
 the model's answer is not valid math), timeout (SymPy overran `timeout`), error (the record's
 gold answer is missing or unparsable). `details` holds the extractor, the extracted text and the
-normalised forms of both sides; `details["hacks"] == ["hedge"]` marks a hedged answer (math_hedge.py).
+normalised forms of both sides; `details["hacks"] == ["hedge"]` marks a hedged answer (hedge.py).
 
 Where the work runs (the hard time limit lives at a process boundary, never in `signal.alarm`,
 which works only on the main thread; verifiers/pool.py):
@@ -38,11 +38,11 @@ from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
-from rlvr.verifiers.math_equal import PERCENT_MODES, NeedsSympy, equal
-from rlvr.verifiers.math_rules import Rules
-from rlvr.verifiers.math_extract import DEFAULT_ORDER, EXTRACTORS, extract, extract_gold
-from rlvr.verifiers.math_hedge import is_hedge
-from rlvr.verifiers.math_parse import choice_letter, normalize, parse, parse_answers
+from rlvr.verifiers.math.equal import PERCENT_MODES, NeedsSympy, equal
+from rlvr.verifiers.math.rules import Rules
+from rlvr.verifiers.math.extract import DEFAULT_ORDER, EXTRACTORS, extract, extract_gold
+from rlvr.verifiers.math.hedge import is_hedge
+from rlvr.verifiers.math.parse import choice_letter, normalize, parse, parse_answers
 from rlvr.verifiers.pool import PooledWorkers, default_workers
 from rlvr.errors import ConfigError
 from rlvr.verifiers.registry import register_verifier
@@ -50,7 +50,7 @@ from rlvr.verifiers.result import Status, VerifyResult
 
 FAST_PATH_CHARS = 500  # longer answers are parsed in a worker too
 _CHOICE_GOLD = re.compile(r"\(?([A-J])\)?|\\text(?:bf)?\{\s*\(?([A-J])\)?\s*\}")
-_WORKER_MODULE = "rlvr.verifiers.math_worker"
+_WORKER_MODULE = "rlvr.verifiers.math.worker"
 
 
 @lru_cache(maxsize=8192)
@@ -70,11 +70,11 @@ def _result(status: Status, details: dict) -> VerifyResult:
 class MathVerifier(PooledWorkers):
     """Reward 1.0 when the final answer equals `record["answer"]` mathematically, else 0.0.
 
-    Params: `extract` (extractor names in priority order; see math_extract.EXTRACTORS),
+    Params: `extract` (extractor names in priority order; see extract.EXTRACTORS),
     `last_number` (append the last-number fallback: on for GSM8K-style tasks, off for LaTeX ones),
-    `lenient` (append the bare-answer fallback `math_extract.extract_bare`; see "Bare answers" above),
+    `lenient` (append the bare-answer fallback `extract.extract_bare`; see "Bare answers" above),
     `percent` ("either" | "ratio" | "strip"), `rel_tol` (default 0: a decimal is compared at its stated
-    precision and exact values exactly, see math_equal; > 0 also accepts a decimal within this
+    precision and exact values exactly, see equal.py; > 0 also accepts a decimal within this
     relative distance of the gold, never an exact value),
     `timeout` (seconds per item, enforced by killing the worker), `workers` (None = all cores;
     0 = in-process without a time limit, for profiling), `memory_limit_mb` (per worker).
@@ -173,7 +173,7 @@ class MathVerifier(PooledWorkers):
     def _run_slow(self, args: list[tuple], workers: int | None, progress) -> list[tuple[str, str, float]]:
         workers = self.workers if workers is None else workers
         if workers == 0:
-            from rlvr.verifiers.math_worker import check
+            from rlvr.verifiers.math.worker import check
 
             out = []
             for a in args:

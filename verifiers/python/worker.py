@@ -1,4 +1,4 @@
-"""The worker side of `verifier=python` (verifiers/python_reward.py): a reward function found by its
+"""The worker side of `verifier=python` (verifiers/python/verifier.py): a reward function found by its
 "module:function" path and called the way TRL's `GRPOTrainer` calls `reward_funcs`, in a `TimeLimitPool`
 worker process (verifiers/pool.py), which the parent kills when a call overruns.
 

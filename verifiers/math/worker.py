@@ -12,10 +12,10 @@ import sys
 import sympy  # noqa: F401 - preloaded for the workers
 from latex2sympy2_extended.latex2sympy2 import latex2sympy
 
-import rlvr.verifiers.math_sympy  # noqa: F401 - preloaded: math_equal imports it on first SymPy use
-from rlvr.verifiers.math_equal import equal
-from rlvr.verifiers.math_rules import Rules, Unparsable
-from rlvr.verifiers.math_parse import Expr, parse, parse_answers
+import rlvr.verifiers.math.symbolic  # noqa: F401 - preloaded: equal.py imports it on first SymPy use
+from rlvr.verifiers.math.equal import equal
+from rlvr.verifiers.math.rules import Rules, Unparsable
+from rlvr.verifiers.math.parse import Expr, parse, parse_answers
 
 latex2sympy(r"\frac{x^2+1}{2}\sqrt{3}")  # warm the ANTLR parser before the worker says "ready"
 _main_spec = getattr(sys.modules.get("__main__"), "__spec__", None)

@@ -1,13 +1,13 @@
-"""What math_equal (structure and numbers) and math_sympy (the SymPy side) share: the comparison rules,
-the parse failure, and the number helpers. A module of its own so that math_sympy need not import
-math_equal, which imports math_sympy where SymPy work runs: neither imports the other in a loop."""
+"""What equal.py (structure and numbers) and symbolic.py (the SymPy side) share: the comparison rules,
+the parse failure, and the number helpers. A module of its own so that symbolic.py need not import
+equal.py, which imports symbolic.py where SymPy work runs: neither imports the other in a loop."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
 
-from rlvr.verifiers.math_parse import Num
+from rlvr.verifiers.math.parse import Num
 
 
 class Unparsable(Exception):

@@ -1,7 +1,7 @@
 """A `verifiers` (PrimeIntellect's environments library, PyPI `verifiers` 0.4.x) taskset, read and scored here.
 
 Everything that touches the `verifiers.v1` API is in this file: the environment (envs/vf_env.py) lists tasks
-through `load_tasks`, and the `vf` verifier (verifiers/vf_rubric.py) scores completions with `score` inside
+through `load_tasks`, and the `vf` verifier (verifiers/vf/verifier.py) scores completions with `score` inside
 its worker processes, where a task's own reward functions run under a wall-clock limit the parent enforces.
 
 What is used of that API (read in verifiers 0.4.0, verifiers/v1): a taskset package exports its `Taskset`

@@ -6,7 +6,7 @@ processes under two users (sandboxes/agent.py): CANDIDATE, the model's code, and
 tests. The candidate process execs prefix + code and then only answers calls: a call request
 (function name, arguments) arrives on its fd 3, the return value (or the exception's type name,
 message and built-in bases) goes back on its fd 4, both through the strict serialiser of
-code_wire.py. The checker holds the tests, which reach it on its own stdin; `check(candidate)`
+wire.py. The checker holds the tests, which reach it on its own stdin; `check(candidate)`
 (assert) or `fn(*args)` per case (call) runs there with `candidate` a proxy that sends each call
 across, so what comes back is a fresh value of a standard type the checker builds itself (a Counter
 or a named tuple too): an object that claims to equal everything, a proxy type or an int subclass
@@ -22,10 +22,10 @@ The hack monitor's notes share the candidate's fd 4 (_rlvr_watch): an audit hook
 them while it waits for a reply, puts them on its verdict channel as OBSERVED lines straight away. When
 the tests are done the checker asks for the end of notes (["end"]): the candidate compares builtins and
 math once more and answers ["end"]; no answer while the candidate was still serving is itself a note. Notes
-only add hack flags (code_signatures.py) and never touch the verdict, so a candidate that forges, floods
+only add hack flags (signatures.py) and never touch the verdict, so a candidate that forges, floods
 or suppresses them gains nothing.
 
-The order of the calls tells the candidate nothing about its answers (issue 34): were the checker
+The order of the calls tells the candidate nothing about its answers: were the checker
 to stop at the first failing assert, "was I called again" would say whether the last answer passed,
 and with any channel that outlives a run the samples of one prompt would learn the expected values
 without solving the task. So the checker rewrites each `assert` of the tests (_rlvr_guard) to note
@@ -41,7 +41,7 @@ explicit `raise AssertionError`). Inside an assert, `and`, `or` and chained comp
 i < 100 inside a search) now runs that loop to the time limit: timeout, reward 0.
 
 What the candidate still controls: its own answers, and whether it raises: the checker raises the
-first of the exception's type and its built-in bases that the wire lets cross (code_wire.py's
+first of the exception's type and its built-in bases that the wire lets cross (wire.py's
 CROSSING_EXCEPTIONS: ordinary errors such as ValueError, never StopIteration or SystemExit), else
 CandidateError. Arguments are copies: a test that relies on the candidate mutating an argument in
 place does not see the mutation (none of HumanEval's does).
@@ -66,16 +66,16 @@ from fractions import Fraction
 from importlib.resources import files
 from typing import Any
 
-from rlvr.verifiers.code_wire import WireError, wire_decode, wire_encode
+from rlvr.verifiers.code.wire import WireError, wire_decode, wire_encode
 
-_WIRE = files("rlvr.verifiers").joinpath("code_wire.py").read_text()
+_WIRE = files("rlvr.verifiers.code").joinpath("wire.py").read_text()
 
 CANDIDATE = _WIRE + r'''
 import sys as _sys
 
 
 def _rlvr_sender(fd):
-    """send(message): one framed message (code_wire.py's framing) written whole on `fd`, whichever thread sends
+    """send(message): one framed message (wire.py's framing) written whole on `fd`, whichever thread sends
     (the audit hook sends notes from any thread), with json.dumps and os.write taken now, before the program's
     code runs and can patch them. WireError, before anything is written, for a message past MAX_MESSAGE."""
     import _thread
@@ -93,7 +93,7 @@ def _rlvr_sender(fd):
 
 
 def _rlvr_watch(send):
-    """What the code tries, for the hack monitor (code_signatures.py). An audit hook (PEP 578: code cannot
+    """What the code tries, for the hack monitor (signatures.py). An audit hook (PEP 578: code cannot
     remove one) sees the whole run, loading and every call, and notes ("kind:detail"):
         read     opens and listings of paths outside Python's install, extended attributes, programs run
         channel  opens of /proc/*/fd/*, sockets connected, bound or sent to

@@ -12,7 +12,7 @@ Long texts: a Minerva closing line after the last box wins over the box (a box d
 superseded); a number closing a concluding sentence after the last math span wins over the span
 ("... $d = \\frac{90}{n}$ ... Therefore, there are 12 such sequences."); an answer that is a
 sentence ("The volume of $ABCD$ is 120") is reduced to what follows its last "is"/"=".
-Bare answers: `extract_bare` (the `lenient` fallback of math_verifier) takes a short text with no
+Bare answers: `extract_bare` (the `lenient` fallback of verifier.py) takes a short text with no
 words as the answer, else the last number of the text, as math-verify's expression fallback does.
 Inline math (`$...$`, `\\(...\\)`) does not span lines, as in math-verify.
 

@@ -42,7 +42,7 @@ from collections.abc import Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
-from rlvr.verifiers.vf_worker import load_tasks, prompt_messages
+from rlvr.verifiers.vf.worker import load_tasks, prompt_messages
 
 _ENVS: dict[tuple[str, str, str], tuple[Any, dict[str, Any], list, int | None]] = {}
 
@@ -173,7 +173,7 @@ class _Interaction:
         if k < len(self._said_before) and self._said_before[k] != message:
             raise ValueError(f"run() is not a deterministic function of the task and the replies: replayed, its turn "
                              f"{k + 1} said {message!r} where it first said {self._said_before[k]!r} (rlvr replays run() "
-                             f"for each step; see verifiers/vf_episode.py)")
+                             f"for each step; see verifiers/vf/episode.py)")
         self.said.append(message)
         self._started = True
         if await self._refused():
