@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 TORCH ?= torch==2.13.0
 
-.PHONY: demo demo-real demo-tools test test-fast bench gpu-check clean docker smollm2
+.PHONY: demo demo-real demo-tools test test-fast bench gpu-check clean docker smollm2 docs
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -58,6 +58,16 @@ demo-tools: $(VENV)/.base
 docker: $(VENV)/.base
 	bash sandboxes/setup_docker.sh
 	$(BIN)/rlvr sandbox build
+
+$(VENV)/.docs: pyproject.toml $(VENV)/.base
+	$(BIN)/pip install --quiet -e ".[docs]"
+	touch $@
+
+# The documentation site (mkdocs.yml, docs/): built in strict mode into build/site/ (open build/site/index.html);
+# make test builds it too (tests/test_docs_site.py). The variables silence the theme's and plugins' banners about
+# MkDocs' future (docs/development/docs.md).
+docs: $(VENV)/.docs
+	NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true $(BIN)/python -m mkdocs build --strict
 
 # Two pytest-xdist workers, one per core; tests/conftest.py says what the workers share and which tests
 # (sandbox, vLLM) one worker runs in turn. PYTEST_WORKERS=0 runs everything in one process.

@@ -1,4 +1,5 @@
-"""Every `rlvr train|eval|verify` command in the README and docs/ is one the command accepts, as written.
+"""Every `rlvr train|eval|verify` command in the README and docs/ (every page of the site) is one the command
+accepts, as written.
 
 Each command is split into words by bash itself (quotes, brace expansion, globbing and comments as a user's
 shell treats them: an unquoted `{a,b}` becomes two words there, and so here), then composed with the command's
@@ -24,7 +25,7 @@ import pytest
 from rlvr.errors import ConfigError, UnknownNameError
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
 COMMAND = re.compile(r"^(?:\$ )?(?:python -m )?rlvr (train|eval|verify)\b(.*)$")
 
