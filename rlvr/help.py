@@ -162,10 +162,11 @@ def user_keys(command: str, cfg) -> list[tuple[str, str]]:
     keys it reads (trainer/algo_keys.py), without group-set and `HIDDEN` keys, and without the open env mapping."""
     swap, unread = {}, set()
     if command == "train":
-        from rlvr.trainer.algo_keys import UNREAD, schema_of as algo_schema
+        from rlvr.trainer.algo_keys import schema_of as algo_schema
+        from rlvr.trainer.algorithms import ALGORITHMS
 
         swap = {"algo": algo_schema(cfg.algo.name)}
-        unread = {f"algo.{key}" for key in UNREAD.get(cfg.algo.name, ())}
+        unread = {f"algo.{key}" for key in ALGORITHMS[cfg.algo.name].unread}
     skip = {*GROUP_KEYS.values(), *HIDDEN[command], *unread, DYNAMIC}
     return [(key, doc) for key, doc in schema_keys(schema_of(command), swap=swap) if key not in skip]
 

@@ -2,6 +2,7 @@
 a misspelt key in a group file stops composition."""
 
 from importlib.resources import files
+from pathlib import Path
 
 import pytest
 from hydra.core.config_store import ConfigStore
@@ -161,11 +162,14 @@ def test_another_familys_key_fails_composition_in_one_line(compose_train, overri
 
 
 def test_each_familys_beta_means_its_own_thing(compose_train):
-    from rlvr.trainer.algo_keys import FAMILY
     from rlvr.trainer.algorithms import ALGORITHMS
+    from rlvr.trainer.config import ALGO_SCHEMAS
 
-    assert set(FAMILY) == set(ALGORITHMS), "every algorithm has a config family"
+    presets = {path.stem for path in (Path(__file__).resolve().parents[1] / "conf" / "algo").glob("*.yaml")}
+    assert presets == set(ALGORITHMS), "every conf/algo preset has its row in the algorithm table, and back"
     kinds = {name: OmegaConf.get_type(compose_train([f"algo={name}"]).algo).__name__ for name in ALGORITHMS}
+    for name, algorithm in ALGORITHMS.items():  # the family the row names is the schema its YAML composes
+        assert kinds[name] == ALGO_SCHEMAS[algorithm.family].__name__, name
     assert kinds["grpo"] == kinds["reinforce"] == "PolicyGradientConfig" and kinds["ppo"] == "PPOConfig"
     assert kinds["trpo"] == kinds["npg"] == "NaturalGradientConfig" and kinds["dpo"] == "DPOConfig"
     assert "beta" not in compose_train(["algo=trpo"]).algo  # no KL term

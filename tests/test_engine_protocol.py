@@ -1,7 +1,10 @@
-"""Both rollout engines implement the `Engine` protocol (trainer/rollout/types.py), the interface file
-imports no engine, and the one weight path (trainer/rollout/weights.py) hands the engine `weights(policy)`.
+"""Every rollout engine the factory names (trainer/rollout/factory.py ENGINES) implements the `Engine` protocol
+(trainer/rollout/types.py), the interface file imports no engine, and the one weight path
+(trainer/rollout/weights.py) hands the engine `weights(policy)`.
 
-The vLLM engine is checked from its source (ast), so the check runs where vLLM is not installed too."""
+Each engine is checked from its source (ast), so the check runs where vLLM is not installed too."""
+
+import pytest
 
 import ast
 import inspect
@@ -10,12 +13,13 @@ from pathlib import Path
 import torch
 
 from rlvr.trainer.models.lora import for_engine
-from rlvr.trainer.rollout.factory import engine_class
+from rlvr.trainer.rollout.factory import ENGINES, engine_class
 from rlvr.trainer.rollout.hf import HFEngine
 from rlvr.trainer.rollout.types import Engine, Rollout, SamplingParams
 from rlvr.trainer.rollout.weights import PolicyEngine
 
-ROLLOUT = Path(__file__).resolve().parents[1] / "trainer" / "rollout"
+ROOT = Path(__file__).resolve().parents[1]
+ROLLOUT = ROOT / "trainer" / "rollout"
 METHODS = ("generate", "sync_weights", "shutdown")
 
 
@@ -37,18 +41,30 @@ def test_hf_engine_and_the_policy_engine_are_engines(tiny_lm):
         assert list(inspect.signature(getattr(HFEngine, name)).parameters) == _protocol_parameters(name), name
 
 
-def test_vllm_engine_has_the_protocol_members():
-    """Every method with the protocol's parameters, `copies_weights = True` and `self.tokenizer` set in __init__."""
-    cls = _class_in_source(ROLLOUT / "vllm.py", "VLLMEngine")
+@pytest.mark.parametrize("kind", sorted(ENGINES))
+def test_every_named_engine_has_the_protocol_members(kind):
+    """Every method with the protocol's parameters, `copies_weights` a class attribute and `self.tokenizer`
+    set in __init__; the vLLM and server engines copy the weights they sample from, HF generate does not."""
+    module, name = ENGINES[kind]
+    path = ROOT / Path(*module.split(".")[1:]).with_suffix(".py")  # rlvr.trainer.rollout.hf -> trainer/rollout/hf.py
+    cls = _class_in_source(path, name)
     methods = {n.name: [a.arg for a in n.args.args] for n in cls.body if isinstance(n, ast.FunctionDef)}
-    for name in METHODS:
-        assert methods.get(name) == _protocol_parameters(name), name
+    for method in METHODS:
+        assert methods.get(method) == _protocol_parameters(method), (kind, method)
     flags = {t.id: n.value.value for n in cls.body if isinstance(n, ast.Assign) for t in n.targets}
-    assert flags.get("copies_weights") is True
+    assert flags.get("copies_weights") is (kind != "hf"), kind
     (init,) = [n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"]
     assigned = {t.attr for n in ast.walk(init) if isinstance(n, ast.Assign) for t in n.targets
                 if isinstance(t, ast.Attribute)}
-    assert "tokenizer" in assigned
+    assert "tokenizer" in assigned, kind
+
+
+def test_the_server_engine_class_is_an_engine_without_vllm():
+    """rollout=server's class imports without vLLM (the servers import it, not the trainer) and is an Engine."""
+    server = engine_class("server")
+    assert server.__name__ == "ServerEngine" and server.copies_weights is True
+    for method in METHODS:
+        assert list(inspect.signature(getattr(server, method)).parameters) == _protocol_parameters(method), method
 
 
 def test_the_interface_imports_no_engine_and_the_engines_not_the_factory():
@@ -56,10 +72,11 @@ def test_the_interface_imports_no_engine_and_the_engines_not_the_factory():
         tree = ast.parse(path.read_text())
         return {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
 
-    engines = {"rlvr.trainer.rollout.hf", "rlvr.trainer.rollout.vllm", "rlvr.trainer.rollout.factory"}
+    engines = {module for module, _ in ENGINES.values()} | {"rlvr.trainer.rollout.factory"}
     assert not imports(ROLLOUT / "types.py") & engines
-    for name in ("hf.py", "vllm.py"):
-        assert "rlvr.trainer.rollout.factory" not in imports(ROLLOUT / name), name
+    for module, _ in ENGINES.values():
+        path = ROOT / Path(*module.split(".")[1:]).with_suffix(".py")
+        assert "rlvr.trainer.rollout.factory" not in imports(path), module
 
 
 class _Recording:

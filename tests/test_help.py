@@ -14,7 +14,8 @@ from omegaconf import OmegaConf
 
 from rlvr.cli import main
 from rlvr.help import COLUMN, HIDDEN, SECTIONS, WIDTH, _matches, field_docs, one_line, rows
-from rlvr.trainer.algo_keys import FAMILY, UNREAD, schema_of
+from rlvr.trainer.algo_keys import schema_of
+from rlvr.trainer.algorithms import ALGORITHMS
 from rlvr.trainer.config import ALGO_SCHEMAS, RunConfig
 from rlvr.trainer.evaluation.eval_config import EvalConfig
 from rlvr.verifiers.batch import VerifyConfig
@@ -37,7 +38,7 @@ def leaves(cls, prefix="", swap=None):
 def expected_keys(command, algo="grpo"):
     if command == "train":
         keys = [k for k, *_ in leaves(RunConfig, swap={"algo": schema_of(algo)})]
-        return [k for k in keys if k not in SET_BY_A_GROUP and k.removeprefix("algo.") not in UNREAD.get(algo, ())]
+        return [k for k in keys if k not in SET_BY_A_GROUP and k.removeprefix("algo.") not in ALGORITHMS[algo].unread]
     schema = EvalConfig if command == "eval" else VerifyConfig
     return [k for k, *_ in leaves(schema) if k not in SET_BY_A_GROUP and k not in HIDDEN[command]]
 
@@ -93,7 +94,7 @@ def _check_listed_once(text, cfg, keys):
         assert meaning, f"{key} has no meaning in: {line!r}"
 
 
-@pytest.mark.parametrize("algo", sorted(FAMILY))
+@pytest.mark.parametrize("algo", sorted(ALGORITHMS))
 def test_train_help_all_lists_every_key_once_with_default_and_meaning(capsys, algo):
     text = help_of(capsys, "train", "all", f"algo={algo}")
     cfg = compose("train", [f"algo={algo}"])
@@ -118,7 +119,7 @@ def test_eval_and_verify_help_all_list_every_key_once(capsys, command):
 def test_every_section_pattern_takes_a_key():
     """A pattern that matches nothing names a key that was renamed or removed: the key falls to "Other"."""
     for command, sections in SECTIONS.items():
-        keys = {k for algo in (FAMILY if command == "train" else ["grpo"]) for k in expected_keys(command, algo)}
+        keys = {k for algo in (ALGORITHMS if command == "train" else ["grpo"]) for k in expected_keys(command, algo)}
         keys |= {"env.digits"} if command != "verify" else set()
         for section in sections:
             for pattern in (*section.keys, *section.more):

@@ -8,8 +8,8 @@ natural_gradient has none. A key of another family is not in the schema: Hydra w
 composition with a message of several lines, so `rlvr train` checks its command line first
 (`refuse_foreign_overrides`) and says in one line whose key it is. Within a family, a key that the
 chosen algorithm never reads (`algo=reinforce algo.mu=4`, `algo=npg algo.line_search_steps=3`) is
-refused by `unread_algo_keys` once composed. A new algorithm adds its name to FAMILY (and, where it
-reads fewer keys than its family, to UNREAD).
+refused by `unread_algo_keys` once composed. Which family an algorithm belongs to and which keys it does not
+read are columns of its row in trainer/algorithms.py ALGORITHMS; nothing here lists algorithms.
 """
 
 from __future__ import annotations
@@ -20,40 +20,35 @@ from omegaconf import OmegaConf
 
 from rlvr.errors import ConfigError
 from rlvr.trainer.algos.advantages import BASELINES
-from rlvr.trainer.algorithms import GROUP_ALGOS
+from rlvr.trainer.algorithms import ALGORITHMS
 from rlvr.trainer.config import ALGO_SCHEMAS
 from rlvr.trainer.algos.losses import AGGREGATIONS, IMPORTANCE_LEVELS, KL_ESTIMATORS
-from rlvr.trainer.algos.ppo import CRITICS
+from rlvr.trainer.models.critic import CRITICS
 
-FAMILY = {
-    **{name: "policy_gradient" for name in ("grpo", "dr_grpo", "dapo", "gspo", "reinforce")},
-    "ppo": "ppo",
-    "trpo": "natural_gradient", "npg": "natural_gradient",
-    "dpo": "dpo",
-}
-# keys of its family's schema an algorithm never reads; the rest of the family's keys it does
-UNREAD = {
-    **{name: ("baseline",) for name in GROUP_ALGOS},
-    "reinforce": ("clip_eps_low", "clip_eps_high", "scale_advantages_by_std", "filter_zero_variance_groups",
-                  "max_resample_rounds", "mu", "importance_level", "overlong_buffer", "overlong_penalty"),
-    "npg": ("line_search_steps", "backtrack_ratio"),  # the full natural-gradient step: no line search
-}
 OBJECTIVES = ("clip", "penalty")
 
 
 def schema_of(name: str):
     """The dataclass of algorithm `name`'s `algo` section."""
-    if name not in FAMILY:
-        raise ConfigError(f"algo.name={name!r} is not available; choose one of {', '.join(FAMILY)}")
-    return ALGO_SCHEMAS[FAMILY[name]]
+    if name not in ALGORITHMS:
+        raise ConfigError(f"algo.name={name!r} is not available; choose one of {', '.join(ALGORITHMS)}")
+    return ALGO_SCHEMAS[ALGORITHMS[name].family]
 
 
 def _keys(family: str) -> set[str]:
     return {f.name for f in fields(ALGO_SCHEMAS[family])}
 
 
+def _members(family: str) -> list[str]:
+    return [name for name, algorithm in ALGORITHMS.items() if algorithm.family == family]
+
+
+def _family_of(name: str, default: str) -> str:
+    return ALGORITHMS[name].family if name in ALGORITHMS else default
+
+
 def _families_with(key: str) -> list[str]:
-    return [f"algo={'|'.join(n for n in FAMILY if FAMILY[n] == family)}" for family in ALGO_SCHEMAS
+    return [f"algo={'|'.join(_members(family))}" for family in ALGO_SCHEMAS
             if key in _keys(family)]
 
 
@@ -67,15 +62,15 @@ def refuse_foreign_overrides(overrides: list[str], default: str = "grpo") -> Non
     except Exception:  # noqa: BLE001 - Hydra reports a malformed override itself, in its own words
         return
     name = next((str(o.value()) for o in parsed if o.key_or_group == "algo" and not o.is_delete()), default)
-    if name not in FAMILY:
+    if name not in ALGORITHMS:
         return  # an unknown group option: Hydra names the options there are
-    family = FAMILY[name]
+    family = ALGORITHMS[name].family
     for override in parsed:
         key = override.key_or_group
         if not key.startswith("algo.") or override.is_delete():
             continue
         field = key.split(".", 2)[1]
-        if field == "name" and FAMILY.get(str(override.value()), family) != family:
+        if field == "name" and _family_of(str(override.value()), family) != family:
             raise ConfigError(f"algo.name={override.value()} is not of algo={name}'s family ({family}): choose it "
                               f"with algo={override.value()}")
         if field not in _keys(family):
@@ -88,12 +83,12 @@ def refuse_foreign_overrides(overrides: list[str], default: str = "grpo") -> Non
 def unread_algo_keys(algo) -> list[str]:
     """'algo.KEY=VALUE is read by algo=A|B' for each key of the family, set away from the family's
     default, that `algo.name` never reads."""
-    family = FAMILY[algo.name]
+    family = ALGORITHMS[algo.name].family
     defaults = ALGO_SCHEMAS[family]()
     problems = []
-    for key in UNREAD.get(algo.name, ()):
+    for key in ALGORITHMS[algo.name].unread:
         if key in algo and algo[key] != getattr(defaults, key):
-            readers = [n for n in FAMILY if FAMILY[n] == family and key not in UNREAD.get(n, ())]
+            readers = [n for n in _members(family) if key not in ALGORITHMS[n].unread]
             problems.append(f"algo.{key}={algo[key]!r} is read by algo={'|'.join(readers)}")
     return problems
 
@@ -107,7 +102,7 @@ def validate_algo(cfg) -> None:
             raise ConfigError(message)
 
     schema = schema_of(algo.name)  # an unknown name is refused, naming the ones there are
-    family = FAMILY[algo.name]
+    family = ALGORITHMS[algo.name].family
     need(OmegaConf.get_type(algo) in (schema, dict),
          f"algo.name={algo.name} takes the {schema.__name__} schema, not {OmegaConf.get_type(algo).__name__}: "
          f"choose the algorithm with algo={algo.name}")

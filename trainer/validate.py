@@ -18,8 +18,8 @@ from rlvr.trainer.algos.dpo_data import read_scored_completions
 from rlvr.trainer.algos.dpo_loss import LOSS_TYPES
 from rlvr.trainer.loggers import LOGGERS
 from rlvr.trainer.algos.pairs import STRATEGIES
+from rlvr.trainer.rollout.factory import CHOICES as ENGINES
 
-ENGINES = ("hf", "vllm", "server", "auto")
 SCHEDULES = ("constant", "linear", "cosine")
 WANDB_MODES = ("offline", "online", "disabled")
 
@@ -71,8 +71,8 @@ def validate_train_config(cfg) -> None:
     need(train.logprob_chunk_tokens == 0 or family != "natural_gradient",
          f"train.logprob_chunk_tokens={train.logprob_chunk_tokens}: algo={cfg.algo.name} computes whole "
          f"distributions for its KL (trainer/algos/trpo.py), which nothing chunks; set it to 0")
-    group_baseline = family == "group" or (family in ("policy_gradient", "natural_gradient")
-                                           and cfg.algo.baseline == "rloo")
+    group_baseline = ALGORITHMS[cfg.algo.name].groups or (family in ("policy_gradient", "natural_gradient")
+                                                          and cfg.algo.baseline == "rloo")
     need(train.completions_per_prompt >= 2 or not group_baseline,
          f"train.completions_per_prompt={train.completions_per_prompt}: algo={cfg.algo.name} needs >= 2 "
          f"(the group is the baseline)")
@@ -190,7 +190,7 @@ def validate_multi_turn(cfg, env) -> None:
     sampled ones)."""
     if not is_multi_turn(env):
         return
-    if ALGORITHMS[cfg.algo.name].family == "preference" and cfg.get("data"):
+    if ALGORITHMS[cfg.algo.name].family == "dpo" and cfg.get("data"):
         raise ConfigError(f"algo={cfg.algo.name} data={cfg.data}: env={env.name} is multi-turn and offline data "
                           f"holds one-turn completions, not trajectories; drop data= to pair the policy's own "
                           f"trajectories online")
@@ -225,7 +225,7 @@ def validate_async(cfg, need) -> None:
         return
     need(ALGORITHMS[cfg.algo.name].corrects_staleness,
          f"rollout.max_staleness={k} needs an algorithm that corrects stale samples with rollout.importance_cap "
-         f"(grpo, dr_grpo, dapo, gspo); algo={cfg.algo.name} does not")
+         f"({', '.join(n for n, a in ALGORITHMS.items() if a.corrects_staleness)}); algo={cfg.algo.name} does not")
     need(cfg.rollout.importance_cap is not None,
          f"rollout.max_staleness={k} needs rollout.importance_cap (the truncated importance weights that correct "
          f"stale samples); it is null")

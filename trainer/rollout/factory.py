@@ -13,6 +13,15 @@ import torch
 from rlvr.errors import ConfigError
 from rlvr.trainer.rollout.types import Engine
 
+# Every engine `rollout.engine=` names, in one place: the module and class `engine_class` imports (only when chosen),
+# which validation (`CHOICES`), the factory and tests/test_engine_protocol.py all read. A new engine is a line here.
+ENGINES = {
+    "hf": ("rlvr.trainer.rollout.hf", "HFEngine"),  # Hugging Face generate on the policy module itself
+    "vllm": ("rlvr.trainer.rollout.vllm", "VLLMEngine"),  # vLLM colocated in this process
+    "server": ("rlvr.trainer.rollout.server", "ServerEngine"),  # vLLM servers over HTTP (rollout/server_process.py)
+}
+CHOICES = (*ENGINES, "auto")  # auto: vllm when it imports, else hf
+
 
 def build_engine(kind: str, model, tokenizer, options=None) -> Engine:
     """`rollout=hf` (Hugging Face generate), `vllm` (colocated vLLM), `server` (vLLM servers over HTTP,
@@ -35,18 +44,10 @@ def build_engine(kind: str, model, tokenizer, options=None) -> Engine:
 
 def engine_class(kind: str) -> type:
     """The class `build_engine(kind, ...)` instantiates (the loop reads its `copies_weights` first)."""
-    if kind == "server":  # the class, whether or not vLLM is installed here to start servers
-        from rlvr.trainer.rollout.server import ServerEngine
-
-        return ServerEngine
-    kind = resolve_kind(kind)
-    if kind == "hf":
-        from rlvr.trainer.rollout.hf import HFEngine
-
-        return HFEngine
-    from rlvr.trainer.rollout.vllm import VLLMEngine
-
-    return VLLMEngine
+    if kind != "server":  # the server class is known whether or not vLLM is installed here to start servers
+        kind = resolve_kind(kind)
+    module, name = ENGINES[kind]
+    return getattr(importlib.import_module(module), name)
 
 
 def resolve_kind(kind: str, options=None) -> str:
@@ -61,8 +62,8 @@ def resolve_kind(kind: str, options=None) -> str:
         # the servers import vLLM, the trainer's process need not
         raise ConfigError(f"rollout=server starts `vllm serve`, which is not installed: pip install '{_vllm_extra()}' "
                           "(or give running servers as rollout.endpoints=[http://HOST:PORT/v1,...])")
-    if kind not in ("hf", "vllm", "server"):
-        raise ConfigError(f"rollout.engine={kind!r} is not available; choose one of: hf, vllm, server, auto")
+    if kind not in ENGINES:
+        raise ConfigError(f"rollout.engine={kind!r} is not available; choose one of: {', '.join(CHOICES)}")
     return kind
 
 
