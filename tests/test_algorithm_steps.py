@@ -12,7 +12,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from rlvr.trainer.algos.advantages import outcome_advantages
 from rlvr.trainer.models.logprobs import pack
 from rlvr.trainer.algos.ppo_losses import value_loss
-from rlvr.trainer.algos.ppo import CriticModel, build_critic, logprobs_and_values
+from rlvr.trainer.models.critic import CriticModel, build_critic, logprobs_and_values
 from rlvr.trainer.rollout.prompts import render_prompts
 from rlvr.trainer.rollout.types import SamplingParams
 from rlvr.trainer.rollout.hf import HFEngine

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from rlvr.trainer.models.logprobs import pack, token_logprobs
-from rlvr.trainer.algos.ppo import build_critic
+from rlvr.trainer.models.critic import build_critic
 from rlvr.trainer.rollout.prompts import render_prompts
 from rlvr.trainer.rollout.factory import build_engine
 from rlvr.trainer.rollout.types import SamplingParams

@@ -160,7 +160,7 @@ def test_resume_refuses_a_different_lora_layout(compose_train):
 def test_ppo_with_lora_trains_adapters_and_critic(tiny_lm_sft, compose_train, critic):
     """PPO on a LoRA policy: the policy's base weights stay frozen, its adapters and the critic train."""
     from rlvr.trainer.models.model import build_policy
-    from rlvr.trainer.algos.ppo import build_critic
+    from rlvr.trainer.models.critic import build_critic
     from rlvr.trainer.rollout.types import SamplingParams
     from rlvr.trainer.rollout.hf import HFEngine
     from rlvr.trainer.algorithms import ALGORITHMS

@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from rlvr.trainer.algos.advantages import gae, leave_one_out_advantages, outcome_advantages
-from rlvr.trainer.algos.losses import conjugate_gradient, reinforce_loss
+from rlvr.trainer.algos.losses import reinforce_loss
+from rlvr.trainer.algos.trpo import conjugate_gradient
 from rlvr.trainer.algos.ppo_losses import adaptive_beta, ppo_penalty_loss, value_loss
 
 

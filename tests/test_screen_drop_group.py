@@ -12,7 +12,7 @@ import torch
 
 from rlvr.envs.arithmetic import ArithmeticEnv
 from rlvr.trainer.algorithms import ALGORITHMS
-from rlvr.trainer.algos.ppo import build_critic
+from rlvr.trainer.models.critic import build_critic
 from rlvr.trainer.rollout.types import Rollout, SamplingParams
 from rlvr.trainer.setup import RunContext
 from rlvr.verifiers.result import Status, VerifyResult

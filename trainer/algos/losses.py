@@ -240,25 +240,3 @@ def reinforce_loss(
     loss = aggregate(per_token_loss, mask, aggregation, max_tokens=max_tokens, num_sequences=num_sequences,
                      num_tokens=num_tokens)  # []
     return loss, {"policy_loss": loss.detach()}
-
-
-def conjugate_gradient(matvec, b: Tensor, iters: int = 10, residual_tol: float = 1e-10) -> Tensor:
-    """Solve A x = b for symmetric positive-definite A given only x -> A x (Hestenes & Stiefel 1952;
-    TRPO appendix C uses it with A = the Fisher matrix, never formed). Starts at x = 0 and stops after
-    `iters` iterations or when the squared residual falls below `residual_tol`. `b` is 1-d.
-    """
-    x = torch.zeros_like(b)  # [P]
-    r = b.clone()  # [P] residual b - A x
-    p = b.clone()  # [P] search direction
-    rr = r @ r  # []
-    for _ in range(iters):
-        if rr <= residual_tol:
-            break
-        ap = matvec(p)  # [P]
-        alpha = rr / (p @ ap)  # []
-        x = x + alpha * p
-        r = r - alpha * ap
-        rr_new = r @ r
-        p = r + (rr_new / rr) * p
-        rr = rr_new
-    return x

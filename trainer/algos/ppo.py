@@ -3,7 +3,7 @@
     sample -> verify -> token rewards (+ per-token KL to the reference) -> values -> GAE
     -> mu epochs of [clipped (or KL-penalised) surrogate + clipped value loss] -> log
 
-The critic (`ctx.critic`) is chosen by `algo.critic`:
+The critic (`ctx.critic`, built in trainer/models/critic.py) is chosen by `algo.critic`:
   * `head` (default): a value head, `nn.Linear(hidden_size, 1)`, on the policy's last hidden state. Cheap
     (no second forward), but the value loss (weight `algo.vf_coef`) also moves the policy's trunk.
   * `model`: a separate critic, `CriticModel`: a copy of the base model's trunk (without its LM head) with
@@ -35,107 +35,16 @@ values, GAE and whitening (trainer/experience/collect.py); a step that drops eve
 
 from __future__ import annotations
 
-import copy
-
 import torch
-import torch.nn.functional as F
 
 from rlvr.trainer.algos.advantages import gae, masked_mean_var, whiten
 from rlvr.trainer.algos.losses import grpo_loss
 from rlvr.trainer.algos.ppo_losses import adaptive_beta, ppo_penalty_loss, value_loss
 from rlvr.trainer.algos.update import MicroLoss, accumulate_and_step, batch_counts
-from rlvr.trainer.device import model_device
 from rlvr.trainer.distributed import global_sum
 from rlvr.trainer.experience.metrics import timed
-from rlvr.trainer.models.logprobs import logprobs_from_logits, packed_logits, token_logprobs
-from rlvr.trainer.models.packing import PACKED_FORWARD, pack_row, scatter_back
-
-
-CRITICS = ("head", "model")
-
-
-def _zero_linear(hidden_size: int) -> torch.nn.Linear:
-    head = torch.nn.Linear(hidden_size, 1)  # zero at start: V = 0 until the value loss has trained it
-    torch.nn.init.zeros_(head.weight)
-    torch.nn.init.zeros_(head.bias)
-    return head
-
-
-class CriticModel(torch.nn.Module):
-    """`algo.critic=model`: a value network of its own, the base model's trunk (a deep copy of the
-    transformers model's `base_model`, the transformer without the LM head) plus a zero-initialised value head."""
-
-    def __init__(self, model):
-        super().__init__()
-        # a peft model's `base_model` is its LoRA wrapper: take the trunk of the transformers model under it,
-        # whose copy then carries LoRA adapters of its own over frozen base weights (a LoRA critic)
-        inner = model.get_base_model() if hasattr(model, "get_base_model") else model
-        self.trunk = copy.deepcopy(inner.base_model)
-        self.head = _zero_linear(model.config.hidden_size)
-
-    def forward(self, batch):  # values [N, L-1], laid out as `logprobs_and_values` describes
-        device = model_device(self)
-        if batch.packed and batch.completion_mask.any():  # one packed row (models/packing.py)
-            row = pack_row(batch.input_ids, batch.attention_mask, batch.completion_mask)
-            hidden = self.trunk(input_ids=row.input_ids.to(device),
-                                position_ids=row.position_ids.to(device), **PACKED_FORWARD).last_hidden_state  # [1, T, H]
-            values = self.head(hidden[0, row.positions.to(device)].float()).squeeze(-1)  # [M]
-            return scatter_back(values, row.mask)  # [N, L-1]
-        out = self.trunk(input_ids=batch.input_ids.to(device), attention_mask=batch.attention_mask.to(device))
-        hidden = out.last_hidden_state  # [N, L, H]
-        return self.head(hidden[:, :-1].float()).squeeze(-1).to(batch.input_ids.device)  # [N, L-1]
-
-
-def build_critic(model, kind: str = "head") -> torch.nn.Module:
-    """PPO's critic for `algo.critic`: "head" -> a Linear on the policy's hidden states; "model" -> CriticModel.
-    Built from the policy as loaded, i.e. the base model, so the "model" critic starts from the base weights;
-    on `resume=` the checkpoint's critic state then replaces them."""
-    if kind == "head":
-        return _zero_linear(model.config.hidden_size)
-    if kind == "model":
-        return CriticModel(model)
-    raise ValueError(f"unknown critic {kind!r}; expected one of {CRITICS}")
-
-
-def logprobs_and_values(model, critic, batch, temperature: float, chunk_tokens: int = 0):
-    """(logprobs [N, L-1], values [N, L-1], entropy [N, L-1]); column t's value is the state after
-    token t, i.e. before the token whose logprob sits in column t. `batch.packed`: one packed row
-    (models/packing.py), results at the completion tokens only (0 elsewhere, which no loss reads)."""
-    separate = isinstance(critic, CriticModel)
-    if batch.packed and batch.completion_mask.any():
-        return _packed_logprobs_and_values(model, critic, batch, temperature, chunk_tokens)
-    device = model_device(model)
-    width = batch.width or batch.input_ids.shape[1]  # W: past it every row is padding (a trimmed micro-batch)
-    input_ids = batch.input_ids[:, :width].to(device)  # [N, W]
-    out = model(input_ids=input_ids, attention_mask=batch.attention_mask[:, :width].to(device),
-                output_hidden_states=not separate)
-    logprobs, entropy = logprobs_from_logits(out.logits[:, :-1], input_ids[:, 1:], temperature,
-                                             with_entropy=True, chunk_tokens=chunk_tokens)  # [N, W-1], [N, W-1]
-    if separate:
-        values = critic(batch)  # [N, L-1]
-    else:
-        values = critic(out.hidden_states[-1][:, :-1].float()).squeeze(-1)  # [N, W-1]
-    back = batch.input_ids.device  # the losses' device (trainer/device.py)
-    logprobs, entropy, values = logprobs.to(back), entropy.to(back), values.to(back)
-    padding = batch.input_ids.shape[1] - width  # back to [N, L-1]: 0 in the padding columns, which no loss reads
-    if padding:
-        logprobs, entropy = F.pad(logprobs, (0, padding)), F.pad(entropy, (0, padding))
-        values = values if separate else F.pad(values, (0, padding))
-    return logprobs, values, entropy
-
-
-def _packed_logprobs_and_values(model, critic, batch, temperature: float, chunk_tokens: int):
-    """`logprobs_and_values` on the rows packed into one: [N, L-1] each, set at the completion tokens."""
-    separate = isinstance(critic, CriticModel)
-    logits, row, out = packed_logits(model, batch, output_hidden_states=not separate)  # [M, V]
-    logprobs, entropy = logprobs_from_logits(logits, row.targets.to(logits.device), temperature, with_entropy=True,
-                                             chunk_tokens=chunk_tokens)  # [M], [M]
-    if separate:
-        values = critic(batch)  # [N, L-1]
-    else:
-        hidden = out.hidden_states[-1][0]  # [T, H]
-        values = scatter_back(critic(hidden[row.positions.to(hidden.device)].float()).squeeze(-1), row.mask)
-    return scatter_back(logprobs, row.mask), values, scatter_back(entropy, row.mask)
+from rlvr.trainer.models.critic import logprobs_and_values
+from rlvr.trainer.models.logprobs import token_logprobs
 
 
 def token_rewards(rewards, mask, old_logprobs, ref_logprobs, beta: float):

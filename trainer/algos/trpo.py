@@ -34,14 +34,37 @@ Memory cost, per micro-batch of n rows of L tokens with P parameters and vocabul
 from __future__ import annotations
 
 import torch
+from torch import Tensor
 from torch.func import functional_call, jvp
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
 from rlvr.trainer.algos.advantages import outcome_advantages
-from rlvr.trainer.algos.losses import aggregate, conjugate_gradient
+from rlvr.trainer.algos.losses import aggregate
 from rlvr.trainer.experience.metrics import timed
 from rlvr.trainer.models.logprobs import PackedBatch, log_distributions, pick
+
+
+def conjugate_gradient(matvec, b: Tensor, iters: int = 10, residual_tol: float = 1e-10) -> Tensor:
+    """Solve A x = b for symmetric positive-definite A given only x -> A x (Hestenes & Stiefel 1952;
+    TRPO appendix C uses it with A = the Fisher matrix, never formed). Starts at x = 0 and stops after
+    `iters` iterations or when the squared residual falls below `residual_tol`. `b` is 1-d.
+    """
+    x = torch.zeros_like(b)  # [P]
+    r = b.clone()  # [P] residual b - A x
+    p = b.clone()  # [P] search direction
+    rr = r @ r  # []
+    for _ in range(iters):
+        if rr <= residual_tol:
+            break
+        ap = matvec(p)  # [P]
+        alpha = rr / (p @ ap)  # []
+        x = x + alpha * p
+        r = r - alpha * ap
+        rr_new = r @ r
+        p = r + (rr_new / rr) * p
+        rr = rr_new
+    return x
 
 
 def trpo_update(ctx, batch) -> dict:

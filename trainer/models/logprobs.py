@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import inspect
 from dataclasses import dataclass
+from typing import Callable
 
 import torch
 
@@ -80,6 +81,56 @@ def pack(prompt_ids: list[list[int]], completion_ids: list[list[int]], pad_id: i
     return PackedBatch(input_ids, attention_mask, completion_mask)
 
 
+@dataclass
+class Forward:
+    """One forward of a batch's rows (`run_forward`) and where the completion tokens sit in its outputs."""
+
+    out: object  # the model's output
+    logits: torch.Tensor | None  # [M, V] at the M positions that predict a completion token; None: not projected
+    at: Callable[[torch.Tensor], torch.Tensor]  # an output's [n, T, ...] tensor -> [M, ...] at those positions
+    targets: torch.Tensor  # [M] the completion tokens themselves
+    mask: torch.Tensor  # [N, L-1] bool: where `scatter_back` puts M results in the batch's layout
+
+
+def run_forward(model, batch: PackedBatch, project: bool = True, **kwargs) -> Forward:
+    """The one forward of a batch's rows that the policy, the reference and PPO's critic all run: padded rows cut
+    to `batch.width`, or (`batch.packed`) the rows packed into one (models/packing.py). `project`: the model has
+    an LM head, which projects to the vocabulary only the positions from the batch's first completion column on
+    (padded) or the completion positions (packed), through HF's `logits_to_keep` where the forward takes it;
+    `project=False`: a trunk without a head (PPO's separate critic). `kwargs` go to the model (PPO's
+    `output_hidden_states`). A batch without completion tokens (an empty micro-batch on a distributed rank)
+    runs padded and selects none (M = 0), but its forward still reaches every parameter."""
+    device = model_device(model)
+    mask = batch.completion_mask.bool()  # [N, L-1]
+    columns = mask.any(0).nonzero()  # [C, 1]
+    if batch.packed and len(columns):
+        row = pack_row(batch.input_ids, batch.attention_mask, batch.completion_mask)
+        positions = row.positions.to(device)  # [M]
+        inputs = dict(input_ids=row.input_ids.to(device), position_ids=row.position_ids.to(device),  # [1, T]
+                      **PACKED_FORWARD)
+        logits = None
+        if project and _takes_logits_to_keep(model):
+            out = model(**inputs, logits_to_keep=positions, **kwargs)
+            logits = out.logits[0]  # [M, V]
+        else:
+            out = model(**inputs, **kwargs)
+            logits = out.logits[0, positions] if project else None  # [M, V]
+        return Forward(out, logits, lambda x: x[0, positions], row.targets.to(device), row.mask)
+    width = batch.width or batch.input_ids.shape[1]  # W: the model sees columns 0..W-1 (past them: padding)
+    first = int(columns[0]) if len(columns) else width - 1  # the first column any row predicts a completion token in
+    input_ids = batch.input_ids[:, :width].to(device)  # [N, W]
+    attention_mask = batch.attention_mask[:, :width].to(device)  # [N, W]
+    keep = width - 1 - first  # columns first..W-2
+    selected = mask[:, first:width - 1].to(device)  # [N, keep]
+    if project and _takes_logits_to_keep(model):
+        out = model(input_ids=input_ids, attention_mask=attention_mask, logits_to_keep=keep + 1, **kwargs)
+        logits = out.logits[:, :-1][selected]  # [M, V]: of positions first..W-2
+    else:
+        out = model(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
+        logits = out.logits[:, first:-1][selected] if project else None  # [M, V]
+    return Forward(out, logits, lambda x: x[:, first:width - 1][selected], input_ids[:, first + 1:][selected], mask)
+
+
 def token_logprobs(model, batch: PackedBatch, temperature: float = 1.0, with_entropy: bool = False,
                    chunk_tokens: int = 0):
     """log p(sampled token) at every completion position, under logits / temperature (as the engine sampled).
@@ -98,70 +149,11 @@ def token_logprobs(model, batch: PackedBatch, temperature: float = 1.0, with_ent
     completion tokens at a time (chunked_logprobs.py), never holding the float32 [M, V] matrix.
     `batch.packed`: the rows run as one packed row (models/packing.py); the same numbers, no padding computed.
     """
-    mask = batch.completion_mask.bool()  # [N, L-1]
-    columns = mask.any(0).nonzero()  # [C, 1]
-    if len(columns) == 0:  # no completion token at all: nothing to skip, keep the graph
-        return _all_positions(model, batch, temperature, with_entropy, chunk_tokens)
-    if batch.packed:
-        return _packed_positions(model, batch, temperature, with_entropy, chunk_tokens)
-    device = model_device(model)
-    first = int(columns[0])  # the first column any row predicts a completion token in
-    width = batch.width or batch.input_ids.shape[1]  # W: the model sees columns 0..W-1 (past them: padding)
-    input_ids = batch.input_ids[:, :width].to(device)  # [N, W]
-    attention_mask = batch.attention_mask[:, :width].to(device)  # [N, W]
-    keep = width - 1 - first  # columns first..W-2
-    if _takes_logits_to_keep(model):
-        logits = model(input_ids=input_ids, attention_mask=attention_mask,
-                       logits_to_keep=keep + 1).logits[:, :-1]  # [N, keep, V]: positions first..W-2
-    else:
-        logits = model(input_ids=input_ids, attention_mask=attention_mask).logits  # [N, W, V]
-        logits = logits[:, first:-1]  # [N, keep, V]
-    selected = mask[:, first:width - 1].to(device)  # [N, keep]
-    targets = input_ids[:, first + 1 :][selected]  # [M], M = completion tokens
-    picked, picked_entropy = logprobs_from_logits(logits[selected], targets, temperature, with_entropy,
+    forward = run_forward(model, batch)
+    picked, picked_entropy = logprobs_from_logits(forward.logits, forward.targets, temperature, with_entropy,
                                                   chunk_tokens)  # [M]
-    logprobs = scatter_back(picked, mask)  # [N, L-1] on the batch's device
-    entropy = None if picked_entropy is None else scatter_back(picked_entropy, mask)
-    return logprobs, entropy
-
-
-def _packed_positions(model, batch: PackedBatch, temperature: float, with_entropy: bool, chunk_tokens: int):
-    """`token_logprobs` on the rows packed into one (models/packing.py): the model sees no padding and projects
-    only the positions that predict a completion token."""
-    logits, row, _ = packed_logits(model, batch)  # [M, V]
-    picked, picked_entropy = logprobs_from_logits(logits, row.targets.to(logits.device), temperature, with_entropy,
-                                                  chunk_tokens)  # [M]
-    entropy = None if picked_entropy is None else scatter_back(picked_entropy, row.mask)
-    return scatter_back(picked, row.mask), entropy  # [N, L-1]
-
-
-def packed_logits(model, batch: PackedBatch, **kwargs):
-    """(logits [M, V] at the positions predicting `batch`'s completion tokens, the PackedRow, the model's output),
-    one forward of its rows packed into one; `kwargs` go to the model (PPO's `output_hidden_states`)."""
-    device = model_device(model)
-    row = pack_row(batch.input_ids, batch.attention_mask, batch.completion_mask)
-    positions = row.positions.to(device)  # [M]
-    inputs = dict(input_ids=row.input_ids.to(device), position_ids=row.position_ids.to(device),  # [1, T]
-                  **PACKED_FORWARD)
-    if _takes_logits_to_keep(model):
-        out = model(**inputs, logits_to_keep=positions, **kwargs)
-        logits = out.logits[0]  # [M, V]
-    else:
-        out = model(**inputs, **kwargs)
-        logits = out.logits[0, positions]  # [M, V]
-    return logits, row, out
-
-
-def _all_positions(model, batch: PackedBatch, temperature: float, with_entropy: bool, chunk_tokens: int = 0):
-    """The plain computation at every position: for a batch without completion tokens (an empty
-    micro-batch on a distributed rank), whose forward must still reach every parameter."""
-    device = model_device(model)
-    input_ids = batch.input_ids.to(device)  # [N, L]
-    logits = model(input_ids=input_ids, attention_mask=batch.attention_mask.to(device)).logits  # [N, L, V]
-    logprobs, entropy = logprobs_from_logits(logits[:, :-1], input_ids[:, 1:], temperature, with_entropy,
-                                             chunk_tokens)  # [N, L-1]
-    back = batch.input_ids.device
-    return logprobs.to(back), None if entropy is None else entropy.to(back)
+    entropy = None if picked_entropy is None else scatter_back(picked_entropy, forward.mask)
+    return scatter_back(picked, forward.mask), entropy  # [N, L-1] on the batch's device
 
 
 def log_distributions(model, batch: PackedBatch, temperature: float = 1.0) -> torch.Tensor:
