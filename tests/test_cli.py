@@ -127,16 +127,17 @@ def test_model_hf_without_path_is_a_message(tmp_path, monkeypatch, capsys):
     assert "model.name_or_path" in message and "Traceback" not in message
 
 
-def test_more_eval_prompts_than_test_problems_is_a_message(tiny_lm, tmp_path, monkeypatch, capsys):
+def test_more_eval_prompts_than_test_problems_caps_the_eval_with_a_message(tiny_lm, tmp_path, monkeypatch, capsys):
+    """digits=1 has about 20 test problems and the default asks for 200: the run evaluates on the ones there are
+    and says so, naming train.eval_prompts (a run that stops here would be lost for a line of config)."""
     monkeypatch.setattr(sys, "argv", list(sys.argv))
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(SystemExit) as info:  # digits=1 has about 20 test problems; the default asks for 200
-        main(["train", "env.digits=1", f"model.name_or_path={tiny_lm.path}", f"output_dir={tmp_path / 'run'}",
-              "threads=1"])
+    main(["train", "env.digits=1", f"model.name_or_path={tiny_lm.path}", f"output_dir={tmp_path / 'run'}",
+          "threads=1", "rollout=hf", "train.steps=1", "train.prompts_per_step=2", "train.completions_per_prompt=2"])
     captured = capsys.readouterr()
-    message = f"{info.value.code}\n{captured.out}\n{captured.err}"
-    assert info.value.code not in (0, None)
-    assert "eval_prompts" in message and "Traceback" not in message
+    message = f"{captured.out}\n{captured.err}"
+    assert "train.eval_prompts=200" in message and "distinct test problems" in message, message
+    assert "Traceback" not in message and (tmp_path / "run" / "checkpoints" / "step_1").is_dir()
 
 
 def _one_line_failure(args, monkeypatch, tmp_path, capsys):
