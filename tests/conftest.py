@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -123,6 +124,26 @@ def _compose_train(overrides: list[str]):
     register_schemas()
     with initialize_config_module(config_module="rlvr.conf", version_base="1.3"):
         return compose(config_name="train", overrides=overrides)
+
+
+@pytest.fixture
+def rlvr_cli(tmp_path, monkeypatch, capsys):
+    """`rlvr_cli(*args)` -> (exit code, stdout + stderr): `rlvr ARGS` in-process through `rlvr.cli.main`, run in
+    tmp_path as a user's shell would (tests/cli_run.py runs it as a subprocess)."""
+    from rlvr.cli import main
+
+    monkeypatch.setattr(sys, "argv", list(sys.argv))  # cli rewrites sys.argv for Hydra
+    monkeypatch.chdir(tmp_path)
+
+    def run(*args):
+        try:
+            code = main(list(args))
+        except SystemExit as exit_:
+            code = exit_.code
+        captured = capsys.readouterr()
+        return code, f"{code}\n{captured.out}\n{captured.err}"
+
+    return run
 
 
 @pytest.fixture

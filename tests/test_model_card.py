@@ -11,26 +11,15 @@ import yaml
 from omegaconf import OmegaConf
 
 from rlvr import __version__
-from rlvr.cli import main
-
-
-def _tiny(tiny_lm, *extra):
-    return ["train", f"model.name_or_path={tiny_lm.path}", "rollout=hf", "env.digits=1", "train.prompts_per_step=2",
-            "train.completions_per_prompt=2", "train.micro_batch_size=4", "train.eval_prompts=4", "threads=1", *extra]
+from tests.cli_run import tiny_train
 
 
 @pytest.fixture
-def rlvr(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(sys, "argv", list(sys.argv))  # cli rewrites sys.argv for Hydra
-    monkeypatch.chdir(tmp_path)
-
+def rlvr(rlvr_cli):
+    """`rlvr(*args)` that must succeed."""
     def run(*args):
-        try:
-            code = main(list(args))
-        except SystemExit as exit_:
-            code = exit_.code
-        captured = capsys.readouterr()
-        assert code in (0, None), f"{captured.out}\n{captured.err}"
+        code, output = rlvr_cli(*args)
+        assert code in (0, None), output
 
     return run
 
@@ -59,7 +48,7 @@ def _metrics(run_dir):
 
 
 def test_each_checkpoint_carries_its_card_and_config(tiny_lm, tmp_path, rlvr):
-    first = _tiny(tiny_lm, "train.steps=3", "train.save_every=1", "train.eval_every=2", "output_dir=run")
+    first = tiny_train(tiny_lm, "train.steps=3", "train.save_every=1", "train.eval_every=2", "output_dir=run")
     rlvr(*first)
     run = tmp_path / "run"
     rlvr("train", "resume=run", "train.steps=4")  # a resumed session: its card lists both commands
@@ -93,7 +82,7 @@ def test_a_lora_checkpoint_and_its_adapter_carry_cards(tiny_lm, compose_train, t
     pytest.importorskip("peft")
     from rlvr.trainer.run import train
 
-    cfg = compose_train(_tiny(tiny_lm, "train.steps=1", "model.lora.r=4", "algo=dr_grpo", "algo.beta=0.04",
+    cfg = compose_train(tiny_train(tiny_lm, "train.steps=1", "model.lora.r=4", "algo=dr_grpo", "algo.beta=0.04",
                               f"output_dir={tmp_path}")[1:])
     train(cfg, log=lambda *a, **k: None)
     checkpoint = tmp_path / "checkpoints" / "step_1"

@@ -7,34 +7,16 @@ and leaves no stray outputs/<date>/<time>/ behind. In-process through `rlvr.cli.
 
 import dataclasses
 import json
-import sys
 
 import pytest
 import yaml
 
-from rlvr.cli import main
-
-
-def _tiny(tiny_lm, *extra):
-    return ["train", f"model.name_or_path={tiny_lm.path}", "rollout=hf", "env.digits=1", "train.prompts_per_step=2",
-            "train.completions_per_prompt=2", "train.micro_batch_size=4", "train.eval_prompts=4", "threads=1", *extra]
+from tests.cli_run import tiny_train
 
 
 @pytest.fixture
-def rlvr(tmp_path, monkeypatch, capsys):
-    """`rlvr(*args)` -> (exit code, stdout + stderr), run in tmp_path as a user's shell would."""
-    monkeypatch.setattr(sys, "argv", list(sys.argv))  # cli rewrites sys.argv for Hydra
-    monkeypatch.chdir(tmp_path)
-
-    def run(*args):
-        try:
-            code = main(list(args))
-        except SystemExit as exit_:
-            code = exit_.code
-        captured = capsys.readouterr()
-        return code, f"{code}\n{captured.out}\n{captured.err}"
-
-    return run
+def rlvr(rlvr_cli):
+    return rlvr_cli
 
 
 def _steps(run_dir):
@@ -42,12 +24,12 @@ def _steps(run_dir):
 
 
 def test_second_run_into_a_run_directory_is_refused_and_nothing_is_touched(tiny_lm, tmp_path, rlvr):
-    code, out = rlvr(*_tiny(tiny_lm, "train.steps=2", "output_dir=run"))
+    code, out = rlvr(*tiny_train(tiny_lm, "train.steps=2", "output_dir=run"))
     assert code in (0, None), out
     before = {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir() if p.is_file()}
     hydra_before = (tmp_path / "run" / ".hydra" / "overrides.yaml").read_text()
 
-    code, out = rlvr(*_tiny(tiny_lm, "algo=reinforce", "train.steps=1", "output_dir=run"))
+    code, out = rlvr(*tiny_train(tiny_lm, "algo=reinforce", "train.steps=1", "output_dir=run"))
     assert code not in (0, None)
     assert "already holds a run" in out and "resume=run" in out and "overwrite=true" in out
     assert "Traceback" not in out
@@ -57,8 +39,8 @@ def test_second_run_into_a_run_directory_is_refused_and_nothing_is_touched(tiny_
 
 
 def test_overwrite_true_replaces_the_earlier_run(tiny_lm, tmp_path, rlvr):
-    assert rlvr(*_tiny(tiny_lm, "train.steps=2", "output_dir=run"))[0] in (0, None)
-    code, out = rlvr(*_tiny(tiny_lm, "algo=reinforce", "train.steps=1", "output_dir=run", "overwrite=true"))
+    assert rlvr(*tiny_train(tiny_lm, "train.steps=2", "output_dir=run"))[0] in (0, None)
+    code, out = rlvr(*tiny_train(tiny_lm, "algo=reinforce", "train.steps=1", "output_dir=run", "overwrite=true"))
     assert code in (0, None), out
     assert _steps(tmp_path / "run") == [0, 1]
     assert sorted(p.name for p in (tmp_path / "run" / "checkpoints").iterdir()) == ["step_1"]
@@ -72,14 +54,14 @@ def test_train_api_refuses_a_run_directory_too(tiny_lm, tmp_path, compose_train,
 
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "metrics.jsonl").write_text('{"step": 0}\n')
-    cfg = compose_train(_tiny(tiny_lm, "train.steps=1", f"output_dir={tmp_path / 'run'}")[1:])
+    cfg = compose_train(tiny_train(tiny_lm, "train.steps=1", f"output_dir={tmp_path / 'run'}")[1:])
     with pytest.raises(ConfigError, match="already holds a run"):
         train(cfg, log=lambda *_: None)
     assert (tmp_path / "run" / "metrics.jsonl").read_text() == '{"step": 0}\n'
 
 
 def test_bare_resume_continues_the_saved_config_with_overrides_on_top(tiny_lm, tmp_path, rlvr):
-    first = _tiny(tiny_lm, "train.steps=2", "train.save_every=1", "train.eval_every=1", "seed=3", "output_dir=run")
+    first = tiny_train(tiny_lm, "train.steps=2", "train.save_every=1", "train.eval_every=1", "seed=3", "output_dir=run")
     assert rlvr(*first)[0] in (0, None)
     (tmp_path / "run" / "checkpoints" / "step_2").rename(tmp_path / "run" / "checkpoints" / "killed")  # as if killed
     saved_hydra = (tmp_path / "run" / ".hydra" / "overrides.yaml").read_text()
@@ -127,7 +109,7 @@ def test_a_start_that_fails_never_blocks_its_retry(tiny_lm, tmp_path, rlvr, monk
         raise RuntimeError("the engine did not start")
 
     monkeypatch.setattr(setup, "build_engine", no_engine)
-    command = _tiny(tiny_lm, "train.steps=1", "output_dir=run", "logger=[tensorboard,wandb]")
+    command = tiny_train(tiny_lm, "train.steps=1", "output_dir=run", "logger=[tensorboard,wandb]")
     code, out = rlvr(*command)
     assert code not in (0, None) and "the engine did not start" in out
     assert not (tmp_path / "run" / "config.yaml").exists()
@@ -151,7 +133,7 @@ def test_a_start_that_fails_never_blocks_its_retry(tiny_lm, tmp_path, rlvr, monk
 def test_a_resume_that_changes_what_the_checkpoint_is_is_refused_before_anything_is_written(tiny_lm, tmp_path, rlvr):
     """`resume=RUN env=countdown` used to build countdown's model, load the run's checkpoint into it, crash, and leave
     the run's config.yaml rewritten, so that a plain `resume=RUN` crashed too from then on."""
-    assert rlvr(*_tiny(tiny_lm, "train.steps=2", "train.save_every=1", "output_dir=run"))[0] in (0, None)
+    assert rlvr(*tiny_train(tiny_lm, "train.steps=2", "train.save_every=1", "output_dir=run"))[0] in (0, None)
     before = {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir() if p.is_file()}
     code, out = rlvr("train", "resume=run", "env=countdown", "train.steps=3")
     assert code not in (0, None)
@@ -166,7 +148,7 @@ def test_a_resume_that_changes_what_the_checkpoint_is_is_refused_before_anything
 def test_a_resume_that_fails_in_its_first_step_leaves_the_config_as_it_was(tiny_lm, tmp_path, rlvr, monkeypatch):
     from rlvr.trainer.algorithms import ALGORITHMS
 
-    assert rlvr(*_tiny(tiny_lm, "train.steps=1", "output_dir=run"))[0] in (0, None)
+    assert rlvr(*tiny_train(tiny_lm, "train.steps=1", "output_dir=run"))[0] in (0, None)
     saved = (tmp_path / "run" / "config.yaml").read_text()
     algorithm = ALGORITHMS["grpo"]
 

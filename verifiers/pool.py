@@ -256,11 +256,21 @@ class TimeLimitPool:
 
 class PooledWorkers:
     """For a verifier that sends items to a `TimeLimitPool` it owns: the pool made on first use (and again when
-    the worker count changes), `close()`, and pickling without it (Ray actors and process pools get their own)."""
+    the worker count changes), `close()`, and pickling without it (Ray actors and process pools get their own).
+    Its `verify_batch(completions, records, workers=None, progress=None)` is the real entry: one completion is a
+    batch of one, and `check_batch` refuses lists of different lengths."""
 
     pool_preload: tuple[str, ...] = ()
     memory_limit_mb: int | None = None
     _pool: TimeLimitPool | None = None
+
+    def __call__(self, completion, record):
+        return self.verify_batch([completion], [record])[0]
+
+    @staticmethod
+    def check_batch(completions, records) -> None:
+        if len(completions) != len(records):
+            raise ValueError(f"{len(completions)} completions but {len(records)} records")
 
     def worker_pool(self, workers: int) -> TimeLimitPool:
         if self._pool is None or self._pool.workers != workers:

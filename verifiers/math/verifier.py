@@ -110,14 +110,10 @@ class MathVerifier(PooledWorkers):
         self.workers = workers
         self.memory_limit_mb = memory_limit_mb
 
-    def __call__(self, completion: str, record: Mapping[str, Any]) -> VerifyResult:
-        return self.verify_batch([completion], [record])[0]
-
     def verify_batch(self, completions: Sequence[str], records: Sequence[Mapping[str, Any]], workers: int | None = None,
                      progress: Callable[[int], None] | None = None) -> list[VerifyResult]:
         """Results in input order; `progress(k)` is called with the number of newly finished items."""
-        if len(completions) != len(records):
-            raise ValueError(f"{len(completions)} completions but {len(records)} records")
+        self.check_batch(completions, records)
         results: list[VerifyResult | None] = [None] * len(completions)
         slow: list[tuple[int, tuple, dict]] = []
         for i, (completion, record) in enumerate(zip(completions, records)):

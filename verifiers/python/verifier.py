@@ -99,13 +99,9 @@ class PythonReward(PooledWorkers):
             self.close()
             raise ConfigError(f"python verifier: function {self.function!r}: {problem}")
 
-    def __call__(self, completion: str, record: Mapping[str, Any]) -> VerifyResult:
-        return self.verify_batch([completion], [record])[0]
-
     def verify_batch(self, completions: Sequence[str], records: Sequence[Mapping[str, Any]], workers: int | None = None,
                      progress: Callable[[int], None] | None = None) -> list[VerifyResult]:
-        if len(completions) != len(records):
-            raise ValueError(f"{len(completions)} completions but {len(records)} records")
+        self.check_batch(completions, records)
         if not completions:
             return []
         size = self.batch_size or len(completions)

@@ -45,13 +45,9 @@ class VerifiersTaskReward(PooledWorkers):
         self.timeout, self.correct_at = float(timeout), float(correct_at)
         self.workers, self.memory_limit_mb = workers, memory_limit_mb
 
-    def __call__(self, completion: str, record: Mapping[str, Any]) -> VerifyResult:
-        return self.verify_batch([completion], [record])[0]
-
     def verify_batch(self, completions: Sequence[str], records: Sequence[Mapping[str, Any]], workers: int | None = None,
                      progress: Callable[[int], None] | None = None) -> list[VerifyResult]:
-        if len(completions) != len(records):
-            raise ValueError(f"{len(completions)} completions but {len(records)} records")
+        self.check_batch(completions, records)
         results: list[VerifyResult | None] = [None] * len(completions)
         items: dict[str, list[tuple[int, tuple]]] = {"worker:score": [], "episode:score": []}
         for i, (completion, record) in enumerate(zip(completions, records)):
