@@ -126,6 +126,13 @@ def _compose_train(overrides: list[str]):
         return compose(config_name="train", overrides=overrides)
 
 
+@pytest.fixture(autouse=True)
+def _argv_restored(monkeypatch):
+    """rlvr/cli.py rewrites sys.argv for Hydra (`["rlvr train", *overrides]`): each test gets the process's own
+    back, so a test that calls `main` never changes what a later one sees (the model card reads sys.argv)."""
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+
+
 @pytest.fixture
 def rlvr_cli(tmp_path, monkeypatch, capsys):
     """`rlvr_cli(*args)` -> (exit code, stdout + stderr): `rlvr ARGS` in-process through `rlvr.cli.main`, run in
