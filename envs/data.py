@@ -14,6 +14,7 @@ train rows are served in a fresh seed-shuffled order each pass and test rows are
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import random
 from collections.abc import Sequence
@@ -55,6 +56,8 @@ def load_rows(source: str, fields: Sequence[str], env: str, *, split: str = "tra
     except ConfigError:
         raise
     except Exception as error:  # datasets raises many types; the message names the source either way
+        if path.suffix.lower() == ".jsonl" and path.is_file():
+            _refuse_a_bad_line(path, source, env)  # pyarrow's message has no line number a user can go to
         raise ConfigError(f"{env}: could not load {source!r} ({type(error).__name__}: {error})") from error
     missing = [f for f in fields if f not in table.column_names]
     rows = table.to_list()
@@ -65,6 +68,22 @@ def load_rows(source: str, fields: Sequence[str], env: str, *, split: str = "tra
             if row.get(field) is None:  # JSONL rows that lack a key another row has are loaded as null
                 raise ConfigError(f"{env}: row {i} of {source} has no field {field!r}")
     return rows
+
+
+def _refuse_a_bad_line(path: Path, source: str, env: str) -> None:
+    """ConfigError naming the first line of a JSONL file that is not one JSON object (blank lines pass)."""
+    with open(path, encoding="utf-8", errors="replace") as lines:
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise ConfigError(f"{env}: {source} line {number} is not JSON ({error.msg}, column {error.colno}): "
+                                  f"{line.strip()[:60]!r}") from None
+            if not isinstance(value, dict):
+                raise ConfigError(f"{env}: {source} line {number} is a JSON {type(value).__name__}, not an object "
+                                  f"with the fields: {line.strip()[:60]!r}")
 
 
 def _from_disk(datasets, path: Path, source: str, split: str, env: str):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 USAGE = """usage: rlvr <command> [overrides...]
 
@@ -270,9 +271,31 @@ def _eval(overrides: list[str]) -> int:
     def task(cfg) -> None:
         from rlvr.trainer.evaluation.eval_run import run_eval  # torch loads here, so `rlvr eval --help` stays fast
 
-        run_eval(cfg)
+        try:
+            run_eval(cfg)
+        except BaseException:
+            _remove_unused_eval_dir(Path(cfg.output_dir))
+            raise
 
     return _run_hydra("eval", overrides, task, (ConfigError, UnknownNameError))
+
+
+def _remove_unused_eval_dir(out: Path) -> None:
+    """After a failed `rlvr eval`: the output directory goes when it holds nothing an eval did (Hydra's eval.log,
+    the settings, an empty completions file; a resume needs none of them), and so does the date folder of the
+    default outputs/eval/<date>/<time>/ and the empty folders above it. Completions already written stay."""
+    from rlvr.trainer.evaluation.eval_run import COMPLETIONS, SETTINGS
+
+    if not out.is_dir() or (out / COMPLETIONS).is_file() and (out / COMPLETIONS).stat().st_size > 0:
+        return
+    for name in ("eval.log", SETTINGS, COMPLETIONS):
+        (out / name).unlink(missing_ok=True)
+    default = out.parent.parent.name == "eval"  # outputs/eval/<date>/<time>: the folders above are this command's
+    for folder in (out / "servers", out, *((out.parent, out.parent.parent, out.parent.parent.parent) if default else ())):
+        if folder.is_dir() and any(folder.iterdir()):
+            break
+        if folder.is_dir():
+            folder.rmdir()
 
 
 def _verify(overrides: list[str]) -> int:
@@ -291,6 +314,9 @@ def _verify(overrides: list[str]) -> int:
         if missing:
             raise ConfigError(f"{' and '.join(f'{k}=' for k in missing)} missing: rlvr verify input=IN.jsonl "
                               f"output=OUT.jsonl [verifier=math] (record format: rlvr verify --help)")
+        if Path(cfg.output).resolve() == Path(cfg.input).resolve():
+            raise ConfigError(f"output={cfg.output} is the input file: rlvr verify writes its records to a new file "
+                              f"and leaves the input as it is; choose another output=")
         apply_hosts(cfg.sandbox.hosts)
         summary = verify_file(cfg.input, cfg.output, verifier_name=cfg.verifier, workers=cfg.workers,
                               verifier_params=OmegaConf.to_container(cfg.params, resolve=True))

@@ -160,6 +160,32 @@ def test_model_path_that_does_not_exist_is_one_line(tmp_path, monkeypatch, capsy
     assert not (tmp_path / "run" / "metrics.jsonl").exists()
 
 
+def test_a_broken_jsonl_line_is_one_line_naming_the_line(tiny_lm, tmp_path, monkeypatch, capsys):
+    good = '{"problem": "1+1", "solution": "\\\\boxed{2}"}'
+    (tmp_path / "bad.jsonl").write_text(f"{good}\n\n{{bad\n{good}\n")
+    message = _one_line_failure(["train", "env=math", "env.train_file=bad.jsonl", "env.test_file=bad.jsonl",
+                                 f"model.name_or_path={tiny_lm.path}", "output_dir=run", "threads=1"],
+                                monkeypatch, tmp_path, capsys)
+    assert "bad.jsonl line 3 is not JSON" in message and "'{bad'" in message, message
+    assert len(message.splitlines()) == 1, message
+
+
+def test_verify_refuses_to_write_over_its_input(tmp_path, monkeypatch, capsys):
+    record = '{"completion": "<answer>2</answer>", "answer": "2", "verifier": "exact"}\n'
+    (tmp_path / "in.jsonl").write_text(record)
+    message = _one_line_failure(["verify", "input=in.jsonl", "output=./in.jsonl"], monkeypatch, tmp_path, capsys)
+    assert "output=./in.jsonl is the input file" in message, message
+    assert (tmp_path / "in.jsonl").read_text() == record  # untouched
+
+
+def test_a_failed_eval_leaves_no_output_folder_behind(tmp_path, monkeypatch, capsys):
+    (tmp_path / "outputs" / "train_run").mkdir(parents=True)  # what was there before stays
+    message = _one_line_failure(["eval"], monkeypatch, tmp_path, capsys)  # no model given: fails before any work
+    assert "no model to evaluate" in message, message
+    assert [p.relative_to(tmp_path).as_posix() for p in sorted(tmp_path.rglob("*"))] == ["outputs",
+                                                                                        "outputs/train_run"]
+
+
 def test_directory_without_a_tokenizer_is_one_line(tmp_path, monkeypatch, capsys):
     (tmp_path / "not_a_model").mkdir()
     message = _one_line_failure(["train", f"model.name_or_path={tmp_path / 'not_a_model'}", "output_dir=run",
