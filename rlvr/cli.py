@@ -286,16 +286,18 @@ def _remove_unused_eval_dir(out: Path) -> None:
     default outputs/eval/<date>/<time>/ and the empty folders above it. Completions already written stay."""
     from rlvr.trainer.evaluation.eval_run import COMPLETIONS, SETTINGS
 
-    if not out.is_dir() or (out / COMPLETIONS).is_file() and (out / COMPLETIONS).stat().st_size > 0:
+    completions = out / COMPLETIONS
+    if not out.is_dir() or (completions.is_file() and completions.stat().st_size > 0):
         return
     for name in ("eval.log", SETTINGS, COMPLETIONS):
         (out / name).unlink(missing_ok=True)
     default = out.parent.parent.name == "eval"  # outputs/eval/<date>/<time>: the folders above are this command's
     for folder in (out / "servers", out, *((out.parent, out.parent.parent, out.parent.parent.parent) if default else ())):
-        if folder.is_dir() and any(folder.iterdir()):
+        if not folder.is_dir():
+            continue
+        if any(folder.iterdir()):
             break
-        if folder.is_dir():
-            folder.rmdir()
+        folder.rmdir()
 
 
 def _verify(overrides: list[str]) -> int:

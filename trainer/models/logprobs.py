@@ -108,7 +108,6 @@ def run_forward(model, batch: PackedBatch, project: bool = True, **kwargs) -> Fo
         positions = row.positions.to(device)  # [M]
         inputs = dict(input_ids=row.input_ids.to(device), position_ids=row.position_ids.to(device),  # [1, T]
                       **PACKED_FORWARD)
-        logits = None
         if project and _takes_logits_to_keep(model):
             out = model(**inputs, logits_to_keep=positions, **kwargs)
             logits = out.logits[0]  # [M, V]
