@@ -461,8 +461,8 @@ class RunConfig:
     """A run directory: continue it from its last checkpoint."""
     overwrite: bool = False
     """true: a new run replaces the run in output_dir (refused otherwise)."""
-    threads: int = 0
-    """Torch CPU threads; 0: torch's default (all cores)."""
+    threads: Any = "auto"
+    """Torch CPU threads: auto (1 under 10M parameters, else every core) | N | 0 (torch's default: every core)."""
     data: Optional[str] = None
     """algo=dpo: a scored-completions JSONL (rlvr eval's) for offline DPO."""
     logger: list = field(default_factory=list)

@@ -50,6 +50,7 @@ from rlvr.trainer.rollout.prompts import prompt_lengths
 from rlvr.trainer.rollout.types import Engine, SamplingParams
 from rlvr.trainer.rollout.weights import PolicyEngine
 from rlvr.trainer.run_dir import RunFiles, prepare_new_run_dir
+from rlvr.trainer.threads import set_model_threads, set_start_threads
 from rlvr.trainer.truncation import context_warning, resolve_rollout_lengths
 from rlvr.trainer.validate import validate_multi_turn, validate_train_config, validate_world_size
 
@@ -103,8 +104,7 @@ def build_run(cfg, log=print) -> Run:
     validate_world_size(cfg, parallel.world_size)
     if not parallel.is_main:  # rank 0 alone prints and writes
         log = lambda *args, **kwargs: None  # noqa: E731
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
+    set_start_threads(cfg.threads)  # threads=auto: one until the policy is built (trainer/threads.py)
     run_dir = Path(cfg.resume or cfg.output_dir)
     if not cfg.resume and not cfg.overwrite:
         prepare_new_run_dir(run_dir, overwrite=False)  # an earlier run's directory is refused before any work
@@ -119,6 +119,8 @@ def build_run(cfg, log=print) -> Run:
     saved = saved_entries(checkpoint, "base_model", "commands") if checkpoint else {}
     tokenizer, model, plain, reference, critic, base_model = _models(cfg, env, algorithm, checkpoint, saved, parallel,
                                                                      device, log)
+    if line := set_model_threads(cfg.threads, plain):  # threads=auto: by the policy's size
+        log(line)
     params = list(model.parameters()) + (list(critic.parameters()) if critic is not None else [])
     optimizer = torch.optim.AdamW(params, lr=cfg.optim.lr, betas=tuple(cfg.optim.betas),
                                   weight_decay=cfg.optim.weight_decay)

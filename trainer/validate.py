@@ -19,6 +19,7 @@ from rlvr.trainer.algos.dpo_loss import LOSS_TYPES
 from rlvr.trainer.loggers import LOGGERS
 from rlvr.trainer.algos.pairs import STRATEGIES
 from rlvr.trainer.rollout.factory import CHOICES as ENGINES
+from rlvr.trainer.threads import check_threads
 
 SCHEDULES = ("constant", "linear", "cosine")
 WANDB_MODES = ("offline", "online", "disabled")
@@ -32,6 +33,7 @@ def validate_train_config(cfg) -> None:
     need(cfg.algo.name in ALGORITHMS,
          f"algo.name={cfg.algo.name!r} is not available; choose one of {', '.join(ALGORITHMS)}")
     validate_algo(cfg)  # per family (trainer/algo_keys.py)
+    check_threads(cfg.threads)
     need(cfg.rollout.engine in ENGINES, f"rollout.engine={cfg.rollout.engine!r}; choose one of {', '.join(ENGINES)}")
     need(cfg.rollout.max_new_tokens is None or cfg.rollout.max_new_tokens >= 1,
          f"rollout.max_new_tokens={cfg.rollout.max_new_tokens} must be >= 1 (or null: the environment's default)")
