@@ -37,7 +37,7 @@ from typing import Any
 
 from rlvr.errors import ConfigError
 
-TRAIN_GROUPS = ("algo", "env", "model", "rollout", "reward")
+TRAIN_GROUPS = ("algo", "env", "model", "rollout", "reward", "train")  # train="fast": conf/train/fast.yaml
 _PLAIN = re.compile(r"^[A-Za-z_/.][\w./:@+-]*$")  # a string Hydra reads back as that string, unquoted
 _KEYWORDS = ("true", "false", "null", "nan", "inf")
 EVAL_GROUPS = ("env", "rollout")

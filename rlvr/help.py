@@ -27,7 +27,7 @@ from typing import Any
 WIDTH = 110  # the widest line printed
 COLUMN = 38  # where the meaning starts after `  key=default`
 INTERNAL_GROUPS = ("algo_schema", "hydra")  # schema plumbing and Hydra's own: not choices a user makes
-GROUP_ORDER = ("env", "model", "algo", "rollout", "reward")  # what to train first, then how
+GROUP_ORDER = ("env", "model", "algo", "rollout", "reward", "train")  # what to train first, then how
 GROUP_KEYS = {"algo": "algo.name", "env": "env", "model": "model.name", "rollout": "rollout.engine",
               "reward": "reward.kind"}  # the key each group option sets: shown as the choice, not as a key
 DYNAMIC = "env"  # an open mapping whose keys are the chosen environment's (its YAML), not the schema's
@@ -307,7 +307,7 @@ def _line(left: str, meaning: str) -> list[str]:
 def _choices(cfg, loader) -> list[str]:
     """One line per config group the command composes (its defaults list), with the chosen option first."""
     chosen = cfg.hydra.runtime.choices
-    groups = [g for g in chosen if chosen[g] is not None and "/" not in g and g not in INTERNAL_GROUPS]
+    groups = [g for g in chosen if "/" not in g and g not in INTERNAL_GROUPS]  # train=null: no preset chosen
     groups.sort(key=lambda g: (GROUP_ORDER.index(g) if g in GROUP_ORDER else len(GROUP_ORDER), g))
     if not groups:
         return []
@@ -317,7 +317,7 @@ def _choices(cfg, loader) -> list[str]:
         shown = ", ".join(o for o in options if not (group == "env" and o == "vf"))
         if group == "env" and "vf" in options:
             shown += "; vf:NAME (a verifiers taskset); `rlvr envs` describes each"
-        lines += _line(f"  {group}={chosen[group]}", shown)
+        lines += _line(f"  {group}={chosen[group] or 'null'}", shown)
     return lines + [""]
 
 

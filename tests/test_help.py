@@ -141,11 +141,12 @@ def test_internal_groups_are_hidden_and_the_choices_come_first_in_order(capsys):
     assert "algo_schema" not in text
     choices = text.split("Choices", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
     groups = [line.split("=", 1)[0].strip() for line in choices if not line.startswith(" " * COLUMN)]
-    assert groups == ["env", "model", "algo", "rollout", "reward"]
+    assert groups == ["env", "model", "algo", "rollout", "reward", "train"]
     block = " ".join(choices)
-    for option in ("arithmetic", "countdown", "vf:NAME", "smollm2", "tiny", "dapo", "trpo", "vllm", "format_only"):
+    for option in ("arithmetic", "countdown", "vf:NAME", "smollm2", "tiny", "dapo", "trpo", "vllm", "format_only",
+                   "fast"):
         assert option in block, option
-    assert "  env=arithmetic " in block and "  algo=grpo " in block
+    assert "  env=arithmetic " in block and "  algo=grpo " in block and "  train=null " in block
     assert "algo=ppo" in help_of(capsys, "train", "algo=ppo").split("\n\n", 2)[1]  # the chosen option follows
 
 

@@ -19,6 +19,7 @@ from rlvr.trainer.config import RENAMED_KEYS, RunConfig
 from rlvr.errors import ConfigError
 
 GROUPS = ("algo", "env", "model", "rollout")
+KEY_PRESETS = ("train",)  # groups that set a few keys of a section (conf/train/fast.yaml), not the whole of it
 
 
 def resumed_config(composed: DictConfig, overrides: list[str]) -> DictConfig:
@@ -39,13 +40,18 @@ def resumed_config(composed: DictConfig, overrides: list[str]) -> DictConfig:
                           f"({type(error).__name__}: {error}); start a new run") from None
     OmegaConf.set_struct(cfg, True)
     parsed = OverridesParser.create().parse_overrides(overrides)
-    groups = [o for o in parsed if o.key_or_group in GROUPS]  # `algo=ppo`: the whole section, then its keys
-    for override in groups + [o for o in parsed if o.key_or_group not in GROUPS]:
+    # as Hydra does: `algo=ppo` (the whole section) and `train=fast` (a few keys) first, then the keys given
+    first = [o for o in parsed if o.key_or_group in GROUPS + KEY_PRESETS]
+    for override in first + [o for o in parsed if o.key_or_group not in GROUPS + KEY_PRESETS]:
         key = override.key_or_group
         if override.is_delete():
             raise ConfigError(f"~{key}: deleting a key is not supported with resume=; set it to a value instead")
         if key in GROUPS:  # the section as composed, typed; its interpolations resolve in the resumed config
             cfg[key] = composed[key]
+            continue
+        if key in KEY_PRESETS:  # `train=fast`: the preset's own keys, no others
+            for name, value in _preset_keys(key, override.value()).items():
+                OmegaConf.update(cfg, f"{key}.{name}", value, merge=False)
             continue
         value = OmegaConf.select(composed, key, throw_on_missing=True)
         if isinstance(value, DictConfig) or OmegaConf.is_list(value):
@@ -92,3 +98,10 @@ def _schema_for(saved: DictConfig) -> DictConfig:
     for key in [k for k in saved.algo if k not in schema.algo]:
         del saved.algo[key]
     return schema
+
+
+def _preset_keys(group: str, option) -> dict:
+    """The keys conf/GROUP/OPTION.yaml sets (Hydra composed the same file, so it exists)."""
+    from importlib.resources import files
+
+    return OmegaConf.to_container(OmegaConf.load(str(files("rlvr.conf") / group / f"{option}.yaml")))
