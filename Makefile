@@ -96,9 +96,10 @@ BENCH_ARGS_bench_rollout ?= --repeats 1 --grpo-steps 0 --max-new-tokens 32
 BENCH_ARGS_bench_sandbox ?= --runs 100
 BENCH_ARGS_bench_seeds ?= --seeds 0 --algorithms grpo,dpo
 BENCH_ARGS_bench_tools ?= --seeds 0
+BENCH_ARGS_bench_update ?= --repeats 1 --settings plain,budget
 BENCH_SCRIPTS := $(sort $(wildcard bench/bench_*.py))
 
-bench: $(VENV)/.test docker
+bench: $(VENV)/.test $(VENV)/.smollm2 docker  # bench_stock and bench_update run SmolLM2
 	@set -e; all=$$(date +%s); $(foreach script,$(BENCH_SCRIPTS),\
 	  args="$(BENCH_ARGS_$(basename $(notdir $(script))))"; echo "== $(script) $$args"; start=$$(date +%s); \
 	  $(BIN)/python $(script) $$args; echo "== $(script): $$(( $$(date +%s) - start )) s";) \
