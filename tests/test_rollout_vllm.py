@@ -152,6 +152,28 @@ def test_rollout_vllm_without_vllm_names_the_extra(monkeypatch, tiny_lm):
     assert isinstance(build_engine("auto", tiny_lm.model(), tiny_lm.tokenizer), HFEngine)
 
 
+def test_auto_takes_hf_for_a_head_size_vllms_cpu_attention_cannot_run(tiny_lm, sft_model):
+    """`rollout=auto` on tiny_lm (head_dim 16) is hf, with the reason; a head_dim-32 model still gets vLLM."""
+    from rlvr.trainer.rollout.factory import auto_unsuited, engine_class
+    from rlvr.trainer.rollout.vllm import VLLMEngine
+
+    small = tiny_lm.model()
+    assert small.config.hidden_size // small.config.num_attention_heads == 16
+    assert auto_unsuited(small.config).endswith("this model's is 16")
+    assert engine_class("auto", small.config) is HFEngine
+    assert isinstance(build_engine("auto", small, tiny_lm.tokenizer), HFEngine)  # before: vLLM, which stopped
+    assert auto_unsuited(sft_model.config) is None and engine_class("auto", sft_model.config) is VLLMEngine
+
+
+def test_a_run_on_auto_with_such_a_model_says_so_and_trains(rlvr_cli, tiny_lm):
+    from tests.cli_run import tiny_train
+
+    args = ["rollout=auto" if a == "rollout=hf" else a for a in tiny_train(tiny_lm, "train.steps=1", "output_dir=run")]
+    code, output = rlvr_cli(*args)
+    assert code == 0, output
+    assert "rollout=auto: hf, since vLLM's CPU attention takes head sizes" in output
+
+
 def test_kv_cache_is_sized_to_the_run(engine):
     """rollout.kv_cache_bytes=auto on the CPU: the engine gets `max_sequences` rows (256 by default) of the
     model's 128 positions, not a fixed GiB. A token: 2 layers x 1 KV head x 32 dims x 2 (K, V) x 4 bytes = 512

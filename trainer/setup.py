@@ -45,7 +45,7 @@ from rlvr.trainer.models.model import (build_policy, build_reference, load_token
                                        resumed_base_path)
 from rlvr.trainer.models.packing import check_packing
 from rlvr.trainer.reward_config import check_reward_config
-from rlvr.trainer.rollout.factory import build_engine, engine_class
+from rlvr.trainer.rollout.factory import auto_unsuited, build_engine, engine_class, vllm_available
 from rlvr.trainer.rollout.prompts import prompt_lengths
 from rlvr.trainer.rollout.types import Engine, SamplingParams
 from rlvr.trainer.rollout.weights import PolicyEngine
@@ -252,7 +252,7 @@ def _restore(checkpoint: Path, model, optimizer, scheduler, critic, curriculum, 
 def _engine(cfg, env, tokenizer, plain, parallel: Parallel, test_rows: list[dict], run_dir: Path) -> PolicyEngine:
     """The run's engine (rollout.engine), wrapped so every `sync_weights(policy)` hands it the plain HF module;
     vLLM: LoRA adapters reach it merged, or as the adapter alone (rollout.lora_sync=adapter)."""
-    copies_weights = engine_class(cfg.rollout.engine).copies_weights
+    copies_weights = engine_class(cfg.rollout.engine, plain.config).copies_weights
     adapter_sync = cfg.rollout.lora_sync == "adapter"
     options = {**OmegaConf.to_container(cfg.rollout, resolve=True), "seed": cfg.seed + parallel.rank,
                "max_sequences": _engine_rows(cfg),
@@ -284,6 +284,8 @@ def _log_start(run: Run, device, plain) -> None:
                               getattr(plain.config, "max_position_embeddings", None))
     if warning and run.parallel.is_main:
         log(warning)
+    if cfg.rollout.engine == "auto" and vllm_available() and (why := auto_unsuited(plain.config)):
+        log(why)
     if run.curriculum is not None:
         log(run.curriculum.describe())
 

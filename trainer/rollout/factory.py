@@ -33,7 +33,7 @@ def build_engine(kind: str, model, tokenizer, options=None) -> Engine:
     for) the vLLM engine reads, and whose server keys
     (endpoints, num_servers, timeouts) the server engine reads; hf reads `prefill_once`.
     """
-    kind = resolve_kind(kind, options)
+    kind = resolve_kind(kind, options, getattr(model, "config", None))
     if kind == "server":
         return build_server_engine(model, tokenizer, options)
     engine = engine_class(kind)
@@ -42,19 +42,21 @@ def build_engine(kind: str, model, tokenizer, options=None) -> Engine:
     return engine(model, tokenizer, prefill_once=bool(_get(options, "prefill_once", True)))
 
 
-def engine_class(kind: str) -> type:
-    """The class `build_engine(kind, ...)` instantiates (the loop reads its `copies_weights` first)."""
+def engine_class(kind: str, model_config=None) -> type:
+    """The class `build_engine(kind, model, ...)` instantiates for a model of `model_config` (the loop reads its
+    `copies_weights` first)."""
     if kind != "server":  # the server class is known whether or not vLLM is installed here to start servers
-        kind = resolve_kind(kind)
+        kind = resolve_kind(kind, model_config=model_config)
     module, name = ENGINES[kind]
     return getattr(importlib.import_module(module), name)
 
 
-def resolve_kind(kind: str, options=None) -> str:
-    """`hf`, `vllm` or `server`: `auto` resolved; a vLLM that is not installed (where one must run here: vllm,
-    or server without rollout.endpoints), or another name, is a ConfigError."""
+def resolve_kind(kind: str, options=None, model_config=None) -> str:
+    """`hf`, `vllm` or `server`: `auto` resolved (vLLM when it imports and, given `model_config`, runs the model:
+    `auto_unsuited`); a vLLM that is not installed (where one must run here: vllm, or server without
+    rollout.endpoints), or another name, is a ConfigError."""
     if kind == "auto":
-        kind = "vllm" if vllm_available() else "hf"
+        kind = "vllm" if vllm_available() and not auto_unsuited(model_config) else "hf"
     if kind == "vllm" and not vllm_available():
         raise ConfigError(f"rollout=vllm needs vLLM, which is not installed: pip install '{_vllm_extra()}' "
                           "(or choose rollout=hf)")
@@ -118,6 +120,24 @@ def _get(options, key: str, default=None):
         return default
     value = options.get(key, default) if hasattr(options, "get") else getattr(options, key, default)
     return default if value is None else value
+
+
+def auto_unsuited(model_config) -> str | None:
+    """Why `rollout=auto` takes hf for this model although vLLM is installed, or None: on the CPU, a head size
+    vLLM's CPU attention has no kernel for (it takes 32, 64, 80, ... 512: vllm/v1/attention/backends/cpu_attn.py
+    `get_supported_head_sizes`; the tests' tiny models have 16), which would stop the run inside vLLM."""
+    if model_config is None or torch.cuda.is_available():
+        return None
+    head = getattr(model_config, "head_dim", None) or model_config.hidden_size // model_config.num_attention_heads
+    try:
+        from vllm.v1.attention.backends.cpu_attn import CPUAttentionBackend
+    except ImportError:  # another vLLM layout: let vLLM decide
+        return None
+    sizes = CPUAttentionBackend.get_supported_head_sizes()
+    if head in sizes:
+        return None
+    return (f"rollout=auto: hf, since vLLM's CPU attention takes head sizes {', '.join(map(str, sizes))} and this "
+            f"model's is {head}")
 
 
 def vllm_available() -> bool:
