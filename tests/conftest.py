@@ -127,6 +127,16 @@ def _compose_train(overrides: list[str]):
 
 
 @pytest.fixture(autouse=True)
+def _threads_restored():
+    """A run with threads=auto on a model of 10M parameters or more sets every core (trainer/threads.py): the
+    next test on this xdist worker gets the one thread it had back."""
+    threads = torch.get_num_threads()
+    yield
+    if torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
+
+
+@pytest.fixture(autouse=True)
 def _argv_restored(monkeypatch):
     """rlvr/cli.py rewrites sys.argv for Hydra (`["rlvr train", *overrides]`): each test gets the process's own
     back, so a test that calls `main` never changes what a later one sees (the model card reads sys.argv)."""

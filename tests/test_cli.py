@@ -35,7 +35,7 @@ def test_train_help_lists_the_config_groups(tmp_path):
     groups = {line.split("=", 1)[0].strip(): line for line in block.splitlines()[1:] if line.startswith("  ") and
               not line.startswith("   ")}
     expected = {"env": {"arithmetic", "countdown"}, "model": {"hf", "tiny"}, "algo": {"grpo"}, "rollout": {"auto", "hf"},
-                "reward": {"env", "random"}}
+                "reward": {"env", "random"}, "train": {"fast"}}
     assert list(groups) == list(expected), result.stdout
     for group, options in expected.items():
         assert all(f" {o}," in groups[group] or groups[group].endswith(f" {o}") for o in options), groups[group]
