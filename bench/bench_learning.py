@@ -11,7 +11,8 @@ until its training time reaches the budget; training time is wall time since its
 minus the time spent in this benchmark's evaluations. At t=0, every `--eval-every-s` and at the
 end, both are evaluated the same way: rlvr's `evaluate_greedy` (HF generate, greedy) on the same
 `--eval-prompts` rows of the test split. Peak memory: each subprocess's own peak RSS (`wait4`).
-`--preset smollm2`: SmolLM2-135M-Instruct (`make smollm2`) with the instruct prompt and reward, as `rlvr train
+Systems: trl, rlvr-hf, rlvr-vllm, and rlvr-hf-best / rlvr-vllm-best with `--best`'s overrides on top (default
+`train=fast`, which trains with the same gradients). `--preset smollm2`: SmolLM2-135M-Instruct (`make smollm2`) with the instruct prompt and reward, as `rlvr train
 model=smollm2` trains it; `rlvr-vllm` samples with vLLM, as that preset does where vLLM is installed.
 Writes bench/results/learning.json and learning.png (`--docs-plot`: also docs/bench_learning.png);
 `--preset smollm2`: learning_smollm2.json and .png.
@@ -92,8 +93,9 @@ def worker_rlvr(args, env) -> dict:
     grpo.wrap_grpo_step(run, on_budget)
     with tempfile.TemporaryDirectory() as out:
         try:
-            engine = args.worker.removeprefix("rlvr-")  # rlvr-hf or rlvr-vllm
-            run.train(grpo.rlvr_config(args, args.model, engine, out, 1_000_000), log=lambda *_: None)
+            engine = args.worker.removeprefix("rlvr-").removesuffix("-best")  # rlvr-hf, rlvr-vllm (-best)
+            extra = tuple(args.best.split()) if args.worker.endswith("-best") else ()
+            run.train(grpo.rlvr_config(args, args.model, engine, out, 1_000_000, extra), log=lambda *_: None)
         except BudgetSpent:
             pass
     if not curve.points:
@@ -125,7 +127,7 @@ def worker_trl(args, env) -> dict:
 
 
 WORKER_ARGS = ("budget_s", "eval_every_s", "eval_prompts", "prompts", "group", "max_new_tokens", "temperature",
-               "beta", "lr", "threads", "preset", "seed")
+               "beta", "lr", "threads", "preset", "seed", "best")
 
 
 def plot(results: dict, budget: float, path: Path) -> None:
@@ -148,6 +150,8 @@ def main() -> None:
     parser.add_argument("--eval-every-s", type=float, default=15.0)
     parser.add_argument("--eval-prompts", type=int, default=200)
     grpo.add_shared_arguments(parser, systems="rlvr-hf,trl", plot="docs/bench_learning.png")
+    parser.add_argument("--best", default="train=fast",
+                        help="the rlvr-*-best systems' overrides, space-separated (default: the same-gradient preset)")
     args = parser.parse_args()
 
     if args.worker:
