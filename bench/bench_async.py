@@ -22,6 +22,11 @@ default of rlvr train): the producer's generate in a child process, or in a thre
 127.0.0.1, each on `server_threads=1`) with max_staleness=k, against the same colocated rollout=hf rows. The
 servers' start-up (before the loop) is not in the step rate; their shutdown at the end of the loop is.
 
+`--preset smollm2`: SmolLM2-135M-Instruct (`make smollm2`) as `rlvr train model=smollm2` trains it (its task, batch,
+lr and `rollout=auto`, which picks vLLM where installed; `threads=auto`, so every core): the k > 0 arm's producer is a
+thread sharing the trainer's vLLM engine (`rollout.producer` applies to rollout=hf only), and `--env` is ignored.
+Give it `--eval-prompts 100` (the preset's held-out size).
+
 Writes bench/results/async.json (async_code_stdio.json for that env) (with the machine and the load average before and after) and prints a markdown table: per k, mean and spread (min..max) over seeds.
 """
 
@@ -47,6 +52,7 @@ COMMON = [  # bench_algorithms.py's warm start and task, GRPO's preset (the engi
     "model.warm_start.eval_every=10", "model.warm_start.eval_rows=50", "train.save_every=100000",
     "threads=1", "optim.lr=3e-4",
 ]
+SMOLLM2 = ["model=smollm2", "train.save_every=100000"]  # the preset's own task, batch, lr, engine and threads
 ENV = {"arithmetic": ["env=arithmetic", "env.digits=1", "rollout.max_new_tokens=10"],
        # bench_envs.py's code_stdio command (its warm start checks 100 rows); 128 new tokens, not the env's 1024:
        # the tiny model's context is 256 positions, which a vLLM server refuses to overrun (HTTP 400) where HF
@@ -70,16 +76,20 @@ def env_overrides(env: str, data_dir: Path) -> list[str]:
 
 
 def run(env: list[str], name: str, k: int, seed: int, steps: int, eval_prompts: int, extra: list[str],
-        workdir: Path, servers: int = 0, producer: str = "process") -> dict:
-    engine = "server" if servers else "hf" if k == 0 else f"hf ({producer})"
-    out = workdir / f"{name}_{'server' if servers else 'hf'}_{producer}_k{k}_s{seed}"
-    arm = (["rollout=server", f"rollout.num_servers={servers}", *SERVER_ENV.get(name, [])] if servers
-           else ["rollout=hf", f"rollout.producer={producer}"])
-    argv = [sys.executable, "-m", "rlvr", "train", *COMMON, *arm, *env, *extra, f"seed={seed}",
+        workdir: Path, servers: int = 0, producer: str = "process", preset: str = "tiny") -> dict:
+    if preset == "smollm2":  # rollout=auto (vLLM here); k > 0: a producer thread on the shared engine
+        engine = "server" if servers else "auto" if k == 0 else "auto (thread)"
+        base, arm_local, threads_env = SMOLLM2, [], {}
+    else:
+        engine = "server" if servers else "hf" if k == 0 else f"hf ({producer})"
+        base, arm_local, threads_env = COMMON, ["rollout=hf", f"rollout.producer={producer}"], {"OMP_NUM_THREADS": "1"}
+    out = workdir / f"{name}_{'server' if servers else 'local'}_{producer}_k{k}_s{seed}"
+    arm = ["rollout=server", f"rollout.num_servers={servers}", *SERVER_ENV.get(name, [])] if servers else arm_local
+    argv = [sys.executable, "-m", "rlvr", "train", *base, *arm, *env, *extra, f"seed={seed}",
             f"rollout.max_staleness={k}", f"train.steps={steps}", f"train.eval_every={steps}",
             f"train.eval_prompts={eval_prompts}", f"output_dir={out}"]
     began, cpu_before = time.perf_counter(), _children_cpu_s()
-    proc = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"}, cwd=workdir)
+    proc = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, **threads_env}, cwd=workdir)
     if proc.returncode != 0:
         raise RuntimeError(f"{name} {engine} k={k} seed={seed} failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
     summary = json.loads((out / "summary.json").read_text())
@@ -127,7 +137,7 @@ def table(rows: list[dict]) -> str:
              "staleness | cores busy |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for env in dict.fromkeys(r["env"] for r in rows):
         def synchronous(r):  # the baseline: the synchronous colocated loop
-            return r["env"] == env and r.get("engine", "hf") == "hf" and r["k"] == 0
+            return r["env"] == env and r.get("engine", "hf") in ("hf", "auto") and r["k"] == 0
 
         baseline = [r["steps_per_s"] for r in rows if synchronous(r)]
         base = statistics.mean(baseline) if baseline else None
@@ -152,6 +162,8 @@ def main() -> None:
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--ks", default="0,1")
     parser.add_argument("--env", default="arithmetic", choices=sorted(ENV))
+    parser.add_argument("--preset", default="tiny", choices=("tiny", "smollm2"),
+                        help="tiny: the warm-started tiny model (default); smollm2: model=smollm2 as it trains")
     parser.add_argument("--eval-prompts", type=int, default=23)  # all of one-digit arithmetic's test set
     parser.add_argument("--data-dir", type=Path, default=None,
                         help="where --env code_stdio's files are written (default: $RLVR_CACHE/bench_data)")
@@ -169,7 +181,8 @@ def main() -> None:
     seeds, ks = [int(s) for s in args.seeds.split(",")], [int(k) for k in args.ks.split(",") if k]
     server_ks = [int(k) for k in args.server_ks.split(",") if k]
     data_dir = args.data_dir or cache_root() / "bench_data"
-    env = env_overrides(args.env, data_dir.resolve())
+    env = env_overrides(args.env, data_dir.resolve()) if args.preset == "tiny" else []
+    name = args.env if args.preset == "tiny" else "smollm2"
     rows, load_before = [], common.load_average()
     print(common.machine_line(), f"load average before: {load_before}", flush=True)
     with tempfile.TemporaryDirectory(prefix="bench_async_") as tmp:
@@ -184,13 +197,14 @@ def main() -> None:
                 shared = args.shared_warm_start and rows and rows[0].get("warm_start")
                 extra = [*args.extra, *([f"model.name_or_path={rows[0]['warm_start']}"] if shared else [])]
                 try:
-                    row = run(env, args.env, k, seed, args.steps, args.eval_prompts, extra, Path(tmp), servers, producer)
+                    row = run(env, name, k, seed, args.steps, args.eval_prompts, extra, Path(tmp), servers, producer,
+                              args.preset)
                 except RuntimeError as error:  # recorded, and the other arms still run
-                    row = {"env": args.env, "engine": "server" if servers else f"hf ({producer})", "k": k, "seed": seed,
+                    row = {"env": name, "engine": "server" if servers else f"{'hf' if args.preset == 'tiny' else 'auto'} ({producer})", "k": k, "seed": seed,
                            "error": str(error)[-2000:]}
                 print(json.dumps(row), flush=True)
                 rows.append(row)
-    common.write_json("async" if args.env == "arithmetic" else f"async_{args.env}", {"args": vars(args), "runs": rows}, load_before)
+    common.write_json("async" if name == "arithmetic" else f"async_{name}", {"args": vars(args), "runs": rows}, load_before)
     print(f"load average after: {common.load_average()}")
     print(table([r for r in rows if "error" not in r]))
     print(common.failures([{**r, "arm": f"{r['engine']} k={r['k']}"} for r in rows]))
