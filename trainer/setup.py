@@ -45,7 +45,7 @@ from rlvr.trainer.models.model import (build_policy, build_reference, load_token
                                        resumed_base_path)
 from rlvr.trainer.models.packing import check_packing
 from rlvr.trainer.reward_config import check_reward_config
-from rlvr.trainer.rollout.factory import auto_unsuited, build_engine, engine_class, vllm_available
+from rlvr.trainer.rollout.factory import auto_unsuited, build_engine, engine_class
 from rlvr.trainer.rollout.prompts import prompt_lengths
 from rlvr.trainer.rollout.types import Engine, SamplingParams
 from rlvr.trainer.rollout.weights import PolicyEngine
@@ -284,7 +284,7 @@ def _log_start(run: Run, device, plain) -> None:
                               getattr(plain.config, "max_position_embeddings", None))
     if warning and run.parallel.is_main:
         log(warning)
-    if cfg.rollout.engine == "auto" and vllm_available() and (why := auto_unsuited(plain.config)):
+    if cfg.rollout.engine == "auto" and (why := auto_unsuited(plain.config)):  # None where vLLM does not import
         log(why)
     if run.curriculum is not None:
         log(run.curriculum.describe())

@@ -31,8 +31,8 @@ def check_threads(value) -> None:
 
 
 def set_start_threads(value) -> None:
-    """What the run computes with before its policy exists (the set-up's first line)."""
-    check_threads(value)
+    """What the run computes with before its policy exists (the set-up's first line; `value` already checked by
+    validate_train_config)."""
     if value == "auto":
         torch.set_num_threads(1)
     elif value:
