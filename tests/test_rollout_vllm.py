@@ -154,12 +154,16 @@ def test_rollout_vllm_without_vllm_names_the_extra(monkeypatch, tiny_lm):
 
 def test_auto_takes_hf_for_a_head_size_vllms_cpu_attention_cannot_run(tiny_lm, sft_model):
     """`rollout=auto` on tiny_lm (head_dim 16) is hf, with the reason; a head_dim-32 model still gets vLLM."""
-    from rlvr.trainer.rollout.factory import auto_unsuited, engine_class
+    from rlvr.trainer.rollout.factory import auto_unsuited, engine_class, resolve_kind
     from rlvr.trainer.rollout.vllm import VLLMEngine
 
     small = tiny_lm.model()
     assert small.config.hidden_size // small.config.num_attention_heads == 16
     assert auto_unsuited(small.config).endswith("this model's is 16")
+    logs = []
+    assert resolve_kind("auto", model_config=small.config, log=logs.append) == "hf"
+    assert logs == [auto_unsuited(small.config)]
+    assert resolve_kind("auto", model_config=sft_model.config, log=logs.append) == "vllm" and len(logs) == 1
     assert engine_class("auto", small.config) is HFEngine
     assert isinstance(build_engine("auto", small, tiny_lm.tokenizer), HFEngine)  # before: vLLM, which stopped
     assert auto_unsuited(sft_model.config) is None and engine_class("auto", sft_model.config) is VLLMEngine
@@ -171,7 +175,7 @@ def test_a_run_on_auto_with_such_a_model_says_so_and_trains(rlvr_cli, tiny_lm):
     args = ["rollout=auto" if a == "rollout=hf" else a for a in tiny_train(tiny_lm, "train.steps=1", "output_dir=run")]
     code, output = rlvr_cli(*args)
     assert code == 0, output
-    assert "rollout=auto: hf, since vLLM's CPU attention takes head sizes" in output
+    assert output.count("rollout=auto: hf, since vLLM's CPU attention takes head sizes") == 1  # resolved once
 
 
 def test_kv_cache_is_sized_to_the_run(engine):

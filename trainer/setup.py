@@ -45,7 +45,7 @@ from rlvr.trainer.models.model import (build_policy, build_reference, load_token
                                        resumed_base_path)
 from rlvr.trainer.models.packing import check_packing
 from rlvr.trainer.reward_config import check_reward_config
-from rlvr.trainer.rollout.factory import auto_unsuited, build_engine, engine_class
+from rlvr.trainer.rollout.factory import build_engine, engine_class, resolve_kind
 from rlvr.trainer.rollout.prompts import prompt_lengths
 from rlvr.trainer.rollout.types import Engine, SamplingParams
 from rlvr.trainer.rollout.weights import PolicyEngine
@@ -135,7 +135,7 @@ def build_run(cfg, log=print) -> Run:
     sampling = SamplingParams(n=cfg.train.completions_per_prompt, max_new_tokens=cfg.rollout.max_new_tokens,
                               temperature=cfg.rollout.temperature, top_p=cfg.rollout.top_p, top_k=cfg.rollout.top_k,
                               stop=tuple(cfg.rollout.stop))
-    engine = _engine(cfg, env, tokenizer, plain, parallel, test_rows, run_dir)
+    engine = _engine(cfg, env, tokenizer, plain, parallel, test_rows, run_dir, log)
     # Only now, with everything built, does the run directory change (the module docstring says why). A new run
     # exists from its config.yaml on (run_dir.py); a resumed run's config.yaml is rewritten once this session's
     # first step has succeeded (run.py).
@@ -249,16 +249,19 @@ def _restore(checkpoint: Path, model, optimizer, scheduler, critic, curriculum, 
     return trainer_state["step"], trainer_state.get("algo_state", {})
 
 
-def _engine(cfg, env, tokenizer, plain, parallel: Parallel, test_rows: list[dict], run_dir: Path) -> PolicyEngine:
-    """The run's engine (rollout.engine), wrapped so every `sync_weights(policy)` hands it the plain HF module;
-    vLLM: LoRA adapters reach it merged, or as the adapter alone (rollout.lora_sync=adapter)."""
-    copies_weights = engine_class(cfg.rollout.engine, plain.config).copies_weights
+def _engine(cfg, env, tokenizer, plain, parallel: Parallel, test_rows: list[dict], run_dir: Path,
+            log) -> PolicyEngine:
+    """The run's engine (rollout.engine, `auto` resolved here once, its reason logged when it takes hf), wrapped so
+    every `sync_weights(policy)` hands it the plain HF module; vLLM: LoRA adapters reach it merged, or as the
+    adapter alone (rollout.lora_sync=adapter)."""
+    kind = resolve_kind(cfg.rollout.engine, cfg.rollout, plain.config, log)
+    copies_weights = engine_class(kind).copies_weights
     adapter_sync = cfg.rollout.lora_sync == "adapter"
     options = {**OmegaConf.to_container(cfg.rollout, resolve=True), "seed": cfg.seed + parallel.rank,
                "max_sequences": _engine_rows(cfg),
                "max_row_tokens": _engine_row_tokens(cfg, env, tokenizer, test_rows, copies_weights),
                "log_dir": str(run_dir / "servers")}  # rollout=server: each server's log
-    return PolicyEngine(build_engine(cfg.rollout.engine, for_engine(plain, copies_weights, adapter_sync), tokenizer,
+    return PolicyEngine(build_engine(kind, for_engine(plain, copies_weights, adapter_sync), tokenizer,
                                      options),
                         weights=lambda policy: for_engine(parallel.plain(policy), copies_weights, adapter_sync))
 
@@ -284,8 +287,6 @@ def _log_start(run: Run, device, plain) -> None:
                               getattr(plain.config, "max_position_embeddings", None))
     if warning and run.parallel.is_main:
         log(warning)
-    if cfg.rollout.engine == "auto" and (why := auto_unsuited(plain.config)):  # None where vLLM does not import
-        log(why)
     if run.curriculum is not None:
         log(run.curriculum.describe())
 

@@ -51,12 +51,16 @@ def engine_class(kind: str, model_config=None) -> type:
     return getattr(importlib.import_module(module), name)
 
 
-def resolve_kind(kind: str, options=None, model_config=None) -> str:
+def resolve_kind(kind: str, options=None, model_config=None, log=None) -> str:
     """`hf`, `vllm` or `server`: `auto` resolved (vLLM when it imports and, given `model_config`, runs the model:
-    `auto_unsuited`); a vLLM that is not installed (where one must run here: vllm, or server without
-    rollout.endpoints), or another name, is a ConfigError."""
+    `auto_unsuited`, whose reason goes to `log` when it takes hf); a vLLM that is not installed (where one must run
+    here: vllm, or server without rollout.endpoints), or another name, is a ConfigError. A run resolves once, in
+    trainer/setup.py, and hands the result on: resolving a resolved name again checks it and changes nothing."""
     if kind == "auto":
-        kind = "vllm" if vllm_available() and not auto_unsuited(model_config) else "hf"
+        why = auto_unsuited(model_config) if vllm_available() else None
+        kind = "vllm" if vllm_available() and why is None else "hf"
+        if why is not None and log is not None:
+            log(why)
     if kind == "vllm" and not vllm_available():
         raise ConfigError(f"rollout=vllm needs vLLM, which is not installed: pip install '{_vllm_extra()}' "
                           "(or choose rollout=hf)")
