@@ -234,6 +234,7 @@ def test_packaged_version_and_file_and_sha256_are_checked(monkeypatch):
     assert packaged_file("fake") == real
 
 
+@pytest.mark.real
 @pytest.mark.slow
 @pytest.mark.skipif(not _installed(PACKAGED["smollm2"].distribution),
                     reason=f"needs {PACKAGED['smollm2'].distribution}=={PACKAGED['smollm2'].version} "
