@@ -2,6 +2,7 @@
 
     python bench/bench_curriculum.py [--seeds 0,1,2] [--steps 200] [--jobs 1] [--cache DIR] [--model DIR]
                                      [--arms fixed,curriculum,...] [--eval-prompts 200] [--extra KEY=V ...]
+                                     [--preset smollm2]
     python bench/bench_curriculum.py --report       # the table of bench/results/curriculum.json, running nothing
 
 Per seed, runs of `rlvr train` with `COUNTDOWN` (GRPO on countdown, 3 numbers of 1..20 unless --extra sets
@@ -17,6 +18,13 @@ env.max_number=30 etc., from the tiny model's warm start on 3 numbers of 1..20),
   ops_ladder       the curriculum on countdown's first ladder (targets built from +; + -; + - *; all four; 4 numbers)
 With `--model DIR` (a warm-started tiny model, e.g. a cached `RLVR_CACHE/tiny/KEY`) every run of every seed starts
 from that one model, so the seeds vary the RL sampling only, and no warm start is built.
+
+`--preset smollm2` asks the question of SmolLM2-135M-Instruct (`make smollm2`): `rlvr train model=smollm2` (its
+instruct prompt, batch, lr, temperature, `rollout=auto`, every core) on 3-digit addition (`SMOLLM2_TASK`; the stock
+model: 0% greedy, pass@8 4%), whose ladder is digits 1, 2, 3, 4 (the curriculum starts at 3 and steps down while
+the pass rate is under the band). Every run starts from the stock model in `--cache` (default: RLVR_CACHE, where
+the conversion is kept), so the arms of a seed differ only in the curriculum; `--steps 40 --eval-prompts 100`
+are the preset's own length and held-out size.
 The held-out eval is the same `--eval-prompts` test prompts (greedy) at the configured difficulty in every arm of a
 seed. The table gives, per arm, mean and sample standard deviation over seeds of: the share of training groups whose
 8 rewards were all equal (`reward/zero_var_frac`, mean over steps), the training pass rate (`status/correct`),
@@ -38,6 +46,7 @@ import common
 
 RESULTS = common.RESULTS
 COUNTDOWN = ["env=countdown", "rollout=hf"]
+SMOLLM2_TASK = ["model=smollm2", "env.digits=3", "env.ops=[+]"]  # --preset smollm2: the stock model's hard sums
 CURRICULUM = ["curriculum.enabled=true"]  # the defaults: band [0.2, 0.8], window 4; --extra curriculum.*=V changes them
 # DAPO's dynamic sampling on the fixed task, GRPO otherwise unchanged: groups with all-equal rewards are dropped and
 # up to 4 more rounds of 8 prompts refill the step (dapo.yaml's bound), so a step may sample up to 5x the prompts
@@ -52,11 +61,11 @@ ARMS = {"fixed": [], "curriculum": CURRICULUM,
 
 
 def run(arm: str, overrides: list[str], seed: int, workdir: Path, cache: Path, steps: int, extra: list[str],
-        eval_prompts: int = 200) -> dict:
-    child = common.rlvr_train([*COUNTDOWN, f"train.eval_prompts={eval_prompts}", *extra, *ARMS[arm], *overrides,
+        eval_prompts: int = 200, task: list[str] = COUNTDOWN) -> dict:
+    child = common.rlvr_train([*task, f"train.eval_prompts={eval_prompts}", *extra, *ARMS[arm], *overrides,
                                f"train.steps={steps}",
                                f"train.save_every={steps}", f"train.eval_every={max(1, steps // 2)}", f"seed={seed}"],
-                              workdir / f"{arm}-seed{seed}", cache)
+                              workdir / f"{arm}-seed{seed}", cache, one_thread=task is COUNTDOWN)
     if "error" in child:
         return {"arm": arm, "seed": seed, "error": child["error"]}
     history = child["history"]
@@ -123,8 +132,17 @@ def main() -> None:
     parser.add_argument("--model", default=None, help="one warm-started model for every run (no warm starts)")
     parser.add_argument("--extra", nargs="*", default=[], help="overrides for both arms (e.g. model.warm_start.*)")
     parser.add_argument("--eval-prompts", type=int, default=200, help="held-out test prompts (greedy), both arms")
-    parser.add_argument("--name", default="curriculum", help="results file bench/results/NAME.json")
+    parser.add_argument("--name", default=None, help="results file bench/results/NAME.json (default: curriculum, "
+                                                       "or curriculum_smollm2 with --preset smollm2)")
+    parser.add_argument("--preset", default="tiny", choices=("tiny", "smollm2"),
+                        help="smollm2: the stock SmolLM2 on 3-digit addition (the docstring says how)")
     args = parser.parse_args()
+    task = SMOLLM2_TASK if args.preset == "smollm2" else COUNTDOWN
+    args.name = args.name or ("curriculum_smollm2" if args.preset == "smollm2" else "curriculum")
+    if args.preset == "smollm2":  # no warm start: every run from the stock model, converted once into the cache
+        args.model = args.model or "smollm2"
+        args.arms = args.arms if args.arms != ",".join(ARMS) else "fixed,curriculum"
+        args.cache = args.cache or Path(os.environ.get("RLVR_CACHE", Path.home() / ".cache" / "rlvr"))
     path = RESULTS / f"{args.name}.json"
     if args.report:
         print(table(json.loads(path.read_text())["runs"]))
@@ -145,12 +163,12 @@ def main() -> None:
                   f"{result['levels'][::10] or '-'} in {result['run_s']:.0f} s (load {os.getloadavg()[0]:.1f})",
                   flush=True)
         common.write_json(args.name, {"seeds": seeds, "steps": args.steps, "model": args.model,
-                                      "config": [*COUNTDOWN, f"train.eval_prompts={args.eval_prompts}", *args.extra],
+                                      "config": [*task, f"train.eval_prompts={args.eval_prompts}", *args.extra],
                                       "arms": ARMS, "seconds": round(time.perf_counter() - began, 1),
                                       "runs": results}, load_before)
 
     def run_arm(arm, overrides, seed, workdir, cache):
-        return run(arm, overrides, seed, workdir, cache, args.steps, args.extra, args.eval_prompts)
+        return run(arm, overrides, seed, workdir, cache, args.steps, args.extra, args.eval_prompts, task)
 
     if args.model:  # both arms of every seed from one model: the runs are independent
         with tempfile.TemporaryDirectory(prefix="bench_curriculum_") as tmp:

@@ -97,12 +97,13 @@ def run_child(argv: list[str], env: dict | None = None, timeout: float | None = 
                 "peak_rss_mb": usage.ru_maxrss / 1024}  # Linux: KiB
 
 
-def rlvr_train(overrides: list[str], out: Path, cache: Path) -> dict:
-    """`python -m rlvr train OVERRIDES output_dir=OUT` in a child with one thread and RLVR_CACHE=cache. Returns
-    its metrics.jsonl lines (`history`), the tiny model directory it warm-started or reused (`warm_start`, named
-    in its log; None when the log names none), and its wall seconds (`run_s`); or {"error": its output's tail}."""
+def rlvr_train(overrides: list[str], out: Path, cache: Path, one_thread: bool = True) -> dict:
+    """`python -m rlvr train OVERRIDES output_dir=OUT` in a child with RLVR_CACHE=cache, on one thread (else on
+    what `threads=` gives it: every core for a pretrained model). Returns its metrics.jsonl lines (`history`), the
+    tiny model directory it warm-started or reused (`warm_start`, named in its log; None when the log names none),
+    and its wall seconds (`run_s`); or {"error": its output's tail}."""
     argv = [sys.executable, "-m", "rlvr", "train", *overrides, f"output_dir={out}"]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "RLVR_CACHE": str(cache)}
+    env = {**os.environ, "RLVR_CACHE": str(cache), **({"OMP_NUM_THREADS": "1"} if one_thread else {})}
     began = time.perf_counter()
     proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT)
     if proc.returncode != 0:
