@@ -16,6 +16,10 @@ Systems: trl, rlvr-hf, rlvr-vllm, and rlvr-hf-best / rlvr-vllm-best with `--best
 model=smollm2` trains it; `rlvr-vllm` samples with vLLM, as that preset does where vLLM is installed.
 Writes bench/results/learning.json and learning.png (`--docs-plot`: also docs/bench_learning.png);
 `--preset smollm2`: learning_smollm2.json and .png.
+
+`--steps N` compares at equal steps instead: each system trains exactly N steps (no budget), evaluated at step 0,
+every `--eval-every-steps` and at N, and the table pairs their accuracies step by step (rlvr minus TRL), with
+each system's seconds a step beside them; results go to NAME_steps.json.
 """
 
 from __future__ import annotations
@@ -66,8 +70,13 @@ class Curve:
             self.start, self.eval_seconds = time.perf_counter(), 0.0
 
     def step_ends(self, model, tokenizer) -> bool:
-        """Evaluate when due; True once the budget is spent (after the final evaluation)."""
+        """Evaluate when due; True once the budget (or `--steps`) is spent (after the final evaluation)."""
         self.steps += 1
+        if self.args.steps:  # equal steps: evaluations at fixed step numbers
+            done = self.steps >= self.args.steps
+            if done or self.steps % self.args.eval_every_steps == 0:
+                self.evaluate(model, tokenizer)
+            return done
         spent = self.train_seconds()
         due = self.args.eval_every_s * len(self.points)  # points[0] is t=0
         if spent >= self.args.budget_s or spent >= due:
@@ -107,7 +116,7 @@ def worker_trl(args, env) -> dict:
     from transformers import TrainerCallback
 
     curve = Curve(args, env)
-    max_steps = int(args.budget_s * 20)  # more than any run reaches within the budget (>= 50 ms a step)
+    max_steps = args.steps or int(args.budget_s * 20)  # budget: more than any run reaches (>= 50 ms a step)
     holder = {}
 
     class OnBudget(TrainerCallback):
@@ -127,16 +136,17 @@ def worker_trl(args, env) -> dict:
 
 
 WORKER_ARGS = ("budget_s", "eval_every_s", "eval_prompts", "prompts", "group", "max_new_tokens", "temperature",
-               "beta", "lr", "threads", "preset", "seed", "best")
+               "beta", "lr", "threads", "preset", "seed", "best", "steps", "eval_every_steps")
 
 
-def plot(results: dict, budget: float, path: Path) -> None:
+def plot(results: dict, budget: float | None, path: Path) -> None:
     plt = common.agg_plot()
     fig, ax = plt.subplots(figsize=(6, 4))
     for name, r in results.items():
         ax.plot([p["train_s"] for p in r["points"]], [100 * p["accuracy"] for p in r["points"]], marker="o",
                 label=f"{name} ({r['steps']} steps)")
-    ax.axvline(budget, color="grey", linestyle=":")
+    if budget is not None:  # --steps: no budget line
+        ax.axvline(budget, color="grey", linestyle=":")
     ax.set(xlabel="training seconds (evaluation excluded)", ylabel="held-out greedy accuracy (%)",
            title="arithmetic: accuracy vs wall-clock")
     ax.legend()
@@ -149,6 +159,8 @@ def main() -> None:
     parser.add_argument("--budget-s", type=float, default=90.0)
     parser.add_argument("--eval-every-s", type=float, default=15.0)
     parser.add_argument("--eval-prompts", type=int, default=200)
+    parser.add_argument("--steps", type=int, default=0, help="equal steps instead of a budget: N steps each")
+    parser.add_argument("--eval-every-steps", type=int, default=10, help="with --steps: evaluate every this many")
     grpo.add_shared_arguments(parser, systems="rlvr-hf,trl", plot="docs/bench_learning.png")
     parser.add_argument("--best", default="train=fast",
                         help="the rlvr-*-best systems' overrides, space-separated (default: the same-gradient preset)")
@@ -173,7 +185,8 @@ def main() -> None:
     load_before = common.load_average()
     model_path = args.base_model or grpo.tiny_model_path(preset=grpo.preset_overrides(args))
     print(common.machine_line())
-    print(f"model: {model_path}; budget {args.budget_s:.0f} s of training each")
+    print(f"model: {model_path}; " + (f"{args.steps} steps each" if args.steps else
+                                      f"budget {args.budget_s:.0f} s of training each"))
     results, failed = {}, {}
     for name in args.systems.split(","):
         raw, error = grpo.run_worker(name, args, model_path, __file__, WORKER_ARGS)
@@ -184,7 +197,23 @@ def main() -> None:
         results[name] = raw
         print(f"{name}: {raw['steps']} steps, accuracy {raw['points'][0]['accuracy']:.1%} -> "
               f"{raw['points'][-1]['accuracy']:.1%}")
-    print(f"\n| system | steps in {args.budget_s:.0f} s | s/step | accuracy at 0 s | accuracy at end | change | peak RSS MB |")
+    if args.steps:
+        report_steps(results)
+    else:
+        report_budget(results, args.budget_s)
+    name = ("learning" if args.preset == "tiny" else f"learning_{args.preset}") + ("_steps" if args.steps else "")
+    common.write_json(name, {"args": vars(args), "model": model_path, "results": results, "failed": failed},
+                      load_before)
+    if results:
+        plot(results, None if args.steps else args.budget_s, common.RESULTS / f"{name}.png")
+        if args.docs_plot:
+            shutil.copy(common.RESULTS / f"{name}.png", common.ROOT / "docs" / f"bench_{name}.png")
+    if failed:
+        sys.exit(1)
+
+
+def report_budget(results: dict, budget_s: float) -> None:
+    print(f"\n| system | steps in {budget_s:.0f} s | s/step | accuracy at 0 s | accuracy at end | change | peak RSS MB |")
     print("|---|---|---|---|---|---|---|")
     for name, r in results.items():
         first, last = r["points"][0], r["points"][-1]
@@ -194,15 +223,22 @@ def main() -> None:
     print("\nCurve (training seconds: accuracy):")
     for name, r in results.items():
         print(f"  {name}: " + ", ".join(f"{p['train_s']:.0f}s {p['accuracy']:.1%}" for p in r["points"]))
-    name = "learning" if args.preset == "tiny" else f"learning_{args.preset}"
-    common.write_json(name, {"args": vars(args), "model": model_path, "results": results, "failed": failed},
-                      load_before)
-    if results:
-        plot(results, args.budget_s, common.RESULTS / f"{name}.png")
-        if args.docs_plot:
-            shutil.copy(common.RESULTS / f"{name}.png", common.ROOT / "docs" / f"bench_{name}.png")
-    if failed:
-        sys.exit(1)
+
+
+def report_steps(results: dict) -> None:
+    """Held-out accuracy at each evaluated step, per system, and rlvr's systems minus TRL's at the same step."""
+    steps = sorted({p["step"] for r in results.values() for p in r["points"]})
+    at = {name: {p["step"]: p["accuracy"] for p in r["points"]} for name, r in results.items()}
+    print("\n| system | s/step | peak RSS MB | " + " | ".join(f"step {s}" for s in steps) + " |")
+    print("|---|---|---|" + "---|" * len(steps))
+    for name, r in results.items():
+        last = r["points"][-1]
+        print(f"| {name} | {last['train_s'] / max(1, r['steps']):.2f} | {r['peak_rss_mb']:.0f} | "
+              + " | ".join(f"{at[name][s]:.1%}" if s in at[name] else "" for s in steps) + " |")
+    for name in (n for n in results if n != "trl" and "trl" in results):
+        diffs = [f"step {s}: {100 * (at[name][s] - at['trl'][s]):+.1f}" for s in steps
+                 if s in at[name] and s in at["trl"]]
+        print(f"\n{name} - trl at equal steps (pts): " + ", ".join(diffs))
 
 
 if __name__ == "__main__":
