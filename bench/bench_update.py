@@ -21,6 +21,9 @@ Settings (the overrides each adds to `model=smollm2`'s; the baseline is the pres
   checkpointed  model.gradient_checkpointing=true
   lora          model.lora.r=16 (the optimizer holds the adapters alone)
   best          packed + chunked (the combination `train=fast` would be)
+  bf16          model.autocast=bf16 (forwards under bf16 autocast; weights, gradients and AdamW in float32): not the
+                same numbers, so its loss and gradient norm show how far it moves them
+  budget_bf16   the budget + bf16 (`train=fast` with autocast)
 Writes bench/results/update_smollm2.json.
 """
 
@@ -44,6 +47,8 @@ SETTINGS = {
     "checkpointed": ["model.gradient_checkpointing=true"],
     "lora": ["model.lora.r=16"],
     "best": ["train.max_tokens_per_micro_batch=512", "train.pack_sequences=true", "train.logprob_chunk_tokens=512"],
+    "bf16": ["model.autocast=bf16"],
+    "budget_bf16": ["train.max_tokens_per_micro_batch=2048", "model.autocast=bf16"],
 }
 
 
