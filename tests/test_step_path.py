@@ -15,15 +15,14 @@ from pathlib import Path
 
 from rlvr.api import train_config
 from rlvr.trainer.setup import build_run
+from tests.cli_run import tiny_train
 
 TRAINER = Path(__file__).resolve().parent.parent / "trainer"
 MOST_FILES = 21
 
 
 def test_one_grpo_step_stays_within_the_trainer_files_it_visits_today(tiny_lm, tmp_path):
-    cfg = train_config([f"model.name_or_path={tiny_lm.path}", "rollout=hf", "env.digits=1",
-                        "train.prompts_per_step=2", "train.completions_per_prompt=2", "train.micro_batch_size=4",
-                        "train.eval_prompts=4", "threads=1", f"output_dir={tmp_path / 'run'}"])
+    cfg = train_config(tiny_train(tiny_lm, f"output_dir={tmp_path / 'run'}")[1:])  # [0] is the command, train
     run = build_run(cfg, log=lambda *_: None)
     visited: dict[str, set[str]] = {}
 
