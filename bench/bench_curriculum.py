@@ -43,6 +43,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import common
+from rlvr.trainer.models.cache import cache_root
 
 RESULTS = common.RESULTS
 COUNTDOWN = ["env=countdown", "rollout=hf"]
@@ -142,7 +143,7 @@ def main() -> None:
     if args.preset == "smollm2":  # no warm start: every run from the stock model, converted once into the cache
         args.model = args.model or "smollm2"
         args.arms = args.arms if args.arms != ",".join(ARMS) else "fixed,curriculum"
-        args.cache = args.cache or Path(os.environ.get("RLVR_CACHE", Path.home() / ".cache" / "rlvr"))
+        args.cache = args.cache or cache_root()
     path = RESULTS / f"{args.name}.json"
     if args.report:
         print(table(json.loads(path.read_text())["runs"]))

@@ -57,8 +57,9 @@ def resolve_kind(kind: str, options=None, model_config=None, log=None) -> str:
     here: vllm, or server without rollout.endpoints), or another name, is a ConfigError. A run resolves once, in
     trainer/setup.py, and hands the result on: resolving a resolved name again checks it and changes nothing."""
     if kind == "auto":
-        why = auto_unsuited(model_config) if vllm_available() else None
-        kind = "vllm" if vllm_available() and why is None else "hf"
+        available = vllm_available()
+        why = auto_unsuited(model_config) if available else None
+        kind = "vllm" if available and why is None else "hf"
         if why is not None and log is not None:
             log(why)
     if kind == "vllm" and not vllm_available():
