@@ -9,8 +9,9 @@ Both start from the same warm-started tiny model with the same hyperparameters a
 sequence (see bench_grpo_trl.py, whose helpers this reuses). Each trains in its own subprocess
 until its training time reaches the budget; training time is wall time since its first step
 minus the time spent in this benchmark's evaluations. At t=0, every `--eval-every-s` and at the
-end, both are evaluated the same way: rlvr's `evaluate_greedy` (HF generate, greedy) on the same
-`--eval-prompts` rows of the test split. Peak memory: each subprocess's own peak RSS (`wait4`).
+end, both are evaluated the same way: rlvr's `evaluate_greedy` (HF generate, greedy, in float32 even where
+`--best` trains with `model.autocast=bf16`, as the saved weights compute) on the same `--eval-prompts` rows of
+the test split. Peak memory: each subprocess's own peak RSS (`wait4`).
 Systems: trl, rlvr-hf, rlvr-vllm, and rlvr-hf-best / rlvr-vllm-best with `--best`'s overrides on top (default
 `train=fast`, which trains with the same gradients). `--preset smollm2`: SmolLM2-135M-Instruct (`make smollm2`) with the instruct prompt and reward, as `rlvr train
 model=smollm2` trains it; `rlvr-vllm` samples with vLLM, as that preset does where vLLM is installed.
@@ -56,10 +57,12 @@ class Curve:
 
     def evaluate(self, model, tokenizer) -> None:
         from rlvr.trainer.evaluation.evaluate import evaluate_greedy
+        from rlvr.trainer.models.model import autocast_paused
         from rlvr.trainer.rollout.hf import HFEngine
 
         began = time.perf_counter()
-        result = evaluate_greedy(HFEngine(model, tokenizer), self.env, self.test_rows, self.args.max_new_tokens)
+        with autocast_paused(model):  # float32 for every system: the weights as saved, not model.autocast's bf16
+            result = evaluate_greedy(HFEngine(model, tokenizer), self.env, self.test_rows, self.args.max_new_tokens)
         self.points.append({"train_s": self.train_seconds(), "step": self.steps, "accuracy": result["accuracy"],
                             "reward_mean": result["reward_mean"]})
         self.eval_seconds += time.perf_counter() - began

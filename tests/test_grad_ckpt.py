@@ -47,3 +47,21 @@ def test_bf16_autocast_runs_the_forward_in_bfloat16(tiny_lm_sft):
     assert logits["bf16"].dtype == torch.bfloat16 and logits["none"].dtype == torch.float32
     difference = (logits["bf16"].float() - logits["none"]).abs().max().item()
     assert 0 < difference < 0.1, difference  # bfloat16 keeps 8 mantissa bits: errors ~1e-2 on logits of size ~10
+
+
+def test_autocast_paused_computes_as_the_saved_float32_weights(tiny_lm_sft):
+    """bench/bench_learning.py evaluates a bf16-trained policy inside `autocast_paused`: its logits must be
+    float32's exactly (as `rlvr eval` of the saved checkpoint computes), and the hooks come back after the block."""
+    from rlvr.trainer.models.model import autocast_paused, build_policy
+
+    ids = tiny_lm_sft.tokenizer("3+4=7", add_special_tokens=False, return_tensors="pt")["input_ids"]
+    config = {"lora": {"r": 0}, "gradient_checkpointing": False}
+    plain = build_policy(OmegaConf.create({**config, "autocast": "none"}), str(tiny_lm_sft.path))
+    hooked = build_policy(OmegaConf.create({**config, "autocast": "bf16"}), str(tiny_lm_sft.path))
+    with torch.no_grad():
+        expected = plain(input_ids=ids).logits
+        with autocast_paused(hooked):
+            paused = hooked(input_ids=ids).logits
+        after = hooked(input_ids=ids).logits
+    torch.testing.assert_close(paused, expected, rtol=0, atol=0)
+    assert after.dtype == torch.bfloat16

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import torch
@@ -131,9 +132,24 @@ def autocast_forward(model) -> None:
     model.register_forward_hook(_exit_autocast, always_call=True)
 
 
+@contextlib.contextmanager
+def autocast_paused(model):
+    """Inside the block, `model`'s forwards run in float32 as its saved weights do (`rlvr eval` of the checkpoint),
+    bf16 autocast hooks or not; a no-op for a model without them. LoRA's wrapper holds the hooked model inside."""
+    hooked = [module for module in model.modules() if hasattr(module, "_autocast_stack")]
+    for module in hooked:
+        module._autocast_paused = True
+    try:
+        yield
+    finally:
+        for module in hooked:
+            module._autocast_paused = False
+
+
 def _enter_autocast(module, args):
     module._autocast_device = next(module.parameters()).device.type  # train.device may have moved it since
-    context = torch.autocast(module._autocast_device, dtype=torch.bfloat16)
+    context = torch.autocast(module._autocast_device, dtype=torch.bfloat16,
+                             enabled=not getattr(module, "_autocast_paused", False))
     context.__enter__()
     module._autocast_stack.append(context)
 
