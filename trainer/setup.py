@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Callable
 
@@ -33,6 +34,7 @@ from rlvr.envs.split import TooFewTestProblems
 from rlvr.errors import ConfigError
 from rlvr.sandboxes.hosts import apply_hosts
 from rlvr.trainer.algorithms import ALGORITHMS, Algorithm
+from rlvr.trainer.algos.update import learning_rate_schedule
 from rlvr.trainer.checkpoint import latest_checkpoint, load_trainer_state, resume_conflicts, saved_entries
 from rlvr.trainer.curriculum import build_curriculum
 from rlvr.trainer.device import resolve_device, use_device
@@ -40,7 +42,7 @@ from rlvr.trainer.distributed import Parallel, QuietRunFiles, RankModel
 from rlvr.trainer.env_config import build_env
 from rlvr.trainer.loggers import build_loggers
 from rlvr.trainer.model_card import session_command
-from rlvr.trainer.models.lora import for_engine
+from rlvr.trainer.models.lora import engine_weights, for_engine
 from rlvr.trainer.models.model import (build_policy, build_reference, load_tokenizer, resolve_model_path,
                                        resumed_base_path)
 from rlvr.trainer.models.packing import check_packing
@@ -124,7 +126,7 @@ def build_run(cfg, log=print) -> Run:
     params = list(model.parameters()) + (list(critic.parameters()) if critic is not None else [])
     optimizer = torch.optim.AdamW(params, lr=cfg.optim.lr, betas=tuple(cfg.optim.betas),
                                   weight_decay=cfg.optim.weight_decay)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_lambda(cfg))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, learning_rate_schedule(cfg.optim, cfg.train.steps))
     start_step, algo_state = 0, {}
     if checkpoint:
         start_step, algo_state = _restore(checkpoint, model, optimizer, scheduler, critic, curriculum, parallel, log)
@@ -263,7 +265,7 @@ def _engine(cfg, env, tokenizer, plain, parallel: Parallel, test_rows: list[dict
                "log_dir": str(run_dir / "servers")}  # rollout=server: each server's log
     return PolicyEngine(build_engine(kind, for_engine(plain, copies_weights, adapter_sync), tokenizer,
                                      options),
-                        weights=lambda policy: for_engine(parallel.plain(policy), copies_weights, adapter_sync))
+                        weights=partial(engine_weights, parallel.plain, copies_weights, adapter_sync))
 
 
 def _log_start(run: Run, device, plain) -> None:
@@ -310,17 +312,3 @@ def _engine_rows(cfg) -> int:
     return max(cfg.train.prompts_per_step * cfg.train.completions_per_prompt, min(cfg.train.eval_prompts, 256))
 
 
-def _lr_lambda(cfg):
-    warmup, total, schedule = cfg.optim.warmup_steps, cfg.train.steps, cfg.optim.schedule
-
-    def factor(step: int) -> float:
-        if step < warmup:
-            return (step + 1) / warmup
-        progress = (step - warmup) / max(1, total - warmup)
-        if schedule == "linear":
-            return max(0.0, 1.0 - progress)
-        if schedule == "cosine":
-            return 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
-        return 1.0
-
-    return factor

@@ -17,11 +17,11 @@ MOSTLY_TRUNCATED = 0.5  # above this share of truncated completions a run warns
 
 
 def resolve_rollout_lengths(rollout_cfg, env) -> None:
-    """Fill `max_new_tokens` and `truncated_reward` left null with `env`'s defaults (in place)."""
-    if rollout_cfg.max_new_tokens is None:
-        rollout_cfg.max_new_tokens = int(env.default_max_new_tokens)
-    if rollout_cfg.truncated_reward is None:
-        rollout_cfg.truncated_reward = env.truncated_reward
+    """Fix `max_new_tokens` and `truncated_reward` to values, in place: null takes `env`'s default, and the rollout
+    presets' `${rlvr.env:...}` is resolved here once (the step reads plain values, not the resolver each time)."""
+    max_new_tokens, truncated_reward = rollout_cfg.max_new_tokens, rollout_cfg.truncated_reward
+    rollout_cfg.max_new_tokens = int(env.default_max_new_tokens if max_new_tokens is None else max_new_tokens)
+    rollout_cfg.truncated_reward = env.truncated_reward if truncated_reward is None else truncated_reward
     if rollout_cfg.truncated_reward not in TRUNCATED_REWARDS:
         raise ConfigError(f"rollout.truncated_reward={rollout_cfg.truncated_reward!r}; choose one of "
                           f"{', '.join(TRUNCATED_REWARDS)} (or null: the environment's default)")

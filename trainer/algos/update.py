@@ -2,7 +2,7 @@
 
 An algorithm (grpo.py, reinforce.py, ppo.py, dpo.py) hands `accumulate` a function of a micro-batch's
 rows that returns its loss as a `MicroLoss`; the loop here runs the backward passes and combines the
-metrics, and `optimizer_step` clips and steps. What stays the same across algorithms lives only here:
+metrics, `optimizer_step` clips and steps, and `learning_rate_schedule` sets each step's learning rate. What stays the same across algorithms lives only here:
 
   * Each micro-batch loss is already normalised by the whole batch's counts (sequences and tokens over
     all ranks, `batch_counts`), so the summed gradient equals the full batch's and no division by the
@@ -23,6 +23,7 @@ metrics, and `optimizer_step` clips and steps. What stays the same across algori
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -118,6 +119,24 @@ def optimizer_step(optimizer, model: torch.nn.Module, max_grad_norm: float,
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
     return grad_norm
+
+
+def learning_rate_schedule(optim_cfg, total_steps: int) -> Callable[[int], float]:
+    """The factor on `optim.lr` at each step, for torch's LambdaLR: a linear warmup over `optim.warmup_steps`,
+    then `optim.schedule` (constant, linear or cosine decay to 0 at `total_steps`)."""
+    warmup, schedule = optim_cfg.warmup_steps, optim_cfg.schedule
+
+    def factor(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / warmup
+        progress = (step - warmup) / max(1, total_steps - warmup)
+        if schedule == "linear":
+            return max(0.0, 1.0 - progress)
+        if schedule == "cosine":
+            return 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
+        return 1.0
+
+    return factor
 
 
 def accumulate_and_step(micro_loss: Callable[[slice], MicroLoss], counts: Counts, optimizer, model, max_grad_norm: float,

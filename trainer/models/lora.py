@@ -83,6 +83,12 @@ class AdaptersOff(torch.nn.Module):
             return policy(*args, **kwargs)
 
 
+def engine_weights(unwrap, copies_weights: bool, adapter_sync: bool, policy):
+    """What the engine's `sync_weights` is handed for the trained `policy` (setup.py binds the first three with
+    functools.partial): its plain HF module (`unwrap`: DDP's or FSDP2's wrapper off), through `for_engine`."""
+    return for_engine(unwrap(policy), copies_weights, adapter_sync)
+
+
 def for_engine(model, copies_weights: bool, adapter_sync: bool = False):
     """The module an engine is handed: for an adapter model and an engine that copies weights (vLLM),
     the merged model, built on a copy, or with `adapter_sync` (rollout.lora_sync=adapter) the adapter
