@@ -243,9 +243,11 @@ class ModelConfig:
 
     Hugging Face's gradient_checkpointing_enable with use_reentrant=False."""
     autocast: str = "none"
-    """none | bf16: forward passes under bf16 autocast, weights in float32.
+    """none | bf16 | auto: forward passes under bf16 autocast, weights in float32.
 
-    The optimizer stays in float32 too; allowed on CPU (slower there without bf16 units); trainer/models/model.py."""
+    The optimizer stays in float32 too; allowed on CPU (slower there without bf16 units); trainer/models/model.py.
+    auto: bf16 where the device computes bf16 in hardware (a CUDA GPU that reports it, a CPU with AVX512-BF16 or
+    AMX), else none; the start log says which (trainer/device.py)."""
     prompt_format: str = "chat"
     """chat: the tokenizer's chat template | plain: the texts (base models).
 

@@ -54,6 +54,26 @@ def use_device(device: torch.device) -> None:
         torch.cuda.set_device(device)
 
 
+def has_bf16_units(device: torch.device) -> bool:
+    """Whether `device` computes bfloat16 in hardware: a CUDA GPU that says so (Ampere on), or a CPU with
+    AVX512-BF16 or AMX (Intel Xeon from Sapphire Rapids, AMD from Zen 4). Elsewhere torch emulates bf16, slower
+    than float32 (the AMD EPYC of docs/benchmarks/grpo-trl.md)."""
+    if device.type == "cuda":
+        return torch.cuda.is_bf16_supported()
+    checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")  # torch.cpu's (private) CPUID probes
+    return any(getattr(torch.cpu, name, lambda: False)() for name in checks)
+
+
+def resolve_autocast(model_cfg, device: torch.device) -> str | None:
+    """`model.autocast=auto` becomes bf16 where `device` has bf16 units, else none (in place); the line that says
+    which, for the start log. None when the setting was not auto."""
+    if model_cfg.autocast != "auto":
+        return None
+    model_cfg.autocast = "bf16" if has_bf16_units(device) else "none"
+    units = "has" if model_cfg.autocast == "bf16" else "lacks"
+    return f"model.autocast=auto -> {model_cfg.autocast} ({device.type} {units} bf16 units)"
+
+
 def model_device(model: torch.nn.Module) -> torch.device:
     """The device of `model`'s first parameter (or buffer); else its `device` attribute (LoRA's AdaptersOff
     holds the policy outside its submodules); else the CPU."""

@@ -37,7 +37,7 @@ from rlvr.trainer.algorithms import ALGORITHMS, Algorithm
 from rlvr.trainer.algos.update import learning_rate_schedule
 from rlvr.trainer.checkpoint import latest_checkpoint, load_trainer_state, resume_conflicts, saved_entries
 from rlvr.trainer.curriculum import build_curriculum
-from rlvr.trainer.device import resolve_device, use_device
+from rlvr.trainer.device import resolve_autocast, resolve_device, use_device
 from rlvr.trainer.distributed import Parallel, QuietRunFiles, RankModel
 from rlvr.trainer.env_config import build_env
 from rlvr.trainer.loggers import build_loggers
@@ -106,6 +106,8 @@ def build_run(cfg, log=print) -> Run:
     validate_world_size(cfg, parallel.world_size)
     if not parallel.is_main:  # rank 0 alone prints and writes
         log = lambda *args, **kwargs: None  # noqa: E731
+    if line := resolve_autocast(cfg.model, device):  # model.autocast=auto: bf16 where the device computes it
+        log(line)
     set_start_threads(cfg.threads)  # threads=auto: one until the policy is built (trainer/threads.py)
     run_dir = Path(cfg.resume or cfg.output_dir)
     if not cfg.resume and not cfg.overwrite:

@@ -134,8 +134,8 @@ def _validate_strategy(cfg) -> None:
                           "with algo.critic=head (the separate critic model is one-process only)")
     if cfg.model.prompt_format not in ("chat", "plain"):
         raise ConfigError(f"model.prompt_format={cfg.model.prompt_format!r}; choose one of chat, plain")
-    if cfg.model.autocast not in ("none", "bf16"):
-        raise ConfigError(f"model.autocast={cfg.model.autocast!r}; choose one of none, bf16")
+    if cfg.model.autocast not in ("none", "bf16", "auto"):
+        raise ConfigError(f"model.autocast={cfg.model.autocast!r}; choose one of none, bf16, auto")
     lora = cfg.model.lora
     if lora.r < 0 or (lora.r > 0 and (lora.alpha <= 0 or not 0 <= lora.dropout < 1 or not lora.target_modules)):
         raise ConfigError(f"model.lora: r={lora.r} must be >= 0 (0: off) and, when on, alpha={lora.alpha} > 0, "
