@@ -2,7 +2,8 @@
 
 An algorithm (grpo.py, reinforce.py, ppo.py, dpo.py) hands `accumulate` a function of a micro-batch's
 rows that returns its loss as a `MicroLoss`; the loop here runs the backward passes and combines the
-metrics, `optimizer_step` clips and steps, and `learning_rate_schedule` sets each step's learning rate. What stays the same across algorithms lives only here:
+metrics, `optimizer_step` clips and steps, and `learning_rate_schedule` sets each step's learning rate.
+What stays the same across algorithms lives only here:
 
   * Each micro-batch loss is already normalised by the whole batch's counts (sequences and tokens over
     all ranks, `batch_counts`), so the summed gradient equals the full batch's and no division by the
