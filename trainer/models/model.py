@@ -136,14 +136,15 @@ def autocast_forward(model) -> None:
 def autocast_paused(model):
     """Inside the block, `model`'s forwards run in float32 as its saved weights do (`rlvr eval` of the checkpoint),
     bf16 autocast hooks or not; a no-op for a model without them. LoRA's wrapper holds the hooked model inside."""
-    hooked = [module for module in model.modules() if hasattr(module, "_autocast_stack")]
+    hooked = {module: getattr(module, "_autocast_paused", False) for module in model.modules()
+              if hasattr(module, "_autocast_stack")}
     for module in hooked:
         module._autocast_paused = True
     try:
         yield
-    finally:
-        for module in hooked:
-            module._autocast_paused = False
+    finally:  # as it was before the block, so a block inside another one leaves the outer pause on
+        for module, paused in hooked.items():
+            module._autocast_paused = paused
 
 
 def _enter_autocast(module, args):
