@@ -20,7 +20,8 @@ rlvr draws for step k, fed to TRL in that order with shuffling off), G, max comp
 temperature (no top-k/top-p), beta, learning rate (constant, AdamW betas 0.9/0.999, no weight
 decay, grad-norm clip 1.0), one inner epoch, one optimizer step per generation batch, the paper's
 per-sequence loss (rlvr `seq_mean_token_mean` = TRL `loss_type="grpo"`), and rewards from rlvr's
-`env.score` (TRL's reward function calls it). TRL's `gradient_checkpointing` (on by default) is
+`env.score` with the environment's truncation rule (TRL's reward function applies both; before 2026-12-05
+evening it applied the score alone, so TRL's cut completions kept their reward). TRL's `gradient_checkpointing` (on by default) is
 turned off so both do the same work; fp32, CPU, HF `generate` for TRL.
 
 Each system runs in its own subprocess (so peak RSS is its own) for warm-up + steps + 1 steps,
@@ -182,9 +183,19 @@ def trl_trainer(args, model_path: str, rows: list[dict], env, out_dir: str, max_
     tokenizer = load_tokenizer(model_path)
     dataset = Dataset.from_dict({"prompt": render_prompts(tokenizer, env, rows), "row": list(range(len(rows)))})
 
-    def rlvr_env_score(completions, row, **_):
+    from rlvr.trainer.experience.rewards import no_credit_when_truncated
+
+    stops = {*(tokenizer.eos_token_id if isinstance(tokenizer.eos_token_id, list) else [tokenizer.eos_token_id]),
+             tokenizer.pad_token_id}
+
+    def rlvr_env_score(completions, row, completion_ids, **_):
+        # the reward of rlvr's step: the environment's score, then its truncation rule (arithmetic's instruct
+        # prompt: zero, no credit for a completion cut at max_new_tokens). TRL hands a reward function each
+        # completion's ids up to its first EOS, so one that ends in no EOS (or pad) was cut.
         start = time.perf_counter()
-        rewards = [r.reward for r in env.score(completions, [rows[i] for i in row])]
+        cut = [len(ids) >= args.max_new_tokens and ids[-1] not in stops for ids in completion_ids]
+        results = env.score(completions, [rows[i] for i in row])
+        rewards = [r.reward for r in no_credit_when_truncated(results, cut, env.truncated_reward)]
         if clock:
             clock.add("score", time.perf_counter() - start)
         return rewards
