@@ -39,9 +39,8 @@ smollm2: $(VENV)/.smollm2
 
 # GRPO on a real pretrained model: SmolLM2-135M-Instruct from its wheel, the instruct prompt of 2-digit addition,
 # model=smollm2's defaults (40 steps of 4 x 8) with the update's speed settings: token-budget micro-batches
-# (train=fast: the same gradients) and bf16 autocast where the CPU has bf16 units (model.autocast=auto). On the
-# 2-core EPYC the whole command, from a fresh clone with an empty HOME, took 14:10 with them and 15:44 without.
-# Prints the before/after table (docs/concepts/models.md has both runs).
+# (train=fast: the same gradients) and bf16 autocast where the CPU has bf16 units (model.autocast=auto), which
+# bring it under 15 minutes from a fresh clone (docs/concepts/models.md times both). Prints the before/after table.
 demo-real: $(VENV)/.smollm2
 	$(BIN)/rlvr train model=smollm2 train=fast model.autocast=auto $(ARGS)
 
