@@ -10,11 +10,13 @@ a 2-process run samples differently from a 1-process one, though from the same d
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-import socket
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -92,25 +94,29 @@ def _train(cfg) -> dict:
 
 
 def _launch(world: int, overrides: list[str], cwd: Path) -> None:
-    """`world` processes of this file's __main__ (one rank each), as torchrun would set their environment."""
-    port = _free_port()
-    torchrun_env = {**os.environ, "WORLD_SIZE": str(world), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
-                    "OMP_NUM_THREADS": "1"}
-    ranks = [subprocess.Popen([sys.executable, __file__, json.dumps(overrides)], cwd=cwd, stderr=subprocess.PIPE,
-                              text=True, env={**torchrun_env, "RANK": str(r), "LOCAL_RANK": str(r)})
-             for r in range(world)]
-    try:  # a rank that hangs in a collective must fail the test, not the CI job
-        errors = [rank.communicate(timeout=600)[1] for rank in ranks]
-    finally:
-        for rank in ranks:
-            rank.kill()
-    assert all(rank.returncode == 0 for rank in ranks), "\n".join(e[-3000:] for e in errors)
+    """`world` ranks of this file's __main__ under `torchrun --standalone`, as a user launches them.
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    torchrun's agent holds the rendezvous port itself: a port picked here and released before the ranks bind it
+    could be taken by a concurrent test's store in between, and a rank that joined the wrong store waits forever.
+    The ranks write to a file, not a pipe: a pipe nobody reads while the test waits on another rank fills and
+    blocks its writer in the middle of a collective. A run past the (far from reached) limit has its ranks print
+    their stacks (faulthandler, SIGUSR1) before they are killed, so the failure says where they stood."""
+    log = cwd / f"ranks-{overrides[-1].split('=')[-1]}.log"
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(world),
+               __file__, json.dumps(overrides)]
+    with open(log, "w") as out:
+        ranks = subprocess.Popen(command, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                                 env={**os.environ, "OMP_NUM_THREADS": "1"})
+        try:  # a rank that hangs in a collective must fail the test, not the CI job
+            ranks.wait(timeout=900)
+        except subprocess.TimeoutExpired:
+            os.killpg(ranks.pid, signal.SIGUSR1)  # the ranks dump their stacks; the agent (no handler) ends
+            time.sleep(5)
+            pytest.fail(f"{world} ranks still running after 900 s; their output and stacks:\n" + log.read_text()[-6000:])
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(ranks.pid, signal.SIGKILL)
+    assert ranks.returncode == 0, log.read_text()[-6000:]
 
 
 def _weights(run_dir: Path) -> dict:
@@ -363,7 +369,10 @@ def test_torchrun_with_asynchronous_rollouts(tmp_path, strategy):
 
 
 if __name__ == "__main__":  # one rank of `_launch`: this file's folder (tests/) is on sys.path, so conftest imports
+    import faulthandler
+
     from conftest import _compose_train
 
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # `_launch` asks for the stacks of a rank that hangs
     torch.set_num_threads(1)
     _train(_compose_train(json.loads(sys.argv[1])))
