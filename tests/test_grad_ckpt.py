@@ -65,3 +65,32 @@ def test_autocast_paused_computes_as_the_saved_float32_weights(tiny_lm_sft):
         after = hooked(input_ids=ids).logits
     torch.testing.assert_close(paused, expected, rtol=0, atol=0)
     assert after.dtype == torch.bfloat16
+
+
+def test_the_held_out_eval_of_a_bf16_run_computes_in_float32(tiny_lm_sft, compose_train, tmp_path, monkeypatch):
+    """`rlvr train model.autocast=bf16` on rollout=hf: the in-run `eval/accuracy` is the checkpoint's float32 number
+    (what `rlvr eval` reads), not the autocast's; the steps around it still run in bfloat16."""
+    import rlvr.trainer.run as run
+
+    seen, engines = [], []
+    real = run.evaluate_greedy
+
+    def spying(engine, *args, **kwargs):  # every forward the held-out eval makes, by the dtype of its logits
+        hf = engine.engine  # inside PolicyEngine: the HF engine, generating with the policy
+        hook = hf.model.register_forward_hook(lambda module, inputs, out: seen.append(out.logits.dtype))
+        try:
+            return real(engine, *args, **kwargs)
+        finally:
+            hook.remove()
+            engines.append(hf)
+
+    monkeypatch.setattr(run, "evaluate_greedy", spying)
+    run.train(compose_train([
+        f"model.name_or_path={tiny_lm_sft.path}", "model.autocast=bf16", "rollout=hf", "env.digits=1",
+        "train.steps=1", "train.eval_every=1", "train.save_every=1", "train.eval_prompts=4",
+        "train.prompts_per_step=2", "train.completions_per_prompt=2", "threads=1", f"output_dir={tmp_path}/run"]),
+        log=lambda *a, **k: None)
+    assert len(engines) == 2 and seen and set(seen) == {torch.float32}  # steps 0 and 1, every decode step
+    ids = tiny_lm_sft.tokenizer("3+4=7", add_special_tokens=False, return_tensors="pt")["input_ids"]
+    with torch.no_grad():
+        assert engines[-1].model(input_ids=ids).logits.dtype == torch.bfloat16  # the pause ends with the eval

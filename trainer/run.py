@@ -14,17 +14,20 @@ with the command line's overrides on top (trainer/resume_config.py).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import time
 from pathlib import Path
 
+import torch
 from tqdm import tqdm
 
 from rlvr.trainer.checkpoint import save_checkpoint
 from rlvr.trainer.evaluation.evaluate import evaluate_greedy
 from rlvr.trainer.experience.async_rollouts import start_async_rollouts
 from rlvr.trainer.model_card import checkpoint_files
+from rlvr.trainer.models.model import autocast_paused
 from rlvr.trainer.setup import Run, build_run
 from rlvr.trainer.truncation import truncation_warning
 
@@ -89,16 +92,34 @@ def completions_per_rank(cfg, parallel) -> int:
 
 
 def held_out_eval(run: Run) -> dict:
-    """`eval/*`: greedy completions of the test rows, on rank 0 alone (the plain model: no collective)."""
+    """`eval/*`: greedy completions of the test rows, on rank 0 alone (the plain model: no collective).
+
+    In float32 under `model.autocast=bf16`: an HF engine generates with the policy (or FSDP2's full copy), whose
+    bf16 forward would make the number the autocast's, not the checkpoint's that `rlvr eval` reads (vLLM holds
+    float32 weights already)."""
     if not run.parallel.is_main:
         return {}
     cfg = run.cfg
-    result = evaluate_greedy(run.ctx.engine, run.env, run.test_rows, cfg.rollout.max_new_tokens,
-                             truncated_reward=cfg.rollout.truncated_reward)
+    with contextlib.ExitStack() as paused:
+        for model in generating_models(run.ctx):
+            paused.enter_context(autocast_paused(model))
+        result = evaluate_greedy(run.ctx.engine, run.env, run.test_rows, cfg.rollout.max_new_tokens,
+                                 truncated_reward=cfg.rollout.truncated_reward)
     warning = truncation_warning(result.get("truncated_frac", 0.0), cfg.rollout.max_new_tokens, "the held-out eval's")
     if warning:
         run.log(warning)
     return {f"eval/{k}": v for k, v in result.items()}
+
+
+def generating_models(ctx) -> list[torch.nn.Module]:
+    """The policy and the modules the engine generates with in this process (through wrappers such as
+    PolicyEngine: FSDP2's full copy, an HF engine's model); none for engines that hold their own weights."""
+    models, engine = [ctx.model], ctx.engine
+    while engine is not None:
+        if isinstance(getattr(engine, "model", None), torch.nn.Module):
+            models.append(engine.model)
+        engine = getattr(engine, "engine", None)
+    return models
 
 
 def warn_if_truncated(run: Run, metrics: dict, step: int, quiet_until: int) -> int:
