@@ -113,7 +113,8 @@ def held_out_eval(run: Run) -> dict:
 
 def generating_models(ctx) -> list[torch.nn.Module]:
     """The policy and the modules the engine generates with in this process (through wrappers such as
-    PolicyEngine: FSDP2's full copy, an HF engine's model); none for engines that hold their own weights."""
+    PolicyEngine: FSDP2's full copy, an HF engine's model); the policy alone for engines that hold their own
+    weights (vLLM, servers)."""
     models, engine = [ctx.model], ctx.engine
     while engine is not None:
         if isinstance(getattr(engine, "model", None), torch.nn.Module):
