@@ -15,16 +15,16 @@ trainer idles while the engine generates and the verifier scores; the engine idl
 later invocations: the data's paths are part of its key), scored by the code verifier in the Docker sandbox
 (`rlvr sandbox build` first): three sandbox runs per completion, the work the overlap should hide.
 
-`--producers process,thread` runs each k > 0 arm of rollout=hf with each `rollout.producer` (default: process, the
+`--producers process,thread` runs each k > 0 arm of rollout=hf with each `rollout.hf.producer` (default: process, the
 default of rlvr train): the producer's generate in a child process, or in a thread of the trainer's process.
 
 `--server-ks 1` adds, per seed, the server arm: `rollout=server` (`--servers` vLLM servers started by rlvr on
-127.0.0.1, each on `server_threads=1`) with max_staleness=k, against the same colocated rollout=hf rows. The
+127.0.0.1, each on `rollout.server.threads=1`) with max_staleness=k, against the same colocated rollout=hf rows. The
 servers' start-up (before the loop) is not in the step rate; their shutdown at the end of the loop is.
 
 `--preset smollm2`: SmolLM2-135M-Instruct (`make smollm2`) as `rlvr train model=smollm2` trains it (its task, batch,
 lr and `rollout=auto`, which picks vLLM where installed; `threads=auto`, so every core): the k > 0 arm's producer is a
-thread sharing the trainer's vLLM engine (`rollout.producer` applies to rollout=hf only), and `--env` is ignored.
+thread sharing the trainer's vLLM engine (`rollout.hf.producer` applies to rollout=hf only), and `--env` is ignored.
 Give it `--eval-prompts 100` (the preset's held-out size).
 
 Writes bench/results/async.json (async_code_stdio.json for that env) (with the machine and the load average before and after) and prints a markdown table: per k, mean and spread (min..max) over seeds.
@@ -82,9 +82,9 @@ def run(env: list[str], name: str, k: int, seed: int, steps: int, eval_prompts: 
         base, arm_local, threads_env = SMOLLM2, [], {}
     else:
         engine = "server" if servers else "hf" if k == 0 else f"hf ({producer})"
-        base, arm_local, threads_env = COMMON, ["rollout=hf", f"rollout.producer={producer}"], {"OMP_NUM_THREADS": "1"}
+        base, arm_local, threads_env = COMMON, ["rollout=hf", f"rollout.hf.producer={producer}"], {"OMP_NUM_THREADS": "1"}
     out = workdir / f"{name}_{'server' if servers else 'local'}_{producer}_k{k}_s{seed}"
-    arm = ["rollout=server", f"rollout.num_servers={servers}", *SERVER_ENV.get(name, [])] if servers else arm_local
+    arm = ["rollout=server", f"rollout.server.num_servers={servers}", *SERVER_ENV.get(name, [])] if servers else arm_local
     argv = [sys.executable, "-m", "rlvr", "train", *base, *arm, *env, *extra, f"seed={seed}",
             f"rollout.max_staleness={k}", f"train.steps={steps}", f"train.eval_every={steps}",
             f"train.eval_prompts={eval_prompts}", f"output_dir={out}"]
@@ -168,7 +168,7 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, default=None,
                         help="where --env code_stdio's files are written (default: $RLVR_CACHE/bench_data)")
     parser.add_argument("--producers", default="process",
-                        help="rollout.producer of the rollout=hf arms with k > 0: process, thread or both (comma-separated)")
+                        help="rollout.hf.producer of the rollout=hf arms with k > 0: process, thread or both (comma-separated)")
     parser.add_argument("--server-ks", default="", help="k values of the rollout=server arm (none by default)")
     parser.add_argument("--servers", type=int, default=1, help="vLLM servers the server arm starts")
     parser.add_argument("--runs-dir", type=Path, default=None,

@@ -1,4 +1,4 @@
-"""LoRA weight sync to vLLM: merged full weights (`rollout.lora_sync=merged`) vs the adapter alone (`adapter`).
+"""LoRA weight sync to vLLM: merged full weights (`rollout.vllm.lora_sync=merged`) vs the adapter alone (`adapter`).
 
     python bench/bench_lora_sync.py [--sizes 30m,250m] [--r 16] [--syncs 3] [--prompts 8] [--group 4]
                                     [--max-new-tokens 32] [--repeats 2] [--threads 1] [--profile]

@@ -260,6 +260,7 @@ def _eval(overrides: list[str]) -> int:
     from hydra.core.config_store import ConfigStore
 
     from rlvr.envs.registry import env_registry
+    from rlvr.trainer.config import refuse_renamed_keys
     from rlvr.trainer.evaluation.eval_config import register_eval_schema
     from rlvr.errors import ConfigError, UnknownNameError
 
@@ -267,6 +268,10 @@ def _eval(overrides: list[str]) -> int:
     _offer_plugin_envs(ConfigStore.instance(), env_registry)
     if _wants_help(overrides):
         return _help("eval", overrides)
+    try:  # an old key name: one line here, before Hydra's several
+        refuse_renamed_keys(overrides)
+    except ConfigError as error:
+        raise SystemExit(f"rlvr eval: {error}") from None
 
     def task(cfg) -> None:
         from rlvr.trainer.evaluation.eval_run import run_eval  # torch loads here, so `rlvr eval --help` stays fast

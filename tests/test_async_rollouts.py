@@ -76,10 +76,10 @@ def test_k0_trains_the_weights_the_synchronous_loop_trained(tmp_path):
     if level not in SYNC_SHA256:
         pytest.skip(f"no sha256 of the synchronous loop's run recorded for {level[0]} with torch's {level[1]} "
                     f"kernels; run an earlier commit's synchronous loop on this test's command here and add it")
-    # rollout.prefill_once (added after 3eb53e0) moves HF generate's logprobs in their last bits, so it is off
+    # rollout.hf.prefill_once (added after 3eb53e0) moves HF generate's logprobs in their last bits, so it is off
     # here: what this pins is that the asynchronous machinery at k = 0 leaves the synchronous loop's bits alone.
     # A command of its own: MKL reads MKL_CBWR once, when a process first calls it
-    result = run_rlvr("train", *OVERRIDES, "rollout.max_staleness=0", "train.steps=4", "rollout.prefill_once=false",
+    result = run_rlvr("train", *OVERRIDES, "rollout.max_staleness=0", "train.steps=4", "rollout.hf.prefill_once=false",
                       "output_dir=k0", cwd=tmp_path, env_extra={"MKL_CBWR": "COMPATIBLE"})
     assert result.returncode == 0, result.stderr[-3000:]
     metrics, sha = _outputs(tmp_path / "k0", 4)
@@ -131,7 +131,7 @@ def _digest(state: dict) -> str:
 def test_trained_samples_are_at_most_k_versions_old_and_tagged_with_their_weights(compose_train, tmp_path,
                                                                                   recorded, k, producer):
     steps = 5
-    metrics, _ = _run(compose_train, tmp_path, k, steps, f"rollout.producer={producer}")
+    metrics, _ = _run(compose_train, tmp_path, k, steps, f"rollout.hf.producer={producer}")
     engine = recorded["rollouts"][0].engine
     assert type(engine).__name__ == {"process": "HFProcessEngine", "thread": "HFEngine"}[producer]
     assert [step for step, _ in recorded["taken"]] == list(range(1, steps + 1))
@@ -226,8 +226,8 @@ def test_staleness_is_refused_where_nothing_corrects_it(compose_train, override,
 
 
 def test_an_unknown_producer_is_refused(compose_train):
-    with pytest.raises(ConfigError, match=r"rollout\.producer='fork' must be process or thread"):
-        validate_train_config(compose_train(OVERRIDES + ["rollout.max_staleness=1", "rollout.producer=fork"]))
+    with pytest.raises(ConfigError, match=r"rollout\.hf\.producer='fork' must be process or thread"):
+        validate_train_config(compose_train(OVERRIDES + ["rollout.max_staleness=1", "rollout.hf.producer=fork"]))
 
 
 def test_negative_staleness_is_refused(compose_train):

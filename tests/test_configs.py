@@ -187,6 +187,59 @@ def test_the_old_name_of_a_renamed_key_is_refused_naming_the_new_one():
                                "setting, named for what it counts): pass train.logged_prompts_per_step=3")
 
 
+@pytest.mark.parametrize("command", ["train", "eval"])
+def test_an_engine_key_by_its_old_flat_name_is_refused_naming_its_group(command):
+    from rlvr.cli import main
+
+    with pytest.raises(SystemExit) as info:
+        main([command, "rollout=vllm", "rollout.kv_cache_bytes=1024"])
+    assert str(info.value) == (f"rlvr {command}: rollout.kv_cache_bytes is now rollout.vllm.kv_cache_bytes (the same "
+                               "setting, in its engine's group): pass rollout.vllm.kv_cache_bytes=1024")
+
+
+@pytest.mark.parametrize("engine, key, reads", [("hf", "rollout.vllm.dtype=bfloat16", "rollout.hf.*"),
+                                                ("vllm", "rollout.server.num_servers=2", "rollout.vllm.*"),
+                                                ("server", "rollout.hf.prefill_once=false",
+                                                 "rollout.server.* and rollout.vllm.*")])
+def test_an_engine_group_the_chosen_engine_does_not_read_is_refused(compose_train, engine, key, reads):
+    group = key.split(".")[1]
+    with pytest.raises(ConfigError) as info:
+        validate_train_config(compose_train([f"rollout={engine}", key]))
+    assert str(info.value) == (f"{key.replace('false', 'False')}: rollout={engine} does not read rollout.{group}.* "
+                               f"(it reads {reads}); choose rollout={group} or leave rollout.{group} at its defaults")
+    validate_train_config(compose_train([f"rollout={group}", key]))  # its own engine reads it
+    validate_train_config(compose_train(["rollout=server", "rollout.vllm.dtype=bfloat16"]))  # the servers' vLLM
+
+
+def test_every_engine_has_a_rollout_group_and_every_choice_names_the_groups_it_reads():
+    from dataclasses import fields, is_dataclass
+
+    from rlvr.trainer.config import RolloutConfig
+    from rlvr.trainer.rollout.factory import CHOICES, ENGINES, GROUPS
+
+    groups = {f.name for f in fields(RolloutConfig) if is_dataclass(f.default_factory)}
+    assert groups == set(ENGINES) and set(GROUPS) == set(CHOICES)
+    assert all(kind in GROUPS[kind] for kind in ENGINES) and set().union(*GROUPS.values()) == groups
+
+
+def test_resume_moves_a_saved_runs_flat_engine_keys_into_their_groups(compose_train, tmp_path):
+    """A config.yaml written before rollout's engine groups holds their keys flat in `rollout`, nulls included:
+    each resumes under its group, the rest of the group at its default."""
+    from rlvr.trainer.resume_config import resumed_config
+
+    saved = OmegaConf.to_container(compose_train(["rollout=vllm"]), resolve=False)
+    flat = saved["rollout"]
+    flat.update(flat.pop("vllm"), **flat.pop("hf"), **flat.pop("server"))
+    flat.update(dtype="bfloat16", kv_cache_bytes=None, prefill_once=False, server_start_timeout_s=7.0)
+    del flat["start_timeout_s"], flat["threads"]
+    OmegaConf.save(OmegaConf.create(saved), tmp_path / "config.yaml")
+    cfg = resumed_config(compose_train([f"resume={tmp_path}"]), [f"resume={tmp_path}"])
+    assert (cfg.rollout.vllm.dtype, cfg.rollout.vllm.kv_cache_bytes) == ("bfloat16", None)
+    assert (cfg.rollout.hf.prefill_once, cfg.rollout.server.start_timeout_s) == (False, 7.0)
+    assert cfg.rollout.engine == "vllm" and cfg.rollout.server.threads == 1
+    assert not {"dtype", "kv_cache_bytes", "prefill_once", "server_start_timeout_s"} & set(cfg.rollout)
+
+
 def test_resume_reads_a_run_saved_with_the_one_algo_union(compose_train, tmp_path):
     """A config.yaml written before the per-family schemas holds every family's algo keys and the old
     train.samples_per_step: it resumes with its algorithm's family and the key under its new name."""

@@ -168,12 +168,12 @@ def test_default_view_shows_the_common_keys_and_counts_the_rest(capsys):
     text = help_of(capsys, "train")
     for key in ("train.steps", "rollout.temperature", "optim.lr", "algo.beta", "model.name_or_path"):
         assert f"  {key}=" in text
-    for key in ("model.arch.hidden_size", "rollout.gpu_memory_utilization", "curriculum.band"):
+    for key in ("model.arch.hidden_size", "rollout.vllm.gpu_memory_utilization", "curriculum.band"):
         assert f"  {key}=" not in text
     assert "env.* of env=arithmetic: digits=2 ops=[+]" in text
     assert "more keys: rlvr train --help all, or --help TOPIC" in text
     vllm = help_of(capsys, "train", "vllm")
-    assert "  rollout.gpu_memory_utilization=0.3" in vllm and "  train.steps=" not in vllm
+    assert "  rollout.vllm.gpu_memory_utilization=0.3" in vllm and "  train.steps=" not in vllm
     assert "  model.lora.alpha=32.0" in help_of(capsys, "train", "model.lora")
 
 

@@ -1,4 +1,4 @@
-"""`rollout.producer=process` (trainer/rollout/hf_process.py): HF generate in a child process, on a copy of
+"""`rollout.hf.producer=process` (trainer/rollout/hf_process.py): HF generate in a child process, on a copy of
 the policy in shared memory. It samples what the in-process engine samples, follows weights loaded into its
 copy here without any transfer, and a child that dies or hangs is an error naming it, never a hang."""
 

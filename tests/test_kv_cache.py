@@ -1,4 +1,4 @@
-"""rollout.kv_cache_bytes: what `auto` sizes vLLM's KV cache to, and the values refused with the key named
+"""rollout.vllm.kv_cache_bytes: what `auto` sizes vLLM's KV cache to, and the values refused with the key named
 (rollout/kv_cache.py). The engine that gets this size: tests/test_rollout_vllm.py; a started `vllm serve`:
 tests/test_server_rollout.py."""
 
@@ -46,7 +46,7 @@ def test_explicit_bytes_and_null_are_taken_as_given():
 
 @pytest.mark.parametrize("bad", ["1GiB", 0, -5, 1.5, True])
 def test_bad_values_name_the_key(bad):
-    with pytest.raises(ConfigError, match=r"rollout\.kv_cache_bytes="):
+    with pytest.raises(ConfigError, match=r"rollout\.vllm\.kv_cache_bytes="):
         resolve_kv_cache_bytes(bad, TINY, sequences=64, max_len=256, dtype="float32", on_cpu=True)
 
 
@@ -59,7 +59,7 @@ def test_bytes_beside_the_legacy_variable_are_refused(monkeypatch):
 def test_a_cache_below_one_context_row_is_refused():
     one_row = (2 + 1) * 128 * 2048  # 2 blocks of the 256-position context + the null block
     check_kv_cache_bytes(one_row, TINY, max_len=256, dtype="float32")
-    with pytest.raises(ConfigError, match=rf"rollout\.kv_cache_bytes={one_row - 1}: vLLM needs at least {one_row}"):
+    with pytest.raises(ConfigError, match=rf"rollout\.vllm\.kv_cache_bytes={one_row - 1}: vLLM needs at least {one_row}"):
         check_kv_cache_bytes(one_row - 1, TINY, max_len=256, dtype="float32")
 
 
@@ -92,6 +92,6 @@ def test_auto_never_asks_for_more_than_half_the_available_memory():
     # a cap between the floor and the need: the cap (vLLM then runs fewer rows at once)
     assert resolve_kv_cache_bytes("auto", SMOLLM2, sequences=256, max_len=8192, dtype="float32", on_cpu=True,
                                   cap=2 * ONE_ROW) == 2 * ONE_ROW
-    with pytest.raises(ConfigError, match=r"rollout\.kv_cache_bytes=auto: one row of the model's 8192 positions"):
+    with pytest.raises(ConfigError, match=r"rollout\.vllm\.kv_cache_bytes=auto: one row of the model's 8192 positions"):
         resolve_kv_cache_bytes("auto", SMOLLM2, sequences=1, max_len=8192, dtype="float32", on_cpu=True,
                                cap=ONE_ROW - 1)

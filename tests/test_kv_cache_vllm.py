@@ -1,4 +1,4 @@
-"""A vLLM KV cache that holds one row but not the batch (rollout.kv_cache_bytes below what `auto` gives) neither
+"""A vLLM KV cache that holds one row but not the batch (rollout.vllm.kv_cache_bytes below what `auto` gives) neither
 hangs nor changes the samples: vLLM's scheduler admits as many rows as have blocks, queues the rest and preempts
 a running row when it needs a block none has (recomputed once blocks free up), so a seeded batch comes back the
 same as from a cache sized to the run, only later."""
@@ -26,7 +26,7 @@ def test_a_cache_of_two_rows_runs_a_batch_of_twelve_unchanged(tiny_lm, require_v
 
     model = build_model(tiny_lm.tokenizer, **VLLM_ARCH, seed=0)  # random weights: rows run to max_new_tokens
     # 2 rows of one 128-token block (64 KiB each at 512 bytes a token) + the null block
-    small_bytes, small = _sample(model, tiny_lm.tokenizer, {"kv_cache_bytes": 3 * 128 * 512})
+    small_bytes, small = _sample(model, tiny_lm.tokenizer, {"vllm": {"kv_cache_bytes": 3 * 128 * 512}})
     sized_bytes, sized = _sample(model, tiny_lm.tokenizer, {"max_sequences": 12})
     assert (small_bytes, sized_bytes) == (3 * 128 * 512, 13 * 128 * 512)
     assert len(sized.completion_ids) == 12 and min(len(ids) for ids in sized.completion_ids) > 1

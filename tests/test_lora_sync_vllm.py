@@ -1,4 +1,4 @@
-"""`rollout.lora_sync=adapter`: vLLM keeps the base weights and loads only the LoRA adapter at each sync.
+"""`rollout.vllm.lora_sync=adapter`: vLLM keeps the base weights and loads only the LoRA adapter at each sync.
 
 After a sync vLLM's logprobs (base + adapter, vLLM's LoRA kernels) are the trainer's peft model's, each
 sync holds one adapter in the engine and on disk, and a 2-step GRPO run with adapters trains with the
@@ -108,18 +108,18 @@ def test_vllm_lora_rank_is_the_smallest_vllm_accepts(require_vllm):
 def test_lora_sync_config_errors(compose_train):
     from rlvr.trainer.validate import validate_train_config
 
-    cases = [(["rollout.lora_sync=full"], r"rollout.lora_sync='full'; choose one of merged, adapter"),
-             (["rollout=vllm", "rollout.lora_sync=adapter"], r"needs LoRA adapters to sync: set model.lora.r > 0"),
-             (["rollout=hf", "model.lora.r=4", "rollout.lora_sync=adapter"],
+    cases = [(["rollout.vllm.lora_sync=full"], r"rollout.vllm.lora_sync='full'; choose one of merged, adapter"),
+             (["rollout=vllm", "rollout.vllm.lora_sync=adapter"], r"needs LoRA adapters to sync: set model.lora.r > 0"),
+             (["rollout=hf", "model.lora.r=4", "rollout.vllm.lora_sync=adapter"],
               r"runs with rollout=vllm; rollout=hf samples from the adapter model itself"),
-             (["rollout=server", "model.lora.r=4", "rollout.lora_sync=adapter"],
+             (["rollout=server", "model.lora.r=4", "rollout.vllm.lora_sync=adapter"],
               r"rollout=server pushes merged weights only"),
-             (["rollout=vllm", "model.lora.r=4", "rollout.lora_sync=adapter", "rollout.max_staleness=1"],
-              r"rollout.lora_sync=adapter runs with the synchronous loop")]
+             (["rollout=vllm", "model.lora.r=4", "rollout.vllm.lora_sync=adapter", "rollout.max_staleness=1"],
+              r"rollout.vllm.lora_sync=adapter runs with the synchronous loop")]
     for overrides, message in cases:
         with pytest.raises(ConfigError, match=message):
             validate_train_config(compose_train(overrides))
-    validate_train_config(compose_train(["rollout=vllm", "model.lora.r=4", "rollout.lora_sync=adapter"]))
+    validate_train_config(compose_train(["rollout=vllm", "model.lora.r=4", "rollout.vllm.lora_sync=adapter"]))
 
 
 @pytest.mark.slow
@@ -131,7 +131,7 @@ def test_grpo_with_lora_on_vllm_trains_with_either_sync(tmp_path, require_vllm, 
 
     from rlvr.trainer.run import train
 
-    cfg = compose_train(["rollout=vllm", f"rollout.lora_sync={lora_sync}", "model.lora.r=4", "env.digits=1",
+    cfg = compose_train(["rollout=vllm", f"rollout.vllm.lora_sync={lora_sync}", "model.lora.r=4", "env.digits=1",
                          "model.warm_start.max_steps=50", "model.warm_start.eval_every=50",
                          "model.warm_start.eval_rows=20", "model.warm_start.lr=1e-2", "model.arch.hidden_size=64",
                          "model.arch.num_layers=2", "model.arch.num_heads=2", "model.arch.num_kv_heads=1",  # head_dim 32

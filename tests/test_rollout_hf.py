@@ -91,7 +91,7 @@ def test_logprobs_equal_output_scores_computation(tiny_lm, tiny_lm_sft, which, t
 
 @pytest.mark.parametrize("which", ["random", "sft"])
 def test_one_prefill_per_prompt_samples_what_every_copy_prefilled_does(tiny_lm, tiny_lm_sft, which):
-    """rollout.prefill_once: each prompt's KV cache computed once and repeated G times gives, from the same seed,
+    """rollout.hf.prefill_once: each prompt's KV cache computed once and repeated G times gives, from the same seed,
     the completions `generate` samples when it prefills all G copies, with logprobs equal to the last bits;
     prompts of three lengths, so the left padding's positions are exercised."""
     lm = tiny_lm if which == "random" else tiny_lm_sft

@@ -179,7 +179,7 @@ def test_a_run_on_auto_with_such_a_model_says_so_and_trains(rlvr_cli, tiny_lm):
 
 
 def test_kv_cache_is_sized_to_the_run(engine):
-    """rollout.kv_cache_bytes=auto on the CPU: the engine gets `max_sequences` rows (256 by default) of the
+    """rollout.vllm.kv_cache_bytes=auto on the CPU: the engine gets `max_sequences` rows (256 by default) of the
     model's 128 positions, not a fixed GiB. A token: 2 layers x 1 KV head x 32 dims x 2 (K, V) x 4 bytes = 512
     bytes; a 128-token block 64 KiB; 256 rows x 1 block + vLLM's null block = 257 blocks = 16.8 MB."""
     assert engine.kv_cache_bytes_used == 257 * 128 * 512
@@ -188,5 +188,5 @@ def test_kv_cache_is_sized_to_the_run(engine):
 
 
 def test_kv_cache_below_one_row_is_refused_before_vllm_starts(sft_model, tiny_lm, require_vllm):
-    with pytest.raises(ConfigError, match=r"rollout\.kv_cache_bytes=65536: vLLM needs at least 131072"):
-        build_engine("vllm", sft_model, tiny_lm.tokenizer, {"seed": 0, "kv_cache_bytes": 65536})
+    with pytest.raises(ConfigError, match=r"rollout\.vllm\.kv_cache_bytes=65536: vLLM needs at least 131072"):
+        build_engine("vllm", sft_model, tiny_lm.tokenizer, {"seed": 0, "vllm": {"kv_cache_bytes": 65536}})

@@ -173,13 +173,13 @@ def test_weights_reach_every_live_server_and_a_returning_one_first(stand_ins, mo
 
 
 def test_given_endpoints_get_the_policy_before_the_first_step(stand_ins, tiny_lm):
-    """`rollout=server rollout.endpoints=[...]`: the servers may serve another checkpoint, so the factory pushes
+    """`rollout=server rollout.server.endpoints=[...]`: the servers may serve another checkpoint, so the factory pushes
     the starting policy to each (version 1) and starts nothing; the served model's name comes from GET /models."""
     from rlvr.trainer.rollout.factory import build_engine
 
     a, b = stand_ins("ok", "ok")
-    engine = build_engine("server", tiny_lm.model(), tiny_lm.tokenizer, {"endpoints": [a.url, b.url],
-                                                                       "request_timeout_s": 10})
+    engine = build_engine("server", tiny_lm.model(), tiny_lm.tokenizer, {"server": {
+        "endpoints": [a.url, b.url], "request_timeout_s": 10}})
     try:
         assert engine.processes == [] and engine.model_name == "stand-in"
         assert engine.version == 1 and len(a.loaded) == len(b.loaded) == 1

@@ -1,6 +1,6 @@
 """`rollout=server`: training generates on two `vllm serve` processes that rlvr starts on 127.0.0.1; one is
 killed (SIGKILL) while the run goes on. The run must finish every step, with every prompt answered and trained
-exactly once (its request resent to the survivor), no request waiting past `rollout.request_timeout_s`, and
+exactly once (its request resent to the survivor), no request waiting past `rollout.server.request_timeout_s`, and
 the survivor holding each new version of the weights.
 
 Runs with `rollout.max_staleness=1` (the producer samples step t+1 while step t trains), so the version
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.xdist_group("vllm")
 TIMEOUT_S = 60.0
 STEPS = 4
 OVERRIDES = [
-    "rollout=server", "rollout.num_servers=2", f"rollout.request_timeout_s={TIMEOUT_S}",
+    "rollout=server", "rollout.server.num_servers=2", f"rollout.server.request_timeout_s={TIMEOUT_S}",
     "rollout.max_staleness=1", "model.warm_start.max_steps=50", "model.warm_start.eval_every=50",
     "model.warm_start.eval_rows=20", "model.warm_start.lr=1e-2", "model.arch.hidden_size=64",
     "model.arch.num_layers=2", "model.arch.num_heads=2", "model.arch.num_kv_heads=1",
@@ -103,7 +103,7 @@ def test_a_killed_server_loses_no_prompt_and_the_run_finishes(compose_train, tmp
     servers = watched["servers"]
     assert len(servers) == 2 and sorted(p.name for p in (tmp_path / "servers").iterdir()) == sorted(
         f"vllm-serve-{server.port}.log" for server in servers)
-    # rollout.kv_cache_bytes=auto: each server is given the run-sized cache as bytes (not the legacy GiB variable),
+    # rollout.vllm.kv_cache_bytes=auto: each server is given the run-sized cache as bytes (not the legacy GiB variable),
     # and vLLM took it: a token of this model is 2 layers x 1 KV head x 32 dims x 2 (K, V) x 4 bytes = 512 bytes
     for server in servers:
         assert server.log_path.parent == tmp_path / "servers"

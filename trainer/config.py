@@ -261,6 +261,66 @@ class ModelConfig:
 
 
 @dataclass
+class HFRolloutConfig:
+    """`rollout.hf.*`: Hugging Face generate (rollout/hf.py, rollout/hf_process.py)."""
+
+    prefill_once: bool = True
+    """rollout=hf: one prefill per prompt, its KV cache copied for G samples.
+
+    The same samples and logprobs within 1e-5 (rollout/hf.py); false: generate prefills every copy."""
+    producer: str = "process"
+    """Async, rollout=hf: process (a core of its own) | thread (shares GIL).
+
+    process: a child process on a core of its own (rollout/hf_process.py); thread: a thread of the trainer's
+    process, sharing its interpreter's GIL."""
+
+
+@dataclass
+class VLLMRolloutConfig:
+    """`rollout.vllm.*`: vLLM's settings (rollout/vllm.py; the started servers of rollout=server take dtype and
+    kv_cache_bytes)."""
+
+    gpu_memory_utilization: float = 0.3
+    """vLLM: share of GPU memory it takes (weights + KV cache)."""
+    tensor_parallel_size: int = 1
+    """vLLM: GPUs each engine's model is split over."""
+    enable_sleep_mode: bool = False
+    """vLLM: free its GPU memory during the update (sleep, then wake)."""
+    dtype: str = "float32"
+    """vLLM's compute dtype; float32 keeps its logprobs near the trainer's."""
+    kv_cache_bytes: Any = "auto"
+    """vLLM's KV cache: auto (sized to the run on CPU) | bytes | null (vLLM's).
+
+    auto = on the CPU, sized to the run (its batch, or the held-out eval's if larger, at the model's full context);
+    a number = bytes; null = vLLM's own (VLLM_CPU_KVCACHE_SPACE GiB, else gpu_memory_utilization of RAM). On a GPU
+    auto leaves it to gpu_memory_utilization (rollout/kv_cache.py)."""
+    lora_sync: str = "merged"
+    """With model.lora: merged (full weights) | adapter (rollout=vllm only).
+
+    adapter pushes the adapter alone, served by vLLM's LoRA support. Measured: BENCHMARKS.md "LoRA sync"."""
+
+
+@dataclass
+class ServerRolloutConfig:
+    """`rollout.server.*`: vLLM servers over HTTP (rollout/server.py, rollout/server_process.py)."""
+
+    endpoints: list = field(default_factory=list)
+    """rollout=server: running servers' base URLs; []: start num_servers here.
+
+    rollout/server.py, rollout/server_process.py: started servers are `vllm serve` processes on 127.0.0.1."""
+    num_servers: int = 1
+    """rollout=server without endpoints: `vllm serve` processes to start."""
+    request_timeout_s: float = 120.0
+    """rollout=server: the longest one request or weight load may take."""
+    start_timeout_s: float = 600.0
+    """rollout=server: the longest a started server may take to answer /health."""
+    threads: int = 1
+    """rollout=server: CPU threads of each started server (OMP_NUM_THREADS)."""
+    weights_dir: Optional[str] = None
+    """rollout=server: where weights go for the servers; null: a temp dir."""
+
+
+@dataclass
 class RolloutConfig:
     """`rollout.*`: how completions are sampled (trainer/rollout/)."""
 
@@ -289,28 +349,6 @@ class RolloutConfig:
     Keyed by the prompt's place in the step's draw: vLLM then samples the same completions at any world size and
     after a resume (generation speed within noise: BENCHMARKS.md). hf ignores it (one RNG per batch). false: vLLM
     samples from its engine seed."""
-    prefill_once: bool = True
-    """rollout=hf: one prefill per prompt, its KV cache copied for G samples.
-
-    The same samples and logprobs within 1e-5 (rollout/hf.py); false: generate prefills every copy."""
-    gpu_memory_utilization: float = 0.3
-    """vLLM: share of GPU memory it takes (weights + KV cache)."""
-    tensor_parallel_size: int = 1
-    """vLLM: GPUs each engine's model is split over."""
-    enable_sleep_mode: bool = False
-    """vLLM: free its GPU memory during the update (sleep, then wake)."""
-    dtype: str = "float32"
-    """vLLM's compute dtype; float32 keeps its logprobs near the trainer's."""
-    kv_cache_bytes: Any = "auto"
-    """vLLM's KV cache: auto (sized to the run on CPU) | bytes | null (vLLM's).
-
-    auto = on the CPU, sized to the run (its batch, or the held-out eval's if larger, at the model's full context);
-    a number = bytes; null = vLLM's own (VLLM_CPU_KVCACHE_SPACE GiB, else gpu_memory_utilization of RAM). On a GPU
-    auto leaves it to gpu_memory_utilization (rollout/kv_cache.py)."""
-    lora_sync: str = "merged"
-    """With model.lora: merged (full weights) | adapter (rollout=vllm only).
-
-    adapter pushes the adapter alone, served by vLLM's LoRA support. Measured: BENCHMARKS.md "LoRA sync"."""
     max_staleness: int = 0
     """Async rollouts: sample up to this many steps ahead; 0: synchronous.
 
@@ -318,25 +356,12 @@ class RolloutConfig:
     this many policy versions old."""
     async_timeout_s: float = 1800.0
     """With max_staleness > 0: the longest any wait for the producer may take."""
-    producer: str = "process"
-    """Async, rollout=hf: process (a core of its own) | thread (shares GIL).
-
-    process: a child process on a core of its own (rollout/hf_process.py); thread: a thread of the trainer's
-    process, sharing its interpreter's GIL."""
-    endpoints: list = field(default_factory=list)
-    """rollout=server: running servers' base URLs; []: start num_servers here.
-
-    rollout/server.py, rollout/server_process.py: started servers are `vllm serve` processes on 127.0.0.1."""
-    num_servers: int = 1
-    """rollout=server without endpoints: `vllm serve` processes to start."""
-    request_timeout_s: float = 120.0
-    """rollout=server: the longest one request or weight load may take."""
-    server_start_timeout_s: float = 600.0
-    """rollout=server: the longest a started server may take to answer /health."""
-    server_threads: int = 1
-    """rollout=server: CPU threads of each started server (OMP_NUM_THREADS)."""
-    weights_dir: Optional[str] = None
-    """rollout=server: where weights go for the servers; null: a temp dir."""
+    hf: HFRolloutConfig = field(default_factory=HFRolloutConfig)
+    """`rollout.hf.*`: what only rollout=hf reads."""
+    vllm: VLLMRolloutConfig = field(default_factory=VLLMRolloutConfig)
+    """`rollout.vllm.*`: vLLM's own settings, colocated (rollout=vllm) or in started servers (rollout=server)."""
+    server: ServerRolloutConfig = field(default_factory=ServerRolloutConfig)
+    """`rollout.server.*`: what only rollout=server reads."""
 
 
 @dataclass
@@ -472,7 +497,19 @@ class RunConfig:
     wandb: WandbConfig = field(default_factory=WandbConfig)
 
 
-RENAMED_KEYS = {"train.samples_per_step": "train.logged_prompts_per_step"}  # old name -> new (it counts prompts)
+# Old name -> new, each the same setting: samples_per_step counts prompts; the engine-only rollout keys moved into
+# their engine's group (rollout.hf, rollout.vllm, rollout.server).
+RENAMED_KEYS = {
+    "train.samples_per_step": "train.logged_prompts_per_step",
+    "rollout.prefill_once": "rollout.hf.prefill_once",
+    "rollout.producer": "rollout.hf.producer",
+    **{f"rollout.{key}": f"rollout.vllm.{key}" for key in (
+        "gpu_memory_utilization", "tensor_parallel_size", "enable_sleep_mode", "dtype", "kv_cache_bytes", "lora_sync")},
+    **{f"rollout.{key}": f"rollout.server.{key}" for key in (
+        "endpoints", "num_servers", "request_timeout_s", "weights_dir")},
+    "rollout.server_start_timeout_s": "rollout.server.start_timeout_s",
+    "rollout.server_threads": "rollout.server.threads",
+}
 
 
 def refuse_renamed_keys(overrides: list[str]) -> None:
@@ -482,7 +519,8 @@ def refuse_renamed_keys(overrides: list[str]) -> None:
     for override in overrides:
         key = override.split("=", 1)[0].lstrip("+~")
         if key in RENAMED_KEYS:
-            raise ConfigError(f"{key} is now {RENAMED_KEYS[key]} (the same setting, named for what it counts): "
+            why = "in its engine's group" if key.startswith("rollout.") else "named for what it counts"
+            raise ConfigError(f"{key} is now {RENAMED_KEYS[key]} (the same setting, {why}): "
                               f"pass {RENAMED_KEYS[key]}={override.split('=', 1)[1] if '=' in override else '...'}")
 
 

@@ -83,11 +83,12 @@ def _schema_for(saved: DictConfig) -> DictConfig:
     saved under its old name (config.RENAMED_KEYS) moves to its new one."""
     from rlvr.trainer.algo_keys import schema_of
 
-    for old, new in RENAMED_KEYS.items():  # a run saved before the rename: its value under the new name
-        value = OmegaConf.select(saved, old, default=None)
-        if value is not None:
-            section, old_key = old.rsplit(".", 1)
-            del saved[section][old_key]
+    for old, new in RENAMED_KEYS.items():  # a run saved before the rename: its value (null too) under the new name
+        section, old_key = old.rsplit(".", 1)
+        parent = OmegaConf.select(saved, section, default=None)
+        if isinstance(parent, DictConfig) and old_key in parent:
+            value = OmegaConf.to_container(parent, resolve=False)[old_key]
+            del parent[old_key]
             OmegaConf.update(saved, new, value)
     schema = OmegaConf.structured(RunConfig)
     name = OmegaConf.select(saved, "algo.name")

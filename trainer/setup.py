@@ -257,10 +257,10 @@ def _engine(cfg, env, tokenizer, plain, parallel: Parallel, test_rows: list[dict
             log) -> PolicyEngine:
     """The run's engine (rollout.engine, `auto` resolved here once, its reason logged when it takes hf), wrapped so
     every `sync_weights(policy)` hands it the plain HF module; vLLM: LoRA adapters reach it merged, or as the
-    adapter alone (rollout.lora_sync=adapter)."""
+    adapter alone (rollout.vllm.lora_sync=adapter)."""
     kind = resolve_kind(cfg.rollout.engine, cfg.rollout, plain.config, log)
     copies_weights = engine_class(kind).copies_weights
-    adapter_sync = cfg.rollout.lora_sync == "adapter"
+    adapter_sync = cfg.rollout.vllm.lora_sync == "adapter"
     options = {**OmegaConf.to_container(cfg.rollout, resolve=True), "seed": cfg.seed + parallel.rank,
                "max_sequences": _engine_rows(cfg),
                "max_row_tokens": _engine_row_tokens(cfg, env, tokenizer, test_rows, copies_weights),
@@ -296,7 +296,7 @@ def _log_start(run: Run, device, plain) -> None:
 
 
 def _engine_row_tokens(cfg, env, tokenizer, test_rows: list[dict], vllm_engine: bool) -> int | None:
-    """The longest row the engine generates, which a vLLM KV cache of `rollout.kv_cache_bytes=auto` is sized for:
+    """The longest row the engine generates, which a vLLM KV cache of `rollout.vllm.kv_cache_bytes=auto` is sized for:
     the longest prompt of the test rows and a draw of train rows, with a quarter more for train prompts not drawn
     here (a longer one only makes vLLM preempt, never fail), plus max_new_tokens. None (the model's context) for a
     multi-turn environment, whose rows grow by turns, and for HF generate, which has no such cache."""
@@ -310,7 +310,7 @@ def _engine_row_tokens(cfg, env, tokenizer, test_rows: list[dict], vllm_engine: 
 
 def _engine_rows(cfg) -> int:
     """The most rows the engine generates at once: the step's completions or the held-out eval's batch
-    (evaluate_greedy's 256 at most), which a vLLM KV cache of `rollout.kv_cache_bytes=auto` is sized for."""
+    (evaluate_greedy's 256 at most), which a vLLM KV cache of `rollout.vllm.kv_cache_bytes=auto` is sized for."""
     return max(cfg.train.prompts_per_step * cfg.train.completions_per_prompt, min(cfg.train.eval_prompts, 256))
 
 

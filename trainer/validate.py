@@ -19,6 +19,7 @@ from rlvr.trainer.algos.dpo_loss import LOSS_TYPES
 from rlvr.trainer.loggers import LOGGERS
 from rlvr.trainer.algos.pairs import STRATEGIES
 from rlvr.trainer.rollout.factory import CHOICES as ENGINES
+from rlvr.trainer.rollout.factory import GROUPS as ENGINE_GROUPS
 from rlvr.trainer.threads import check_threads
 
 SCHEDULES = ("constant", "linear", "cosine")
@@ -44,12 +45,13 @@ def validate_train_config(cfg) -> None:
     need(0 < cfg.rollout.top_p <= 1, f"rollout.top_p={cfg.rollout.top_p} must be in (0, 1]")
     need(cfg.rollout.importance_cap is None or cfg.rollout.importance_cap >= 1,
          f"rollout.importance_cap={cfg.rollout.importance_cap} must be >= 1 (or null to turn the correction off)")
+    validate_engine_groups(cfg, need)
     validate_async(cfg, need)
     validate_lora_sync(cfg, need)
-    need(0 < cfg.rollout.gpu_memory_utilization <= 1,
-         f"rollout.gpu_memory_utilization={cfg.rollout.gpu_memory_utilization} must be in (0, 1]")
-    need(cfg.rollout.tensor_parallel_size >= 1,
-         f"rollout.tensor_parallel_size={cfg.rollout.tensor_parallel_size} must be >= 1")
+    need(0 < cfg.rollout.vllm.gpu_memory_utilization <= 1,
+         f"rollout.vllm.gpu_memory_utilization={cfg.rollout.vllm.gpu_memory_utilization} must be in (0, 1]")
+    need(cfg.rollout.vllm.tensor_parallel_size >= 1,
+         f"rollout.vllm.tensor_parallel_size={cfg.rollout.vllm.tensor_parallel_size} must be >= 1")
     for name in cfg.logger:
         need(name in LOGGERS, f"logger={list(cfg.logger)}: unknown logger {name!r}; choose some of {', '.join(LOGGERS)}")
     need(cfg.wandb.mode in WANDB_MODES, f"wandb.mode={cfg.wandb.mode!r}; choose one of {', '.join(WANDB_MODES)}")
@@ -201,18 +203,35 @@ def validate_multi_turn(cfg, env) -> None:
                           f"overlong penalty does not yet tell sampled tokens from the environment's; set it to 0")
 
 
+def validate_engine_groups(cfg, need) -> None:
+    """A key of an engine group (`rollout.hf.*`, `rollout.vllm.*`, `rollout.server.*`) that the chosen engine does
+    not read (rollout/factory.py GROUPS) is refused when set away from its default: it would change nothing."""
+    from omegaconf import OmegaConf
+
+    from rlvr.trainer.config import RolloutConfig
+
+    defaults = OmegaConf.structured(RolloutConfig)
+    read = ENGINE_GROUPS[cfg.rollout.engine]
+    for group in (g for g in defaults if g not in read and OmegaConf.is_dict(defaults[g])):
+        changed = [f"rollout.{group}.{key}={cfg.rollout[group][key]}" for key in cfg.rollout[group]
+                   if cfg.rollout[group][key] != defaults[group][key]]
+        need(not changed, f"{changed[0] if changed else ''}: rollout={cfg.rollout.engine} does not read "
+             f"rollout.{group}.* (it reads {' and '.join(f'rollout.{g}.*' for g in read)}); choose "
+             f"rollout={group} or leave rollout.{group} at its defaults")
+
+
 def validate_lora_sync(cfg, need) -> None:
-    """`rollout.lora_sync` (rollout/vllm.py): adapter sync needs adapters and the colocated vLLM engine."""
-    mode = cfg.rollout.lora_sync
-    need(mode in ("merged", "adapter"), f"rollout.lora_sync={mode!r}; choose one of merged, adapter")
+    """`rollout.vllm.lora_sync` (rollout/vllm.py): adapter sync needs adapters and the colocated vLLM engine."""
+    mode = cfg.rollout.vllm.lora_sync
+    need(mode in ("merged", "adapter"), f"rollout.vllm.lora_sync={mode!r}; choose one of merged, adapter")
     if mode == "merged":
         return
-    need(cfg.model.lora.r > 0, "rollout.lora_sync=adapter needs LoRA adapters to sync: set model.lora.r > 0")
+    need(cfg.model.lora.r > 0, "rollout.vllm.lora_sync=adapter needs LoRA adapters to sync: set model.lora.r > 0")
     need(cfg.rollout.engine in ("vllm", "auto"),
-         f"rollout.lora_sync=adapter runs with rollout=vllm; rollout={cfg.rollout.engine} "
+         f"rollout.vllm.lora_sync=adapter runs with rollout=vllm; rollout={cfg.rollout.engine} "
          + ("samples from the adapter model itself" if cfg.rollout.engine == "hf"
             else "pushes merged weights only (adapter loading on servers is not supported yet)"))
-    need(cfg.rollout.max_staleness == 0, f"rollout.lora_sync=adapter runs with the synchronous loop; "
+    need(cfg.rollout.max_staleness == 0, f"rollout.vllm.lora_sync=adapter runs with the synchronous loop; "
          f"rollout.max_staleness={cfg.rollout.max_staleness} publishes merged weight snapshots")
 
 
@@ -221,8 +240,8 @@ def validate_async(cfg, need) -> None:
     k = cfg.rollout.max_staleness
     need(k >= 0, f"rollout.max_staleness={k} must be >= 0 (0: the synchronous loop)")
     need(cfg.rollout.async_timeout_s > 0, f"rollout.async_timeout_s={cfg.rollout.async_timeout_s} must be > 0")
-    need(cfg.rollout.producer in ("process", "thread"),
-         f"rollout.producer={cfg.rollout.producer!r} must be process or thread")
+    need(cfg.rollout.hf.producer in ("process", "thread"),
+         f"rollout.hf.producer={cfg.rollout.hf.producer!r} must be process or thread")
     if k == 0:
         return
     need(ALGORITHMS[cfg.algo.name].corrects_staleness,

@@ -166,7 +166,7 @@ def vote_of(details: dict, completion: str) -> str | None:
 
 def _longest_row(tokenizer, envs: dict, rows: dict, lengths: dict) -> int | None:
     """The longest prompt plus its env's max_new_tokens over every env evaluated (what a vLLM KV cache of
-    `rollout.kv_cache_bytes=auto` is sized for); None (the model's context) when a multi-turn env is among them."""
+    `rollout.vllm.kv_cache_bytes=auto` is sized for); None (the model's context) when a multi-turn env is among them."""
     from rlvr.envs.multi_turn import is_multi_turn
 
     if any(is_multi_turn(env) for env in envs.values()):

@@ -281,23 +281,23 @@ class AsyncRollouts:
         self.thread.join(timeout=self.timeout_s)
         self.batches.shutdown(wait=False, cancel_futures=True)
         self.pool.shutdown(wait=False, cancel_futures=True)
-        if not self.shared:  # the producer's own engine (a child process with rollout.producer=process)
+        if not self.shared:  # the producer's own engine (a child process with rollout.hf.producer=process)
             self.engine.shutdown()
 
 
 def _producer_hf_engine(ctx, model, tokenizer, timeout_s: float):
     """rollout=hf's producer engine on its own copy of the policy: in this process's producer thread
-    (`rollout.producer=thread`), or in a child process on a core of its own (`process`, rollout/hf_process.py)."""
-    if ctx.cfg.rollout.producer == "thread":
+    (`rollout.hf.producer=thread`), or in a child process on a core of its own (`process`, rollout/hf_process.py)."""
+    if ctx.cfg.rollout.hf.producer == "thread":
         from rlvr.trainer.rollout.hf import HFEngine
 
-        return HFEngine(model, tokenizer, prefill_once=ctx.cfg.rollout.prefill_once)
+        return HFEngine(model, tokenizer, prefill_once=ctx.cfg.rollout.hf.prefill_once)
     from rlvr.trainer.rollout.hf_process import HFProcessEngine
     from rlvr.trainer.seeding import derive_seed
 
     return HFProcessEngine(model, tokenizer, seed=derive_seed("producer", ctx.cfg.seed),
                            threads=int(ctx.cfg.threads), timeout_s=timeout_s,
-                           prefill_once=ctx.cfg.rollout.prefill_once)
+                           prefill_once=ctx.cfg.rollout.hf.prefill_once)
 
 
 class AsyncTrainerEngine:

@@ -10,7 +10,7 @@
     model): merging on a copy keeps the training model's base weights exact.
   * An engine that copies weights (vLLM) starts from, and is synced with, the merged model
     (`for_engine`, applied by trainer/rollout/weights.py); Hugging Face generate samples from the
-    adapter model directly. With `rollout.lora_sync=adapter` vLLM is handed the adapter model
+    adapter model directly. With `rollout.vllm.lora_sync=adapter` vLLM is handed the adapter model
     itself: it keeps the frozen base weights it started from and loads only the adapter at each
     sync (rollout/vllm.py; vLLM's LoRA support). Merged stays the default: BENCHMARKS.md
     ("LoRA sync") measures both.
@@ -91,7 +91,7 @@ def engine_weights(unwrap, copies_weights: bool, adapter_sync: bool, policy):
 
 def for_engine(model, copies_weights: bool, adapter_sync: bool = False):
     """The module an engine is handed: for an adapter model and an engine that copies weights (vLLM),
-    the merged model, built on a copy, or with `adapter_sync` (rollout.lora_sync=adapter) the adapter
+    the merged model, built on a copy, or with `adapter_sync` (rollout.vllm.lora_sync=adapter) the adapter
     model itself, whose adapter the engine loads; else `model` itself (HF generate samples from the
     adapter model)."""
     if not (copies_weights and is_lora(model)):

@@ -21,17 +21,20 @@ ENGINES = {
     "server": ("rlvr.trainer.rollout.server", "ServerEngine"),  # vLLM servers over HTTP (rollout/server_process.py)
 }
 CHOICES = (*ENGINES, "auto")  # auto: vllm when it imports, else hf
+# The groups of `rollout.*` (trainer/config.py RolloutConfig) each choice reads: an engine its own, the started
+# `vllm serve` processes of `server` vLLM's too, and `auto` either engine's it may pick.
+GROUPS = {"hf": ("hf",), "vllm": ("vllm",), "server": ("server", "vllm"), "auto": ("hf", "vllm")}
 
 
 def build_engine(kind: str, model, tokenizer, options=None) -> Engine:
     """`rollout=hf` (Hugging Face generate), `vllm` (colocated vLLM), `server` (vLLM servers over HTTP,
     rollout/server.py), or `auto`: vLLM when it imports, else hf.
 
-    `options` is the rollout config (or a mapping) whose vLLM knobs (dtype, gpu_memory_utilization,
-    tensor_parallel_size, enable_sleep_mode, seed, kv_cache_bytes; max_sequences: the most rows the caller
-    generates at once, and max_row_tokens: the longest of them, which `kv_cache_bytes=auto` sizes the cache
-    for) the vLLM engine reads, and whose server keys
-    (endpoints, num_servers, timeouts) the server engine reads; hf reads `prefill_once`.
+    `options` is the rollout config (or a mapping like it): each engine reads its own group, `hf` (prefill_once),
+    `vllm` (dtype, gpu_memory_utilization, tensor_parallel_size, enable_sleep_mode, kv_cache_bytes) or `server`
+    (endpoints, num_servers, timeouts, threads, weights_dir; its started servers also read `vllm`'s dtype and
+    kv_cache_bytes), and the run's facts at the top: seed, max_sequences (the most rows the caller generates at
+    once) and max_row_tokens (the longest of them, which `kv_cache_bytes=auto` sizes the cache for), log_dir.
     """
     kind = resolve_kind(kind, options, getattr(model, "config", None))
     if kind == "server":
@@ -39,7 +42,7 @@ def build_engine(kind: str, model, tokenizer, options=None) -> Engine:
     engine = engine_class(kind)
     if kind == "vllm":
         return engine(model, tokenizer, **_vllm_options(options))
-    return engine(model, tokenizer, prefill_once=bool(_get(options, "prefill_once", True)))
+    return engine(model, tokenizer, prefill_once=bool(_get(_group(options, "hf"), "prefill_once", True)))
 
 
 def engine_class(kind: str, model_config=None) -> type:
@@ -54,7 +57,7 @@ def engine_class(kind: str, model_config=None) -> type:
 def resolve_kind(kind: str, options=None, model_config=None, log=None) -> str:
     """`hf`, `vllm` or `server`: `auto` resolved (vLLM when it imports and, given `model_config`, runs the model:
     `auto_unsuited`, whose reason goes to `log` when it takes hf); a vLLM that is not installed (where one must run
-    here: vllm, or server without rollout.endpoints), or another name, is a ConfigError. A run resolves once, in
+    here: vllm, or server without rollout.server.endpoints), or another name, is a ConfigError. A run resolves once, in
     trainer/setup.py, and hands the result on: resolving a resolved name again checks it and changes nothing."""
     if kind == "auto":
         available = vllm_available()
@@ -65,19 +68,19 @@ def resolve_kind(kind: str, options=None, model_config=None, log=None) -> str:
     if kind == "vllm" and not vllm_available():
         raise ConfigError(f"rollout=vllm needs vLLM, which is not installed: pip install '{_vllm_extra()}' "
                           "(or choose rollout=hf)")
-    if kind == "server" and not _get(options, "endpoints") and importlib.util.find_spec("vllm") is None:  # no import:
+    if kind == "server" and not _get(_group(options, "server"), "endpoints") and importlib.util.find_spec("vllm") is None:  # no import:
         # the servers import vLLM, the trainer's process need not
         raise ConfigError(f"rollout=server starts `vllm serve`, which is not installed: pip install '{_vllm_extra()}' "
-                          "(or give running servers as rollout.endpoints=[http://HOST:PORT/v1,...])")
+                          "(or give running servers as rollout.server.endpoints=[http://HOST:PORT/v1,...])")
     if kind not in ENGINES:
         raise ConfigError(f"rollout.engine={kind!r} is not available; choose one of: {', '.join(CHOICES)}")
     return kind
 
 
 def build_server_engine(model, tokenizer, options):
-    """`rollout=server`: a ServerEngine over `rollout.endpoints`, or over `rollout.num_servers` `vllm serve`
+    """`rollout=server`: a ServerEngine over `rollout.server.endpoints`, or over `rollout.server.num_servers` `vllm serve`
     processes started here from a copy of `model` (stopped by the engine's shutdown), each with the KV cache
-    `rollout.kv_cache_bytes` gives (as the colocated engine's: `auto` sizes it to `max_sequences` rows). Given
+    `rollout.vllm.kv_cache_bytes` gives (as the colocated engine's: `auto` sizes it to `max_sequences` rows). Given
     endpoints get the policy's weights before the first step (they may serve another checkpoint). Each started
     server logs to `options["log_dir"]`/vllm-serve-PORT.log (the run's or the eval's `servers/`), else to a new
     temporary directory."""
@@ -87,30 +90,31 @@ def build_server_engine(model, tokenizer, options):
     from rlvr.trainer.rollout.server import ServerEngine
     from rlvr.trainer.rollout.server_process import on_cpu, start_servers
 
-    endpoints = list(_get(options, "endpoints") or [])
+    server, vllm = _group(options, "server"), _group(options, "vllm")
+    endpoints = list(_get(server, "endpoints") or [])
     context = getattr(model.config, "max_position_embeddings", None)
-    common = dict(request_timeout_s=float(_get(options, "request_timeout_s", 120.0)),
-                  weights_dir=_get(options, "weights_dir"), context_length=context)
+    common = dict(request_timeout_s=float(_get(server, "request_timeout_s", 120.0)),
+                  weights_dir=_get(server, "weights_dir"), context_length=context)
     if endpoints:
         engine = ServerEngine(endpoints, tokenizer, **common)
         engine.sync_weights(model)
         return engine
-    count = int(_get(options, "num_servers", 1))
+    count = int(_get(server, "num_servers", 1))
     if count < 1:
-        raise ConfigError(f"rollout.num_servers={count} must be >= 1 (or give rollout.endpoints)")
+        raise ConfigError(f"rollout.server.num_servers={count} must be >= 1 (or give rollout.server.endpoints)")
     model_dir = tempfile.mkdtemp(prefix="rlvr-server-model-")
     model.save_pretrained(model_dir)
     tokenizer.save_pretrained(model_dir)
-    dtype = str(_get(options, "dtype", "float32"))
+    dtype = str(_get(vllm, "dtype", "float32"))
     kv_cache_bytes = resolve_kv_cache_bytes(_vllm_options(options).get("kv_cache_bytes", "auto"), model.config,
                                             sequences=min(int(_get(options, "max_sequences", 256)), 256),
                                             max_len=context, dtype=dtype, on_cpu=on_cpu(),
                                             row_tokens=_get(options, "max_row_tokens"))
     if kv_cache_bytes is not None and on_cpu():
         check_kv_cache_bytes(kv_cache_bytes, model.config, max_len=context, dtype=dtype)
-    servers = start_servers(model_dir, count, start_timeout_s=float(_get(options, "server_start_timeout_s", 600.0)),
+    servers = start_servers(model_dir, count, start_timeout_s=float(_get(server, "start_timeout_s", 600.0)),
                             seed=int(_get(options, "seed", 0)), dtype=dtype, max_model_len=context,
-                            threads=int(_get(options, "server_threads", 1)), kv_cache_bytes=kv_cache_bytes,
+                            threads=int(_get(server, "threads", 1)), kv_cache_bytes=kv_cache_bytes,
                             log_dir=_get(options, "log_dir"))
     try:
         return ServerEngine([s.url for s in servers], tokenizer, processes=servers, owned_dirs=[model_dir], **common)
@@ -125,6 +129,11 @@ def _get(options, key: str, default=None):
         return default
     value = options.get(key, default) if hasattr(options, "get") else getattr(options, key, default)
     return default if value is None else value
+
+
+def _group(options, engine: str):
+    """`options[engine]`: the keys of one engine's group (`rollout.hf`, `rollout.vllm`, `rollout.server`), or None."""
+    return _get(options, engine)
 
 
 def auto_unsuited(model_config) -> str | None:
@@ -158,13 +167,17 @@ def _vllm_extra() -> str:
 
 
 def _vllm_options(options) -> dict:
-    keys = ("dtype", "gpu_memory_utilization", "tensor_parallel_size", "enable_sleep_mode", "seed", "max_sequences",
-            "max_row_tokens")
+    """The VLLMEngine keywords: the `vllm` group's settings and the run's seed and row sizes."""
     if options is None:
         return {}
-    get = options.get if hasattr(options, "get") else lambda k, d=None: getattr(options, k, d)
-    chosen = {k: get(k) for k in keys if get(k, None) is not None}
-    given = ("kv_cache_bytes" in options) if hasattr(options, "get") else hasattr(options, "kv_cache_bytes")
+    run = {k: _get(options, k) for k in ("seed", "max_sequences", "max_row_tokens") if _get(options, k) is not None}
+    vllm = _group(options, "vllm")
+    if vllm is None:
+        return run
+    get = vllm.get if hasattr(vllm, "get") else lambda k, d=None: getattr(vllm, k, d)
+    keys = ("dtype", "gpu_memory_utilization", "tensor_parallel_size", "enable_sleep_mode")
+    chosen = {**run, **{k: get(k) for k in keys if get(k, None) is not None}}
+    given = ("kv_cache_bytes" in vllm) if hasattr(vllm, "get") else hasattr(vllm, "kv_cache_bytes")
     if given:
         chosen["kv_cache_bytes"] = get("kv_cache_bytes")  # null is a choice here: vLLM's own size
     return chosen

@@ -9,7 +9,7 @@ processed scores and keeps only the sampled token's log-probability, so memory h
 [B*G, V] step instead of `output_scores`' [B*G, T, V] stack (20 GB for 64 rows of 512 tokens
 over a 151k vocabulary). The same values as `log_softmax(scores)` gathered at the sampled ids.
 
-`prefill_once` (`rollout.prefill_once`, default on): when sampling G > 1 completions per prompt, each prompt's
+`prefill_once` (`rollout.hf.prefill_once`, default on): when sampling G > 1 completions per prompt, each prompt's
 KV cache (all but its last token) is computed once and repeated G times, instead of `generate` prefilling
 G copies of every prompt. The prefill was about 42% of `generate` on the bench's tiny model (BENCHMARKS.md
 "GRPO step time vs TRL"). The numbers move only in their last bits (the prompt runs as 8 rows, not 64):

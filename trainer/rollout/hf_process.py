@@ -1,8 +1,8 @@
 """Hugging Face `generate` in a process of its own: the asynchronous producer's engine with
-`rollout.producer=process` (trainer/experience/async_rollouts.py).
+`rollout.hf.producer=process` (trainer/experience/async_rollouts.py).
 
 With `rollout=hf` and `max_staleness > 0` the producer samples from its own copy of the policy. In a thread
-of the trainer's process (`rollout.producer=thread`) that copy's `generate` shares the trainer's interpreter:
+of the trainer's process (`rollout.hf.producer=thread`) that copy's `generate` shares the trainer's interpreter:
 on a small model `generate` is mostly Python, which holds the GIL, so the two take turns on one core and the
 overlap gains little (BENCHMARKS.md "Asynchronous rollouts"). Here the copy runs in a child process, on a
 core of its own.
@@ -58,8 +58,8 @@ class HFProcessEngine:
 
     def __init__(self, model, tokenizer, seed: int, threads: int, timeout_s: float, prefill_once: bool = True):
         if any(p.device.type != "cpu" for p in model.parameters()):
-            raise ConfigError("rollout.producer=process samples on the CPU; the policy is on "
-                              f"{next(model.parameters()).device} (set rollout.producer=thread, or use rollout=vllm "
+            raise ConfigError("rollout.hf.producer=process samples on the CPU; the policy is on "
+                              f"{next(model.parameters()).device} (set rollout.hf.producer=thread, or use rollout=vllm "
                               "or rollout=server there)")
         self.model, self.tokenizer, self.timeout_s = model, tokenizer, timeout_s
         model.share_memory()  # in place: the parameters' storages move to shared memory, seen by both processes
@@ -130,7 +130,7 @@ class HFProcessEngine:
         if what == "start":  # its traceback, if any, is on stderr
             message += ("; it is started with multiprocessing's spawn, which imports the main module again: a script "
                         "that calls rlvr's training must do so under `if __name__ == '__main__':` (or set "
-                        "rollout.producer=thread)")
+                        "rollout.hf.producer=thread)")
         return message
 
 

@@ -1,4 +1,4 @@
-"""How much KV cache a vLLM engine gets: `rollout.kv_cache_bytes` (auto | bytes | null).
+"""How much KV cache a vLLM engine gets: `rollout.vllm.kv_cache_bytes` (auto | bytes | null).
 
 vLLM's CPU backend takes its KV cache up front, as one tensor it fills at start-up, so whatever it is
 given is resident memory for the whole run. Left to itself it takes `gpu_memory_utilization` of the
@@ -26,7 +26,7 @@ first and names the key (`check_kv_cache_bytes`). A cache that holds one row but
 not hang: vLLM's scheduler runs fewer rows at once and preempts (recomputes) the rest, so generation is
 slower and the samples are the same.
 
-`auto` applies on the CPU only; on a GPU vLLM's own sizing (`rollout.gpu_memory_utilization`) is kept.
+`auto` applies on the CPU only; on a GPU vLLM's own sizing (`rollout.vllm.gpu_memory_utilization`) is kept.
 """
 
 from __future__ import annotations
@@ -46,8 +46,8 @@ def kv_bytes_per_token(config, dtype: str) -> int:
     kv_heads = getattr(config, "num_key_value_heads", None) or heads
     head_dim = getattr(config, "head_dim", None) or config.hidden_size // heads
     if dtype not in _DTYPE_BYTES:
-        raise ConfigError(f"rollout.dtype={dtype!r}: the KV cache is sized for {', '.join(_DTYPE_BYTES)}; "
-                          "give rollout.kv_cache_bytes as a number of bytes instead of auto")
+        raise ConfigError(f"rollout.vllm.dtype={dtype!r}: the KV cache is sized for {', '.join(_DTYPE_BYTES)}; "
+                          "give rollout.vllm.kv_cache_bytes as a number of bytes instead of auto")
     return config.num_hidden_layers * kv_heads * head_dim * 2 * _DTYPE_BYTES[dtype]
 
 
@@ -72,7 +72,7 @@ def memory_cap() -> int | None:
 
 def resolve_kv_cache_bytes(setting, config, *, sequences: int, max_len: int | None, dtype: str,
                            on_cpu: bool, row_tokens: int | None = None, cap: int | None = None) -> int | None:
-    """The `kv_cache_memory_bytes` to give vLLM for `rollout.kv_cache_bytes=setting` (None: vLLM decides).
+    """The `kv_cache_memory_bytes` to give vLLM for `rollout.vllm.kv_cache_bytes=setting` (None: vLLM decides).
     `row_tokens`: the longest row the caller will generate (None: the model's context, `max_len`); `cap`: the
     most `auto` may take (None: `memory_cap()`)."""
     if setting is None:
@@ -81,24 +81,24 @@ def resolve_kv_cache_bytes(setting, config, *, sequences: int, max_len: int | No
         if not on_cpu or os.environ.get("VLLM_CPU_KVCACHE_SPACE"):  # a GPU, or the user's own GiB
             return None
         if max_len is None:
-            raise ConfigError("rollout.kv_cache_bytes=auto: the model's config has no max_position_embeddings to "
-                              "size the KV cache by; give rollout.kv_cache_bytes in bytes")
+            raise ConfigError("rollout.vllm.kv_cache_bytes=auto: the model's config has no max_position_embeddings to "
+                              "size the KV cache by; give rollout.vllm.kv_cache_bytes in bytes")
         row = max_len if row_tokens is None else min(row_tokens, max_len)
         floor = run_kv_cache_bytes(config, sequences=1, max_len=max_len, dtype=dtype)
         size = max(floor, run_kv_cache_bytes(config, sequences=sequences, max_len=row, dtype=dtype))
         cap = memory_cap() if cap is None else cap
         if cap is not None and size > cap:
             if floor > cap:
-                raise ConfigError(f"rollout.kv_cache_bytes=auto: one row of the model's {max_len} positions needs "
+                raise ConfigError(f"rollout.vllm.kv_cache_bytes=auto: one row of the model's {max_len} positions needs "
                                   f"{floor / 2**30:.1f} GiB of KV cache, more than half the {2 * cap / 2**30:.1f} GiB "
                                   f"this machine has available; free memory or choose rollout=hf")
             size = cap  # fewer rows at once: vLLM preempts and recomputes the rest (same samples, slower)
         return size
     if isinstance(setting, bool) or not isinstance(setting, int) or setting <= 0:
-        raise ConfigError(f"rollout.kv_cache_bytes={setting!r}: give auto, null (vLLM's own size) or a positive "
+        raise ConfigError(f"rollout.vllm.kv_cache_bytes={setting!r}: give auto, null (vLLM's own size) or a positive "
                           "number of bytes")
     if on_cpu and os.environ.get("VLLM_CPU_KVCACHE_SPACE"):
-        raise ConfigError(f"rollout.kv_cache_bytes={setting} and VLLM_CPU_KVCACHE_SPACE="
+        raise ConfigError(f"rollout.vllm.kv_cache_bytes={setting} and VLLM_CPU_KVCACHE_SPACE="
                           f"{os.environ['VLLM_CPU_KVCACHE_SPACE']} are both set; vLLM's CPU backend would take the "
                           "environment's GiB: unset one")
     return setting
@@ -111,6 +111,6 @@ def check_kv_cache_bytes(size: int, config, *, max_len: int | None, dtype: str,
         return
     floor = run_kv_cache_bytes(config, sequences=1, max_len=max_len, dtype=dtype, block_tokens=block_tokens)
     if size < floor:
-        raise ConfigError(f"rollout.kv_cache_bytes={size}: vLLM needs at least {floor} bytes to hold one row of "
+        raise ConfigError(f"rollout.vllm.kv_cache_bytes={size}: vLLM needs at least {floor} bytes to hold one row of "
                           f"the model's {max_len} positions ({kv_bytes_per_token(config, dtype)} bytes a token, in "
                           f"blocks of {block_tokens}); give more, or auto")

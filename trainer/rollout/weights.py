@@ -8,7 +8,7 @@ builds one function for the run, `weights(policy)`, and `PolicyEngine` applies i
     weights(policy) = for_engine(parallel.plain(policy))
       parallel.plain   the HF module with the full weights (DDP unwrapped, FSDP2 gathered)
       for_engine       the merged model W + (alpha / r) B A, on a copy, when adapters meet an
-                       engine that copies weights (vLLM); with rollout.lora_sync=adapter the
+                       engine that copies weights (vLLM); with rollout.vllm.lora_sync=adapter the
                        adapter model itself, whose adapter alone vLLM loads; else the module itself
 
 The engine is built from the same `for_engine(plain)` at start, so start-up and sync agree.
