@@ -45,9 +45,9 @@ def validate_train_config(cfg) -> None:
     need(0 < cfg.rollout.top_p <= 1, f"rollout.top_p={cfg.rollout.top_p} must be in (0, 1]")
     need(cfg.rollout.importance_cap is None or cfg.rollout.importance_cap >= 1,
          f"rollout.importance_cap={cfg.rollout.importance_cap} must be >= 1 (or null to turn the correction off)")
-    validate_engine_groups(cfg, need)
     validate_async(cfg, need)
-    validate_lora_sync(cfg, need)
+    validate_lora_sync(cfg, need)  # before the groups' rule: its messages say more about lora_sync
+    validate_engine_groups(cfg, need)
     need(0 < cfg.rollout.vllm.gpu_memory_utilization <= 1,
          f"rollout.vllm.gpu_memory_utilization={cfg.rollout.vllm.gpu_memory_utilization} must be in (0, 1]")
     need(cfg.rollout.vllm.tensor_parallel_size >= 1,
