@@ -82,9 +82,11 @@ def run(env: list[str], name: str, k: int, seed: int, steps: int, eval_prompts: 
         base, arm_local, threads_env = SMOLLM2, [], {}
     else:
         engine = "server" if servers else "hf" if k == 0 else f"hf ({producer})"
-        base, arm_local, threads_env = COMMON, ["rollout=hf", f"rollout.hf.producer={producer}"], {"OMP_NUM_THREADS": "1"}
+        base, threads_env = COMMON, {"OMP_NUM_THREADS": "1"}
+        arm_local = ["rollout=hf", f"rollout.hf.producer={producer}"]
     out = workdir / f"{name}_{'server' if servers else 'local'}_{producer}_k{k}_s{seed}"
-    arm = ["rollout=server", f"rollout.server.num_servers={servers}", *SERVER_ENV.get(name, [])] if servers else arm_local
+    arm = (["rollout=server", f"rollout.server.num_servers={servers}", *SERVER_ENV.get(name, [])] if servers
+           else arm_local)
     argv = [sys.executable, "-m", "rlvr", "train", *base, *arm, *env, *extra, f"seed={seed}",
             f"rollout.max_staleness={k}", f"train.steps={steps}", f"train.eval_every={steps}",
             f"train.eval_prompts={eval_prompts}", f"output_dir={out}"]

@@ -47,7 +47,8 @@ TRAIN = (
     Section("Algorithm", "algo", ("algo.*",)),
     Section("Rollout / sampling", "sampling",
             ("rollout.max_new_tokens", "rollout.temperature", "rollout.top_p", "rollout.top_k", "rollout.stop"),
-            ("rollout.truncated_reward", "rollout.importance_cap", "rollout.seed_per_prompt", "rollout.hf.prefill_once")),
+            ("rollout.truncated_reward", "rollout.importance_cap", "rollout.seed_per_prompt",
+             "rollout.hf.prefill_once")),
     Section("Batch and optimisation", "optim",
             ("train.prompts_per_step", "train.completions_per_prompt", "train.micro_batch_size", "optim.lr",
              "optim.warmup_steps", "optim.schedule", "model.lora.r"), ("optim.*", "model.lora.*")),
@@ -60,8 +61,9 @@ TRAIN = (
                   "train.pack_sequences", "model.gradient_checkpointing", "model.autocast", "threads",
                   "trainer.strategy")),
     Section("vLLM (rollout=vllm|server)", "vllm",
-            more=("rollout.vllm.gpu_memory_utilization", "rollout.vllm.tensor_parallel_size", "rollout.vllm.enable_sleep_mode",
-                  "rollout.vllm.dtype", "rollout.vllm.kv_cache_bytes", "rollout.vllm.lora_sync")),
+            more=("rollout.vllm.gpu_memory_utilization", "rollout.vllm.tensor_parallel_size",
+                  "rollout.vllm.enable_sleep_mode", "rollout.vllm.dtype", "rollout.vllm.kv_cache_bytes",
+                  "rollout.vllm.lora_sync")),
     Section("Rollout servers (rollout=server)", "server",
             more=("rollout.server.endpoints", "rollout.server.num_servers", "rollout.server.request_timeout_s",
                   "rollout.server.start_timeout_s", "rollout.server.threads", "rollout.server.weights_dir")),
@@ -98,8 +100,8 @@ HIDDEN = {  # schema keys the command never reads
     "train": (),
     # rollout.temperature, top_p, top_k follow the top-level keys (setting them is refused); the rest are training's
     "eval": ("rollout.temperature", "rollout.top_p", "rollout.top_k", "rollout.importance_cap",
-             "rollout.seed_per_prompt", "rollout.vllm.enable_sleep_mode", "rollout.vllm.lora_sync", "rollout.max_staleness",
-             "rollout.async_timeout_s", "rollout.hf.producer"),
+             "rollout.seed_per_prompt", "rollout.vllm.enable_sleep_mode", "rollout.vllm.lora_sync",
+             "rollout.max_staleness", "rollout.async_timeout_s", "rollout.hf.producer"),
     "verify": (),
 }
 

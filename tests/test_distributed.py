@@ -16,6 +16,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -101,7 +102,9 @@ def _launch(world: int, overrides: list[str], cwd: Path) -> None:
     The ranks write to a file, not a pipe: a pipe nobody reads while the test waits on another rank fills and
     blocks its writer in the middle of a collective. A run past the (far from reached) limit has its ranks print
     their stacks (faulthandler, SIGUSR1) before they are killed, so the failure says where they stood."""
-    log = cwd / f"ranks-{overrides[-1].split('=')[-1]}.log"
+    handle, name = tempfile.mkstemp(prefix="ranks-", suffix=".log", dir=cwd)  # a new file per launch, any overrides
+    os.close(handle)
+    log = Path(name)
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(world),
                __file__, json.dumps(overrides)]
     with open(log, "w") as out:

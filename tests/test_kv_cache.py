@@ -59,7 +59,8 @@ def test_bytes_beside_the_legacy_variable_are_refused(monkeypatch):
 def test_a_cache_below_one_context_row_is_refused():
     one_row = (2 + 1) * 128 * 2048  # 2 blocks of the 256-position context + the null block
     check_kv_cache_bytes(one_row, TINY, max_len=256, dtype="float32")
-    with pytest.raises(ConfigError, match=rf"rollout\.vllm\.kv_cache_bytes={one_row - 1}: vLLM needs at least {one_row}"):
+    with pytest.raises(ConfigError,
+                       match=rf"rollout\.vllm\.kv_cache_bytes={one_row - 1}: vLLM needs at least {one_row}"):
         check_kv_cache_bytes(one_row - 1, TINY, max_len=256, dtype="float32")
 
 

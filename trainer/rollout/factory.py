@@ -68,8 +68,9 @@ def resolve_kind(kind: str, options=None, model_config=None, log=None) -> str:
     if kind == "vllm" and not vllm_available():
         raise ConfigError(f"rollout=vllm needs vLLM, which is not installed: pip install '{_vllm_extra()}' "
                           "(or choose rollout=hf)")
-    if kind == "server" and not _get(_group(options, "server"), "endpoints") and importlib.util.find_spec("vllm") is None:  # no import:
-        # the servers import vLLM, the trainer's process need not
+    endpoints = _get(_group(options, "server"), "endpoints")
+    if kind == "server" and not endpoints and importlib.util.find_spec("vllm") is None:  # no import: the servers
+        # import vLLM, the trainer's process need not
         raise ConfigError(f"rollout=server starts `vllm serve`, which is not installed: pip install '{_vllm_extra()}' "
                           "(or give running servers as rollout.server.endpoints=[http://HOST:PORT/v1,...])")
     if kind not in ENGINES:
@@ -78,10 +79,10 @@ def resolve_kind(kind: str, options=None, model_config=None, log=None) -> str:
 
 
 def build_server_engine(model, tokenizer, options):
-    """`rollout=server`: a ServerEngine over `rollout.server.endpoints`, or over `rollout.server.num_servers` `vllm serve`
-    processes started here from a copy of `model` (stopped by the engine's shutdown), each with the KV cache
-    `rollout.vllm.kv_cache_bytes` gives (as the colocated engine's: `auto` sizes it to `max_sequences` rows). Given
-    endpoints get the policy's weights before the first step (they may serve another checkpoint). Each started
+    """`rollout=server`: a ServerEngine over `rollout.server.endpoints`, or over `rollout.server.num_servers`
+    `vllm serve` processes started here from a copy of `model` (stopped by the engine's shutdown), each with the KV
+    cache `rollout.vllm.kv_cache_bytes` gives (as the colocated engine's: `auto` sizes it to `max_sequences` rows).
+    Given endpoints get the policy's weights before the first step (they may serve another checkpoint). Each started
     server logs to `options["log_dir"]`/vllm-serve-PORT.log (the run's or the eval's `servers/`), else to a new
     temporary directory."""
     import tempfile
