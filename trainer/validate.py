@@ -6,7 +6,7 @@ import difflib
 from pathlib import Path
 
 from rlvr.trainer.algo_keys import unread_algo_keys, validate_algo
-from rlvr.trainer.config import unknown_keys
+from rlvr.trainer.config import RolloutConfig, unknown_keys
 from rlvr.trainer.device import resolve_device
 from rlvr.trainer.truncation import TRUNCATED_REWARDS
 from rlvr.errors import ConfigError
@@ -47,7 +47,7 @@ def validate_train_config(cfg) -> None:
          f"rollout.importance_cap={cfg.rollout.importance_cap} must be >= 1 (or null to turn the correction off)")
     validate_async(cfg, need)
     validate_lora_sync(cfg, need)  # before the groups' rule: its messages say more about lora_sync
-    validate_engine_groups(cfg, need)
+    validate_engine_groups(cfg)
     need(0 < cfg.rollout.vllm.gpu_memory_utilization <= 1,
          f"rollout.vllm.gpu_memory_utilization={cfg.rollout.vllm.gpu_memory_utilization} must be in (0, 1]")
     need(cfg.rollout.vllm.tensor_parallel_size >= 1,
@@ -203,21 +203,20 @@ def validate_multi_turn(cfg, env) -> None:
                           f"overlong penalty does not yet tell sampled tokens from the environment's; set it to 0")
 
 
-def validate_engine_groups(cfg, need) -> None:
+def validate_engine_groups(cfg) -> None:
     """A key of an engine group (`rollout.hf.*`, `rollout.vllm.*`, `rollout.server.*`) that the chosen engine does
     not read (rollout/factory.py GROUPS) is refused when set away from its default: it would change nothing."""
     from omegaconf import OmegaConf
 
-    from rlvr.trainer.config import RolloutConfig
-
     defaults = OmegaConf.structured(RolloutConfig)
     read = ENGINE_GROUPS[cfg.rollout.engine]
-    for group in (g for g in defaults if g not in read and OmegaConf.is_dict(defaults[g])):
-        changed = [f"rollout.{group}.{key}={cfg.rollout[group][key]}" for key in cfg.rollout[group]
-                   if cfg.rollout[group][key] != defaults[group][key]]
-        need(not changed, f"{changed[0] if changed else ''}: rollout={cfg.rollout.engine} does not read "
-             f"rollout.{group}.* (it reads {' and '.join(f'rollout.{g}.*' for g in read)}); choose "
-             f"rollout={group} or leave rollout.{group} at its defaults")
+    for group in sorted(set().union(*ENGINE_GROUPS.values()) - set(read)):
+        changed = [f"rollout.{group}.{key}={value}" for key, value in cfg.rollout[group].items()
+                   if value != defaults[group][key]]
+        if changed:
+            raise ConfigError(f"{changed[0]}: rollout={cfg.rollout.engine} does not read rollout.{group}.* (it reads "
+                              f"{' and '.join(f'rollout.{g}.*' for g in read)}); choose rollout={group} or leave "
+                              f"rollout.{group} at its defaults")
 
 
 def validate_lora_sync(cfg, need) -> None:

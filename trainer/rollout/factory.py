@@ -23,7 +23,8 @@ ENGINES = {
 CHOICES = (*ENGINES, "auto")  # auto: vllm when it imports, else hf
 # The groups of `rollout.*` (trainer/config.py RolloutConfig) each choice reads: an engine its own, the started
 # `vllm serve` processes of `server` vLLM's too, and `auto` either engine's it may pick.
-GROUPS = {"hf": ("hf",), "vllm": ("vllm",), "server": ("server", "vllm"), "auto": ("hf", "vllm")}
+GROUPS = {"hf": ("hf",), "vllm": ("vllm",), "server": ("server", "vllm")}
+GROUPS["auto"] = GROUPS["hf"] + GROUPS["vllm"]
 
 
 def build_engine(kind: str, model, tokenizer, options=None) -> Engine:
@@ -42,7 +43,7 @@ def build_engine(kind: str, model, tokenizer, options=None) -> Engine:
     engine = engine_class(kind)
     if kind == "vllm":
         return engine(model, tokenizer, **_vllm_options(options))
-    return engine(model, tokenizer, prefill_once=bool(_get(_group(options, "hf"), "prefill_once", True)))
+    return engine(model, tokenizer, prefill_once=bool(_get(_get(options, "hf"), "prefill_once", True)))
 
 
 def engine_class(kind: str, model_config=None) -> type:
@@ -68,7 +69,7 @@ def resolve_kind(kind: str, options=None, model_config=None, log=None) -> str:
     if kind == "vllm" and not vllm_available():
         raise ConfigError(f"rollout=vllm needs vLLM, which is not installed: pip install '{_vllm_extra()}' "
                           "(or choose rollout=hf)")
-    endpoints = _get(_group(options, "server"), "endpoints")
+    endpoints = _get(_get(options, "server"), "endpoints")
     if kind == "server" and not endpoints and importlib.util.find_spec("vllm") is None:  # no import: the servers
         # import vLLM, the trainer's process need not
         raise ConfigError(f"rollout=server starts `vllm serve`, which is not installed: pip install '{_vllm_extra()}' "
@@ -91,7 +92,7 @@ def build_server_engine(model, tokenizer, options):
     from rlvr.trainer.rollout.server import ServerEngine
     from rlvr.trainer.rollout.server_process import on_cpu, start_servers
 
-    server, vllm = _group(options, "server"), _group(options, "vllm")
+    server, vllm = _get(options, "server"), _get(options, "vllm")
     endpoints = list(_get(server, "endpoints") or [])
     context = getattr(model.config, "max_position_embeddings", None)
     common = dict(request_timeout_s=float(_get(server, "request_timeout_s", 120.0)),
@@ -132,11 +133,6 @@ def _get(options, key: str, default=None):
     return default if value is None else value
 
 
-def _group(options, engine: str):
-    """`options[engine]`: the keys of one engine's group (`rollout.hf`, `rollout.vllm`, `rollout.server`), or None."""
-    return _get(options, engine)
-
-
 def auto_unsuited(model_config) -> str | None:
     """Why `rollout=auto` takes hf for this model although vLLM is installed, or None: on the CPU, a head size
     vLLM's CPU attention has no kernel for (it takes 32, 64, 80, ... 512: vllm/v1/attention/backends/cpu_attn.py
@@ -168,17 +164,13 @@ def _vllm_extra() -> str:
 
 
 def _vllm_options(options) -> dict:
-    """The VLLMEngine keywords: the `vllm` group's settings and the run's seed and row sizes."""
-    if options is None:
-        return {}
-    run = {k: _get(options, k) for k in ("seed", "max_sequences", "max_row_tokens") if _get(options, k) is not None}
-    vllm = _group(options, "vllm")
-    if vllm is None:
-        return run
-    get = vllm.get if hasattr(vllm, "get") else lambda k, d=None: getattr(vllm, k, d)
-    keys = ("dtype", "gpu_memory_utilization", "tensor_parallel_size", "enable_sleep_mode")
-    chosen = {**run, **{k: get(k) for k in keys if get(k, None) is not None}}
-    given = ("kv_cache_bytes" in vllm) if hasattr(vllm, "get") else hasattr(vllm, "kv_cache_bytes")
-    if given:
-        chosen["kv_cache_bytes"] = get("kv_cache_bytes")  # null is a choice here: vLLM's own size
+    """The VLLMEngine keywords: the run's seed and row sizes, and the `vllm` group's settings."""
+    vllm = _get(options, "vllm")
+    run = {key: _get(options, key) for key in ("seed", "max_sequences", "max_row_tokens")}
+    settings = {key: _get(vllm, key) for key in ("dtype", "gpu_memory_utilization", "tensor_parallel_size",
+                                                 "enable_sleep_mode")}
+    chosen = {key: value for key, value in {**run, **settings}.items() if value is not None}
+    if vllm is not None and ("kv_cache_bytes" in vllm if hasattr(vllm, "get") else hasattr(vllm, "kv_cache_bytes")):
+        chosen["kv_cache_bytes"] = (vllm.get("kv_cache_bytes") if hasattr(vllm, "get")
+                                    else vllm.kv_cache_bytes)  # null is a choice here: vLLM's own size
     return chosen
