@@ -102,12 +102,10 @@ def _launch(world: int, overrides: list[str], cwd: Path) -> None:
     The ranks write to a file, not a pipe: a pipe nobody reads while the test waits on another rank fills and
     blocks its writer in the middle of a collective. A run past the (far from reached) limit has its ranks print
     their stacks (faulthandler, SIGUSR1) before they are killed, so the failure says where they stood."""
-    handle, name = tempfile.mkstemp(prefix="ranks-", suffix=".log", dir=cwd)  # a new file per launch, any overrides
-    os.close(handle)
-    log = Path(name)
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(world),
                __file__, json.dumps(overrides)]
-    with open(log, "w") as out:
+    with tempfile.NamedTemporaryFile("w", prefix="ranks-", suffix=".log", dir=cwd, delete=False) as out:  # per launch
+        log = Path(out.name)
         ranks = subprocess.Popen(command, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
                                  env={**os.environ, "OMP_NUM_THREADS": "1"})
         try:  # a rank that hangs in a collective must fail the test, not the CI job
