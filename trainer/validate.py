@@ -205,7 +205,7 @@ def validate_multi_turn(cfg, env) -> None:
 
 def validate_engine_groups(cfg) -> None:
     """A key of an engine group (`rollout.hf.*`, `rollout.vllm.*`, `rollout.server.*`) that the chosen engine does
-    not read (rollout/factory.py GROUPS) is refused when set away from its default: it would change nothing."""
+    not read (rollout/factory.py ENGINES) is refused when set away from its default: it would change nothing."""
     from omegaconf import OmegaConf
 
     defaults = OmegaConf.structured(RolloutConfig)

@@ -7,23 +7,32 @@ its implementations. vLLM is imported only when chosen: importing it sets proces
 from __future__ import annotations
 
 import importlib.util
+from typing import NamedTuple
 
 import torch
 
 from rlvr.errors import ConfigError
 from rlvr.trainer.rollout.types import Engine
 
-# Every engine `rollout.engine=` names, in one place: the module and class `engine_class` imports (only when chosen),
-# which validation (`CHOICES`), the factory and tests/test_engine_protocol.py all read. A new engine is a line here.
+
+class EngineEntry(NamedTuple):
+    module: str  # imported only when chosen
+    name: str  # the class in `module`
+    groups: tuple[str, ...]  # the groups of `rollout.*` (RolloutConfig, trainer/config.py) the engine reads
+
+
+# Every engine `rollout.engine=` names, in one place: the class `engine_class` imports and the config groups it reads.
+# Validation (`CHOICES`, `GROUPS`), the factory and tests/test_engine_protocol.py all derive from it: a new engine is
+# a line here (its settings: a group in RolloutConfig, conf/rollout/NAME.yaml, and `build_engine` passing them).
 ENGINES = {
-    "hf": ("rlvr.trainer.rollout.hf", "HFEngine"),  # Hugging Face generate on the policy module itself
-    "vllm": ("rlvr.trainer.rollout.vllm", "VLLMEngine"),  # vLLM colocated in this process
-    "server": ("rlvr.trainer.rollout.server", "ServerEngine"),  # vLLM servers over HTTP (rollout/server_process.py)
+    "hf": EngineEntry("rlvr.trainer.rollout.hf", "HFEngine", ("hf",)),  # Hugging Face generate on the policy
+    "vllm": EngineEntry("rlvr.trainer.rollout.vllm", "VLLMEngine", ("vllm",)),  # vLLM colocated in this process
+    # vLLM servers over HTTP (rollout/server_process.py); the `vllm serve` processes it starts read vLLM's group too
+    "server": EngineEntry("rlvr.trainer.rollout.server", "ServerEngine", ("server", "vllm")),
 }
 CHOICES = (*ENGINES, "auto")  # auto: vllm when it imports, else hf
-# The groups of `rollout.*` (trainer/config.py RolloutConfig) each choice reads: an engine its own, the started
-# `vllm serve` processes of `server` vLLM's too, and `auto` either engine's it may pick.
-GROUPS = {"hf": ("hf",), "vllm": ("vllm",), "server": ("server", "vllm")}
+# The groups each choice reads; `auto` reads those of either engine it may pick.
+GROUPS = {kind: entry.groups for kind, entry in ENGINES.items()}
 GROUPS["auto"] = GROUPS["hf"] + GROUPS["vllm"]
 
 
@@ -51,8 +60,8 @@ def engine_class(kind: str, model_config=None) -> type:
     `copies_weights` first)."""
     if kind != "server":  # the server class is known whether or not vLLM is installed here to start servers
         kind = resolve_kind(kind, model_config=model_config)
-    module, name = ENGINES[kind]
-    return getattr(importlib.import_module(module), name)
+    entry = ENGINES[kind]
+    return getattr(importlib.import_module(entry.module), entry.name)
 
 
 def resolve_kind(kind: str, options=None, model_config=None, log=None) -> str:
