@@ -60,14 +60,14 @@ def train(*overrides: str | Sequence[str], reward_funcs: Sequence[Callable | str
           **config: Any) -> TrainResult:
     """`rlvr train` with these overrides (see the module docstring); `log` receives the run's log lines
     (default: printed, and appended to RUN_DIR/train.log as the command does)."""
-    from rlvr.cli import _tee
     from rlvr.trainer.checkpoint import latest_checkpoint
     from rlvr.trainer.run import train as run_training
+    from rlvr.trainer.run_dir import tee_log
 
     args = to_overrides(overrides, config, TRAIN_GROUPS) + reward_override(reward_funcs, reward_weights)
     cfg = train_config(args)
     run_dir = Path(cfg.resume or cfg.output_dir).resolve()  # absolute: a notebook may change directory later
-    summary = run_training(cfg, log=log or _tee(run_dir / "train.log"))
+    summary = run_training(cfg, log=log or tee_log(run_dir / "train.log"))
     metrics_path = run_dir / "metrics.jsonl"
     metrics = [json.loads(line) for line in metrics_path.read_text().splitlines()] if metrics_path.exists() else []
     return TrainResult(run_dir, latest_checkpoint(run_dir), summary, metrics)
@@ -78,7 +78,8 @@ def evaluate(*overrides: str | Sequence[str], model: str | os.PathLike | TrainRe
              log: Callable[..., None] = print, **config: Any) -> dict:
     """`rlvr eval` with these overrides (see the module docstring); `model` is a checkpoint directory or Hub name,
     or a `TrainResult` (its last checkpoint). Returns the content of results.json."""
-    from rlvr.cli import _check_overrides, _offer_plugin_envs
+    from rlvr.cli import _check_overrides
+    from rlvr.envs.catalog import offer_plugin_envs
     from rlvr.envs.registry import env_registry
     from rlvr.envs.vf_env import expand_override
     from rlvr.trainer.evaluation.eval_config import compose_eval_config, register_eval_schema
@@ -96,7 +97,7 @@ def evaluate(*overrides: str | Sequence[str], model: str | os.PathLike | TrainRe
     register_eval_schema()
     from hydra.core.config_store import ConfigStore
 
-    _offer_plugin_envs(ConfigStore.instance(), env_registry)
+    offer_plugin_envs(ConfigStore.instance(), env_registry)
     args = expand_override(args)
     with command_errors("eval"):
         _check_overrides("eval", _task(args))
@@ -110,18 +111,20 @@ def train_config(args: list[str]):
     from hydra import compose, initialize_config_module
     from hydra.core.config_store import ConfigStore
 
-    from rlvr.cli import _check_overrides, _offer_plugin_envs, _train_run_dir
+    from rlvr.cli import _check_overrides
+    from rlvr.envs.catalog import offer_plugin_envs
     from rlvr.envs.registry import env_registry
     from rlvr.envs.vf_env import expand_override
     from rlvr.trainer.algo_keys import refuse_foreign_overrides
     from rlvr.trainer.config import refuse_renamed_keys, register_schemas
     from rlvr.trainer.resume_config import resumed_algo_override, resumed_config
+    from rlvr.trainer.run_dir import settle_run_dir
 
     register_schemas()
-    _offer_plugin_envs(ConfigStore.instance(), env_registry)
+    offer_plugin_envs(ConfigStore.instance(), env_registry)
     args = expand_override(args)  # env=vf:NAME
     with command_errors("train"):
-        args = _train_run_dir(args)  # resume=DIR trains there; an output_dir holding a run is refused
+        args = settle_run_dir(args)  # resume=DIR trains there; an output_dir holding a run is refused
         args, resumed_algo = resumed_algo_override(args)
         refuse_renamed_keys(args)
         refuse_foreign_overrides(args)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 USAGE = """usage: rlvr <command> [overrides...]
@@ -46,7 +48,9 @@ def main(argv: list[str] | None = None) -> int:
     if command == "eval":
         return _eval(rest)
     if command == "envs":
-        return _envs(rest)
+        from rlvr.envs.catalog import envs_command
+
+        return envs_command(rest)
     if command == "verify":
         return _verify(rest)
     if command == "sandbox":
@@ -78,6 +82,17 @@ def _run_hydra(command: str, overrides: list[str], task, errors: tuple[type[Base
     sys.argv = [f"rlvr {command}", *overrides]
     run()
     return code
+
+
+@contextmanager
+def _one_line_refusal(command: str) -> Iterator[None]:
+    """A ConfigError from the command's own checks ends it with one line, `rlvr COMMAND: ...`."""
+    from rlvr.errors import ConfigError
+
+    try:
+        yield
+    except ConfigError as error:
+        raise SystemExit(f"rlvr {command}: {error}") from None
 
 
 def _wants_help(args: list[str]) -> bool:
@@ -150,23 +165,23 @@ def _one_line(command: str, overrides: list[str], error: BaseException) -> str:
 def _train(overrides: list[str]) -> int:
     from hydra.core.config_store import ConfigStore
 
+    from rlvr.envs.catalog import offer_plugin_envs
     from rlvr.envs.registry import env_registry
     from rlvr.trainer.algo_keys import refuse_foreign_overrides
     from rlvr.trainer.config import refuse_renamed_keys, register_schemas
     from rlvr.trainer.resume_config import resumed_algo_override
+    from rlvr.trainer.run_dir import settle_run_dir
     from rlvr.errors import ConfigError, UnknownNameError
 
     register_schemas()
-    _offer_plugin_envs(ConfigStore.instance(), env_registry)
+    offer_plugin_envs(ConfigStore.instance(), env_registry)
     if _wants_help(overrides):
         return _help("train", overrides)
-    overrides = _train_run_dir(overrides)
-    overrides, resumed_algo = resumed_algo_override(overrides)  # resume=DIR: the run's algorithm
-    try:  # an old key name, another family's algo.KEY: one line here, before Hydra's several
-        refuse_renamed_keys(overrides)
-        refuse_foreign_overrides(overrides)
-    except ConfigError as error:
-        raise SystemExit(f"rlvr train: {error}") from None
+    with _one_line_refusal("train"):  # before Hydra creates the run directory or says it in several lines
+        overrides = settle_run_dir(overrides)  # resume=DIR trains there; an output_dir holding a run is refused
+        overrides, resumed_algo = resumed_algo_override(overrides)  # resume=DIR: the run's algorithm
+        refuse_renamed_keys(overrides)  # an old key name
+        refuse_foreign_overrides(overrides)  # another family's algo.KEY
 
     def task(cfg) -> None:
         from pathlib import Path
@@ -174,104 +189,35 @@ def _train(overrides: list[str]) -> int:
         from hydra.core.hydra_config import HydraConfig
 
         from rlvr.trainer.run import train  # torch loads here, so `rlvr train --help` stays fast
+        from rlvr.trainer.run_dir import interrupted_message, tee_log
 
         if cfg.resume:  # the saved run's config.yaml, with this command line's overrides on top
             from rlvr.trainer.resume_config import resumed_config
 
             cfg = resumed_config(cfg, [o for o in HydraConfig.get().overrides.task if o != resumed_algo])
         try:
-            train(cfg, log=_tee(Path(cfg.resume or cfg.output_dir) / "train.log"))
+            train(cfg, log=tee_log(Path(cfg.resume or cfg.output_dir) / "train.log"))
         except KeyboardInterrupt:
-            raise SystemExit(_interrupted(cfg, sys.exc_info()[2])) from None
+            raise SystemExit(interrupted_message(cfg, sys.exc_info()[2])) from None
 
     return _run_hydra("train", overrides, task, (ConfigError, UnknownNameError))
-
-
-def _tee(path):
-    """The run's log: printed, and appended to RUN_DIR/train.log (Hydra creates the file; the run writes it)."""
-    def log(*args, **kwargs) -> None:
-        print(*args, **kwargs)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a") as f:
-            print(*args, file=f)
-
-    return log
-
-
-def _train_run_dir(overrides: list[str]) -> list[str]:
-    """Settle the run directory before Hydra creates it (Hydra writes .hydra/ and train.log there first).
-
-    `resume=DIR` trains in DIR (never a fresh outputs/<date>/<time>/) and leaves DIR/.hydra as the run's
-    first session wrote it; a new run's `output_dir=DIR` that holds a run is refused here, unless
-    `overwrite=true`, before anything in it is touched (trainer/run_dir.py).
-    """
-    from pathlib import Path
-
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    from rlvr.trainer.run_dir import prepare_new_run_dir
-    from rlvr.errors import ConfigError
-
-    try:
-        parsed = OverridesParser.create().parse_overrides(overrides)
-    except Exception:  # noqa: BLE001 - Hydra reports a malformed override itself, in its own words
-        return overrides
-    given = {o.key_or_group: o for o in parsed if not o.is_delete() and not o.is_sweep_override()}
-    value = {key: o.value() for key, o in given.items()}
-    resume, output_dir = value.get("resume"), value.get("output_dir")
-    if resume:
-        if not Path(str(resume)).is_dir():
-            raise SystemExit(f"rlvr train: resume={resume}: no such directory; give the run directory to continue")
-        if output_dir is not None and Path(str(output_dir)).resolve() != Path(str(resume)).resolve():
-            raise SystemExit(f"rlvr train: resume={resume} continues the run in its own directory; drop "
-                             f"output_dir={output_dir} (or start a new run there without resume=)")
-        raw_resume = given["resume"].get_value_string()
-        return [*overrides, *([] if output_dir is not None else [f"output_dir={raw_resume}"]),
-                "hydra.output_subdir=null"]
-    if output_dir is not None and value.get("overwrite") is not True:
-        try:
-            prepare_new_run_dir(Path(str(output_dir)), overwrite=False)
-        except ConfigError as error:
-            raise SystemExit(f"rlvr train: {error}") from None
-    return overrides
-
-
-def _interrupted(cfg, trace) -> str:
-    """Ctrl-C: two lines instead of a traceback: where it stopped and the command that continues the run."""
-    import traceback
-    from pathlib import Path
-
-    from rlvr.trainer.checkpoint import latest_checkpoint
-
-    frames = traceback.extract_tb(trace)[1:]  # from train() down to where the interrupt landed
-    where = " > ".join(f"{Path(f.filename).name}:{f.name}" for f in frames)
-    run_dir = Path(cfg.resume or cfg.output_dir)
-    checkpoint = latest_checkpoint(run_dir) if run_dir.is_dir() else None
-    if checkpoint is None:
-        then = (f"no checkpoint was saved yet (train.save_every={cfg.train.save_every}); start again with "
-                f"overwrite=true or another output_dir")
-    else:
-        then = (f"continue from {checkpoint.name} with `rlvr train resume={run_dir}` (steps after it are run "
-                f"again)")
-    return f"rlvr train: interrupted (KeyboardInterrupt); {then}\n  in {where}"
 
 
 def _eval(overrides: list[str]) -> int:
     from hydra.core.config_store import ConfigStore
 
+    from rlvr.envs.catalog import offer_plugin_envs
     from rlvr.envs.registry import env_registry
     from rlvr.trainer.config import refuse_renamed_keys
     from rlvr.trainer.evaluation.eval_config import register_eval_schema
     from rlvr.errors import ConfigError, UnknownNameError
 
     register_eval_schema()
-    _offer_plugin_envs(ConfigStore.instance(), env_registry)
+    offer_plugin_envs(ConfigStore.instance(), env_registry)
     if _wants_help(overrides):
         return _help("eval", overrides)
-    try:  # an old key name: one line here, before Hydra's several
+    with _one_line_refusal("eval"):  # an old key name: one line here, before Hydra's several
         refuse_renamed_keys(overrides)
-    except ConfigError as error:
-        raise SystemExit(f"rlvr eval: {error}") from None
 
     def task(cfg) -> None:
         from rlvr.trainer.evaluation.eval_run import run_eval  # torch loads here, so `rlvr eval --help` stays fast
@@ -331,107 +277,6 @@ def _verify(overrides: list[str]) -> int:
         return exit_code(summary)
 
     return _run_hydra("verify", overrides, task, (OSError, ConfigError))
-
-
-def _offer_plugin_envs(store, env_registry) -> None:
-    """`env=NAME` for a plugin environment that ships no YAML in rlvr.conf: a node with its name and each
-    parameter its factory gives a plain default, so `--help` lists them and `env.KEY=VALUE` needs no `+`."""
-    from importlib.resources import files
-
-    shipped = {p.name.removesuffix(".yaml") for p in files("rlvr.conf").joinpath("env").iterdir()}
-    for name, source in env_registry.names().items():
-        if name not in shipped:
-            store.store(group="env", name=name, node={"name": name, **_plain_defaults(env_registry, name)},
-                        provider=source)
-
-
-def _plain_defaults(registry, name: str) -> dict:
-    """The factory's keyword parameters with a YAML-able default (a broken plugin: none; `rlvr envs` reports it)."""
-    import inspect
-
-    try:
-        parameters = inspect.signature(registry.get(name)).parameters.values()
-    except Exception:  # noqa: BLE001 - building the env names the problem; the listing must not stop here
-        return {}
-
-    def plain(value) -> bool:
-        if isinstance(value, (list, tuple)):
-            return all(plain(v) for v in value)
-        if isinstance(value, dict):
-            return all(isinstance(k, str) and plain(v) for k, v in value.items())
-        return value is None or isinstance(value, (str, int, float, bool))
-
-    return {p.name: list(p.default) if isinstance(p.default, tuple) else p.default for p in parameters
-            if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is not p.empty and plain(p.default)}
-
-
-def _envs(args: list[str]) -> int:
-    if args and args[0] == "new":
-        from rlvr.envs.scaffold import main as scaffold_main
-
-        return scaffold_main(args[1:])
-    if args:
-        print(f"rlvr envs takes no arguments but `new NAME [--dir D] [--multi-turn]` (got {' '.join(args)})", file=sys.stderr)
-        return 2
-    from rlvr.envs.registry import env_registry
-    from rlvr.errors import ConfigError
-    from rlvr.verifiers.registry import verifier_registry
-
-    print("environments:")
-    for name, source in _listed(env_registry):
-        try:
-            env = env_registry.build(name)
-            rows = getattr(env, "num_rows", None)
-            if rows is None:
-                rows = "procedural" if getattr(env, "procedural", True) else f"data ({env.data_source})"
-            detail = f"verifiers: {', '.join(env.verifier_names)}; rows: {rows}"
-        except ConfigError as error:  # its defaults are not enough (env=vf:NAME): what it needs, not a failure
-            detail = f"needs settings: {error}"
-        except Exception as error:  # a broken plugin is reported, not fatal to the listing
-            detail = f"failed to load: {type(error).__name__}: {error}"
-        print(f"  {name:<14} {source:<24} {detail}")
-    print("verifiers:")
-    for name, source in _listed(verifier_registry):
-        detail = ""
-        if source.startswith("plugin"):
-            try:
-                verifier_registry.get(name)
-            except Exception as error:
-                detail = f"failed to load: {type(error).__name__}: {error}"
-        print(f"  {name:<14} {source:<24} {detail}".rstrip())
-    _list_vf_tasksets()
-    return 0
-
-
-def _list_vf_tasksets() -> None:
-    """`rlvr envs`' last part: the installed `verifiers` taskset packages, each usable as env=vf:NAME."""
-    from rlvr.envs.vf_catalog import INSTALL_HINT, bundled_tasksets, installed_tasksets, verifiers_version
-
-    version = verifiers_version()
-    if version is None:
-        print(f"verifiers tasksets (env=vf:NAME): the verifiers package is not installed: {INSTALL_HINT}")
-        return
-    print(f"verifiers tasksets (env=vf:NAME; verifiers {version}):")
-    tasksets = installed_tasksets()
-    for taskset in tasksets:
-        detail = f"{taskset.kind}: rlvr train env=vf:{taskset.name}" if taskset.kind else \
-            f"failed to load: {taskset.problem}"
-        print(f"  {taskset.name:<14} {taskset.distribution:<24} {detail}")
-    if not tasksets:
-        print("  none installed: pip install a taskset package, then env=vf:ITS_IMPORT_NAME")
-    bundled = bundled_tasksets()
-    if bundled:
-        print(f"  bundled in verifiers (adapters to other frameworks, not checked here): {', '.join(bundled)}")
-
-
-def _listed(registry) -> list[tuple[str, str]]:
-    """(name, source) pairs; plugins that clash in name are reported as one line instead of ending the listing."""
-    try:
-        return sorted(registry.names().items())
-    except Exception as error:
-        print(f"  (plugins not listed: {type(error).__name__}: {error})")
-        registry._load_builtins()
-        return sorted((name, "built-in") for name in registry._factories)
 
 
 def _sandbox(args: list[str]) -> int:

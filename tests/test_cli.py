@@ -275,7 +275,7 @@ def test_a_plugin_envs_parameters_need_no_plus(compose_train, monkeypatch):
     """A plugin ships no YAML: its node lists the factory's parameters, so `env.level=5` composes and --help shows it."""
     from hydra.core.config_store import ConfigStore
 
-    from rlvr.cli import _offer_plugin_envs
+    from rlvr.envs.catalog import offer_plugin_envs
     from rlvr.envs.registry import env_registry
 
     def load_env(*, level: int = 3, words: tuple = ("a", "b"), reward=None, rng=object()):
@@ -283,6 +283,6 @@ def test_a_plugin_envs_parameters_need_no_plus(compose_train, monkeypatch):
 
     monkeypatch.setattr(env_registry, "names", lambda: {"fake_plugin_env": "plugin fake"})
     monkeypatch.setattr(env_registry, "get", lambda name: load_env)
-    _offer_plugin_envs(ConfigStore.instance(), env_registry)
+    offer_plugin_envs(ConfigStore.instance(), env_registry)
     cfg = compose_train(["env=fake_plugin_env", "env.level=5"])
     assert dict(cfg.env) == {"name": "fake_plugin_env", "level": 5, "words": ["a", "b"], "reward": None}

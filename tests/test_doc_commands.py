@@ -96,14 +96,15 @@ def compose(command: str, args: list[str], tmp_path: Path) -> None:
     elif command == "eval":
         from hydra.core.config_store import ConfigStore
 
-        from rlvr.cli import _check_overrides, _offer_plugin_envs
+        from rlvr.cli import _check_overrides
+        from rlvr.envs.catalog import offer_plugin_envs
         from rlvr.envs.registry import env_registry
         from rlvr.envs.vf_env import expand_override
         from rlvr.trainer.evaluation.eval_config import compose_eval_config, register_eval_schema
 
         args = expand_override(args)  # env=vf:NAME, as `rlvr` does for every command
         register_eval_schema()
-        _offer_plugin_envs(ConfigStore.instance(), env_registry)
+        offer_plugin_envs(ConfigStore.instance(), env_registry)
         _check_overrides("eval", args)
         compose_eval_config(args)
     else:

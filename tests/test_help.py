@@ -51,7 +51,7 @@ def help_of(capsys, command, *args):
 def compose(command, overrides):
     from hydra import compose as hydra_compose, initialize_config_module
 
-    from rlvr.cli import _offer_plugin_envs
+    from rlvr.envs.catalog import offer_plugin_envs
     from rlvr.envs.registry import env_registry
     from rlvr.trainer.config import register_schemas
     from rlvr.trainer.evaluation.eval_config import register_eval_schema
@@ -59,7 +59,7 @@ def compose(command, overrides):
     from hydra.core.config_store import ConfigStore
 
     {"train": register_schemas, "eval": register_eval_schema, "verify": register_schema}[command]()
-    _offer_plugin_envs(ConfigStore.instance(), env_registry)
+    offer_plugin_envs(ConfigStore.instance(), env_registry)
     with initialize_config_module(config_module="rlvr.conf", version_base="1.3"):
         return hydra_compose(config_name=command, overrides=overrides)
 
@@ -209,11 +209,10 @@ def test_hydras_own_help_stays_reachable(capsys):
 
 
 def test_envs_without_verifiers_says_how_to_get_it(monkeypatch, capsys):
-    from rlvr import cli
-    from rlvr.envs import vf_catalog
+    from rlvr.envs import catalog, vf_catalog
 
     monkeypatch.setattr(vf_catalog, "verifiers_version", lambda: None)
-    cli._list_vf_tasksets()
+    catalog.list_vf_tasksets()
     assert capsys.readouterr().out.strip() == ("verifiers tasksets (env=vf:NAME): the verifiers package is not "
                                                "installed: pip install 'rlvr[vf]', then a verifiers taskset package")
 

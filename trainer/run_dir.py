@@ -8,6 +8,10 @@ run's files first, so one directory never mixes two runs' metrics or checkpoints
 `config.yaml` on, which the trainer writes once everything the run needs is built (trainer/run.py): a
 directory holding only the loggers' files of a start that failed before that (`tensorboard/`, `wandb/`)
 holds no run, and a new run there removes them and goes on, so a failed start never blocks its retry.
+
+`rlvr train` and `rlvr.train()` settle the directory from the command line before Hydra creates it
+(`settle_run_dir`), write the run's log to its train.log (`tee_log`), and on Ctrl-C name the command that
+continues the run from its last checkpoint (`interrupted_message`).
 """
 
 from __future__ import annotations
@@ -105,3 +109,63 @@ def _jsonable(value):
 def _append(path: Path, record: dict) -> None:
     with path.open("a") as f:
         f.write(json.dumps(record) + "\n")
+
+
+def settle_run_dir(overrides: list[str]) -> list[str]:
+    """Settle the run directory before Hydra creates it (Hydra writes .hydra/ and train.log there first).
+
+    `resume=DIR` trains in DIR (never a fresh outputs/<date>/<time>/) and leaves DIR/.hydra as the run's
+    first session wrote it; a new run's `output_dir=DIR` that holds a run is refused here, unless
+    `overwrite=true`, before anything in it is touched (`prepare_new_run_dir`). A refusal is a ConfigError.
+    """
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    try:
+        parsed = OverridesParser.create().parse_overrides(overrides)
+    except Exception:  # noqa: BLE001 - Hydra reports a malformed override itself, in its own words
+        return overrides
+    given = {o.key_or_group: o for o in parsed if not o.is_delete() and not o.is_sweep_override()}
+    value = {key: o.value() for key, o in given.items()}
+    resume, output_dir = value.get("resume"), value.get("output_dir")
+    if resume:
+        if not Path(str(resume)).is_dir():
+            raise ConfigError(f"resume={resume}: no such directory; give the run directory to continue")
+        if output_dir is not None and Path(str(output_dir)).resolve() != Path(str(resume)).resolve():
+            raise ConfigError(f"resume={resume} continues the run in its own directory; drop "
+                             f"output_dir={output_dir} (or start a new run there without resume=)")
+        raw_resume = given["resume"].get_value_string()
+        return [*overrides, *([] if output_dir is not None else [f"output_dir={raw_resume}"]),
+                "hydra.output_subdir=null"]
+    if output_dir is not None and value.get("overwrite") is not True:
+        prepare_new_run_dir(Path(str(output_dir)), overwrite=False)
+    return overrides
+
+
+def interrupted_message(cfg, trace) -> str:
+    """Ctrl-C: two lines instead of a traceback: where it stopped and the command that continues the run."""
+    import traceback
+
+    from rlvr.trainer.checkpoint import latest_checkpoint
+
+    frames = traceback.extract_tb(trace)[1:]  # from train() down to where the interrupt landed
+    where = " > ".join(f"{Path(f.filename).name}:{f.name}" for f in frames)
+    run_dir = Path(cfg.resume or cfg.output_dir)
+    checkpoint = latest_checkpoint(run_dir) if run_dir.is_dir() else None
+    if checkpoint is None:
+        then = (f"no checkpoint was saved yet (train.save_every={cfg.train.save_every}); start again with "
+                f"overwrite=true or another output_dir")
+    else:
+        then = (f"continue from {checkpoint.name} with `rlvr train resume={run_dir}` (steps after it are run "
+                f"again)")
+    return f"rlvr train: interrupted (KeyboardInterrupt); {then}\n  in {where}"
+
+
+def tee_log(path: Path):
+    """The run's log: printed, and appended to RUN_DIR/train.log (Hydra creates the file; the run writes it)."""
+    def log(*args, **kwargs) -> None:
+        print(*args, **kwargs)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a") as f:
+            print(*args, file=f)
+
+    return log
