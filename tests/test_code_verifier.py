@@ -12,7 +12,7 @@ import pytest
 from rlvr.errors import ConfigError
 from rlvr.verifiers import registry
 from rlvr.verifiers.code.verifier import CHEATS, CodeVerifier, extract_code
-from rlvr.verifiers.code.harness import stdout_matches, values_equal
+from rlvr.verifiers.code.compare import stdout_matches, values_equal
 from rlvr.verifiers.result import Status
 
 pytestmark = pytest.mark.xdist_group("sandbox")  # one xdist worker: containers, uid 65534 are machine-wide

@@ -13,7 +13,7 @@ tolerance). `assert` runs prefix + code, then the test code, then
 a bare signature followed by a whole function, the code alone). `call` calls `fn(*args)` per case in one
 run and compares the results on the host, as Python compares their JSON form with the expected value
 (a tuple or named tuple is a list, a Counter a dict, numbers exactly unless a float is expected and
-`float_tol` given: harness.values_equal). In both, the tests run in a checker process
+`float_tol` given: compare.values_equal). In both, the tests run in a checker process
 under another user than the model's code, which it calls through a strict serialiser; how a
 pass is established, and why a program cannot fake one, is in harness.py.
 
@@ -64,9 +64,8 @@ from rlvr.verifiers.code.harness import (
     checker_input,
     parse_report,
     read_result,
-    stdout_matches,
-    values_equal,
 )
+from rlvr.verifiers.code.compare import stdout_matches, values_equal
 from rlvr.verifiers.code.wire import WireError, wire_encode
 from rlvr.errors import ConfigError
 from rlvr.verifiers.registry import register_verifier
