@@ -280,39 +280,7 @@ def _verify(overrides: list[str]) -> int:
 
 
 def _sandbox(args: list[str]) -> int:
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="rlvr sandbox", description="the Docker sandbox that runs untrusted code")
-    sub = parser.add_subparsers(dest="action", required=True)
-    build = sub.add_parser("build", help="build the sandbox image (skipped when the content-tagged image exists)")
-    build.add_argument("--builder", choices=["auto", "dockerfile", "debootstrap"], default="auto")
-    build.add_argument("--force", action="store_true", help="rebuild even when the image exists")
-    doctor = sub.add_parser("doctor", help="engine, image, and a table of adversarial probes with their outcome")
-    doctor.add_argument("--backend", choices=["docker", "local"], default="docker")
-    for command in (build, doctor):
-        command.add_argument("--hosts", default=None, metavar="H1,H2",
-                             help="Docker engines (local, unix://, tcp://, ssh://), comma-separated; default: "
-                                  "RLVR_SANDBOX_HOSTS, else the local engine (docs/scaling/sandbox-hosts.md)")
-    options = parser.parse_args(args)
-    from rlvr.errors import ConfigError
-    from rlvr.sandboxes.hosts import apply_hosts
-
-    try:
-        hosts = apply_hosts([h.strip() for h in options.hosts.split(",")] if options.hosts else [], "--hosts")
-    except ConfigError as error:
-        print(f"rlvr sandbox {options.action}: {error}", file=sys.stderr)
-        return 2
-    if options.action == "build":
-        from rlvr.sandboxes.docker_backend import SandboxUnavailable
-        from rlvr.sandboxes.image import ensure_image_on_hosts
-
-        try:
-            print(ensure_image_on_hosts(hosts, builder=options.builder, force=options.force))
-        except (SandboxUnavailable, RuntimeError) as error:
-            print(f"rlvr sandbox build: {error}", file=sys.stderr)
-            return 1
-        return 0
-    from rlvr.sandboxes.doctor import doctor as run_doctor
+    from rlvr.sandboxes.command import sandbox_command
     from rlvr.verifiers.code.verifier import probe_rows
 
-    return run_doctor(options.backend, extra_rows=lambda: probe_rows(options.backend))
+    return sandbox_command(args, extra_rows=probe_rows)  # the doctor's table also shows the code verifier's probes
