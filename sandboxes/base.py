@@ -134,11 +134,12 @@ _AGENT_SOURCE: str | None = None
 
 
 def agent_source() -> str:
-    """The supervisor as one program for `python3 -c`: agent_reset.py's source, agent_clock.py's, then agent.py's."""
+    """The supervisor as one program for `python3 -c`: agent_reset.py's source, agent_clock.py's, agent_process.py's,
+    then agent.py's."""
     global _AGENT_SOURCE
     if _AGENT_SOURCE is None:
         folder = files("rlvr.sandboxes")
-        parts = ("agent_reset.py", "agent_clock.py", "agent.py")
+        parts = ("agent_reset.py", "agent_clock.py", "agent_process.py", "agent.py")
         _AGENT_SOURCE = "\n\n".join(folder.joinpath(name).read_text() for name in parts)
     return _AGENT_SOURCE
 
