@@ -1,8 +1,8 @@
 """The supervisor that runs inside a sandbox: reads jobs, runs each program under limits, reports.
 
 Standard library only and no rlvr imports: both backends start it as `python3 -I -S -c SOURCE
-CONFIG` (SOURCE = base.agent_source(): agent_reset.py, agent_clock.py, agent_process.py, then this file), Docker inside the
-container, the local backend inside fresh namespaces. One JSON line
+CONFIG` (SOURCE = base.agent_source(): agent_reset.py, agent_clock.py, agent_process.py, then this file),
+Docker inside the container, the local backend inside fresh namespaces. One JSON line
 in (job id, program, stdin, limits, optional checker) -> one JSON line out (the same job id,
 stdout, stderr, exit code, status, wall and CPU seconds, peak memory, the checker's verdict),
 until stdin closes.
