@@ -135,11 +135,19 @@ def build_server_engine(model, tokenizer, options):
         raise
 
 
-def _get(options, key: str, default=None):
+_UNSET = object()
+
+
+def _given(options, key: str):
+    """`options[key]` of a config node, dataclass or mapping, None included; _UNSET when it has no such key."""
     if options is None:
-        return default
-    value = options.get(key, default) if hasattr(options, "get") else getattr(options, key, default)
-    return default if value is None else value
+        return _UNSET
+    return options.get(key, _UNSET) if hasattr(options, "get") else getattr(options, key, _UNSET)
+
+
+def _get(options, key: str, default=None):
+    value = _given(options, key)
+    return default if value is _UNSET or value is None else value
 
 
 def auto_unsuited(model_config) -> str | None:
@@ -179,7 +187,7 @@ def _vllm_options(options) -> dict:
     settings = {key: _get(vllm, key) for key in ("dtype", "gpu_memory_utilization", "tensor_parallel_size",
                                                  "enable_sleep_mode")}
     chosen = {key: value for key, value in {**run, **settings}.items() if value is not None}
-    if vllm is not None and ("kv_cache_bytes" in vllm if hasattr(vllm, "get") else hasattr(vllm, "kv_cache_bytes")):
-        chosen["kv_cache_bytes"] = (vllm.get("kv_cache_bytes") if hasattr(vllm, "get")
-                                    else vllm.kv_cache_bytes)  # null is a choice here: vLLM's own size
+    kv_cache_bytes = _given(vllm, "kv_cache_bytes")
+    if kv_cache_bytes is not _UNSET:
+        chosen["kv_cache_bytes"] = kv_cache_bytes  # null is a choice here: vLLM's own size
     return chosen
