@@ -184,8 +184,6 @@ def _train(overrides: list[str]) -> int:
         refuse_foreign_overrides(overrides)  # another family's algo.KEY
 
     def task(cfg) -> None:
-        from pathlib import Path
-
         from hydra.core.hydra_config import HydraConfig
 
         from rlvr.trainer.run import train  # torch loads here, so `rlvr train --help` stays fast

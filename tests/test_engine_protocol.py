@@ -45,9 +45,10 @@ def test_hf_engine_and_the_policy_engine_are_engines(tiny_lm):
 def test_every_named_engine_has_the_protocol_members(kind):
     """Every method with the protocol's parameters, `copies_weights` a class attribute and `self.tokenizer`
     set in __init__; the vLLM and server engines copy the weights they sample from, HF generate does not."""
-    module, name, _ = ENGINES[kind]
-    path = ROOT / Path(*module.split(".")[1:]).with_suffix(".py")  # rlvr.trainer.rollout.hf -> trainer/rollout/hf.py
-    cls = _class_in_source(path, name)
+    entry = ENGINES[kind]
+    # rlvr.trainer.rollout.hf -> trainer/rollout/hf.py
+    path = ROOT / Path(*entry.module.split(".")[1:]).with_suffix(".py")
+    cls = _class_in_source(path, entry.name)
     methods = {n.name: [a.arg for a in n.args.args] for n in cls.body if isinstance(n, ast.FunctionDef)}
     for method in METHODS:
         assert methods.get(method) == _protocol_parameters(method), (kind, method)
@@ -74,9 +75,9 @@ def test_the_interface_imports_no_engine_and_the_engines_not_the_factory():
 
     engines = {entry.module for entry in ENGINES.values()} | {"rlvr.trainer.rollout.factory"}
     assert not imports(ROLLOUT / "types.py") & engines
-    for module, *_ in ENGINES.values():
-        path = ROOT / Path(*module.split(".")[1:]).with_suffix(".py")
-        assert "rlvr.trainer.rollout.factory" not in imports(path), module
+    for entry in ENGINES.values():
+        path = ROOT / Path(*entry.module.split(".")[1:]).with_suffix(".py")
+        assert "rlvr.trainer.rollout.factory" not in imports(path), entry.module
 
 
 class _Recording:
