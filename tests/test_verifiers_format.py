@@ -50,3 +50,36 @@ def test_think_false_requires_only_the_answer_block():
 def test_to_dict_is_json_friendly():
     r = FormatVerifier()("<answer>4</answer>", {})
     assert r.to_dict() == {"reward": 0.0, "status": "incorrect", "details": {"reason": "missing <think>"}}
+
+
+EMPTY_ANSWERS = ["<think></think><answer></answer>", "<think>x</think><answer> </answer>",
+                 "<think></think><answer>\n\t </answer>\n"]
+
+
+@pytest.mark.parametrize("text", EMPTY_ANSWERS)
+@pytest.mark.parametrize("params", [{}, {"think": False}, {"think": False, "anchored": False}])
+def test_an_empty_answer_is_not_the_format(text, params):
+    # a format reward paid for an empty answer is a floor a policy keeps without answering
+    r = build_verifier("format", **params)(text, {})
+    assert (r.reward, r.status, r.details) == (0.0, Status.INCORRECT, {"reason": "empty <answer>"})
+
+
+@pytest.mark.parametrize("params", [{"think": False}, {"think": False, "anchored": False}])
+def test_an_empty_answer_without_think_is_not_the_format(params):
+    for text in ("<answer></answer>", "<answer> </answer>", "So: <answer>  </answer>"):
+        r = build_verifier("format", **params)(text, {})
+        if text.startswith("So") and params.get("anchored", True):
+            assert r.details == {"reason": "text before <answer>"}
+        else:
+            assert r.details == {"reason": "empty <answer>"}
+
+
+@pytest.mark.parametrize("env_name,prompt", [("arithmetic", "base"), ("arithmetic", "instruct"),
+                                             ("countdown", "base"), ("countdown", "instruct")])
+def test_no_environment_pays_anything_for_an_empty_answer(env_name, prompt):
+    from rlvr.envs import load_env
+
+    env = load_env(env_name, prompt=prompt)
+    row = env.rows("test", 1, seed=0)[0]
+    scored = env.score(["<think></think><answer></answer>", "<answer> </answer>"], [row] * 2)
+    assert [r.reward for r in scored] == [0.0, 0.0]

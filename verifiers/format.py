@@ -3,6 +3,8 @@
 Anchored on purpose: text after `</answer>`, a second block, nested or out-of-order tags all fail,
 so the policy cannot collect the format reward while also rambling past its answer.
 Leading and trailing whitespace, whitespace between the blocks, and an empty think block are allowed.
+The answer block must hold something other than whitespace: `<answer></answer>` or `<answer> </answer>` fails,
+else a policy keeps the 0.1 format weight as a floor without ever answering.
 `anchored=False` (the instruct prompts' format reward, envs/base.py) also allows text before the first block
 (an instruct model's "47 + 38 = 85" before `<answer>85</answer>`); text after `</answer>` still fails.
 """
@@ -40,6 +42,8 @@ def format_problem(text: str, think: bool = True, anchored: bool = True) -> str 
         return "text between </think> and <answer>"
     if not text.endswith(last):
         return f"text after {last}"
+    if not text[positions[-2] + len("<answer>"): positions[-1]].strip():
+        return "empty <answer>"
     return None
 
 
