@@ -257,3 +257,41 @@ def test_only_ordinary_exceptions_cross(raised, crosses_as):
         assert error is None
     else:
         assert type(error) is crosses_as and str(error) in ("message", "'message'")
+
+
+M61 = (1 << 61) - 1  # CPython's int hash modulus: every multiple of it hashes to 0
+
+
+def test_keys_chosen_to_share_one_hash_are_refused_before_anything_is_built():
+    # 2,000 keys of one hash would cost 2,000**2 / 2 key comparisons to insert (a full message: minutes on the host)
+    colliding = [k * M61 for k in range(1, 2001)]
+    assert len({hash(k) for k in colliding}) == 1
+    for node in (["E", colliding], ["Z", colliding], ["D", [[k, 0] for k in colliding]],
+                 ["C", [[k, 1] for k in colliding]], ["O", [[k, 0] for k in colliding]],
+                 ["E", [["T", [k]] for k in colliding]], ["E", [["Q", [hex(k), "0x1"]] for k in colliding]]):
+        with pytest.raises(WireError, match="keys of one hash"):
+            wire_decode(node)
+
+
+def test_the_host_refuses_a_flooded_result_as_a_wire_error():
+    from rlvr.verifiers.code.harness import read_result
+
+    payload = json.dumps(wire_encode({k * M61: 0 for k in range(1, 100)}))
+    with pytest.raises(WireError, match="keys of one hash"):
+        read_result(payload)
+
+
+@pytest.mark.parametrize("value", [
+    {-1, -2},  # hash(-1) == hash(-2) in CPython
+    {k * M61 for k in range(1, 33)},  # 32 keys of one hash: the most allowed
+    {-1: "a", -2: "b", 0: "c", M61: "d"}, Counter({-1: 2, -2: 3}), frozenset({(1, 2), (2, 1)}),
+    set(range(5000)), {str(i): i for i in range(5000)},
+])
+def test_honest_sets_and_dicts_with_a_few_shared_hashes_still_cross(value):
+    got = roundtrip(value)
+    assert type(got) is type(value) and got == value
+
+
+def test_one_key_past_the_limit_is_refused():
+    with pytest.raises(WireError, match="keys of one hash"):
+        wire_decode(["E", [k * M61 for k in range(1, 34)]])

@@ -22,7 +22,11 @@ class with the name and fields sent), so whatever bytes a candidate writes, the 
 data or WireError: the candidate can choose its answers, never how they compare. Numbers stay cheap
 to compare: a Fraction's terms have at most MAX_FRACTION_BITS bits, a Decimal at most
 MAX_DECIMAL_TEXT characters and an exponent within MAX_DECIMAL_EXPONENT, and a signalling NaN (whose
-comparison raises) is refused.
+comparison raises) is refused. Building a set or dict costs what its keys' hashes allow: the hash of an
+int, float, Fraction, Decimal or tuple is fixed (only str and bytes hashes are salted), so keys chosen to share
+one hash (multiples of 2**61 - 1) make each insertion compare with every earlier key, 20,000 of them cost 4 s
+and a full message minutes of the host's time. So a set or dict in which more than MAX_SAME_HASH keys share a
+hash is refused before it is built, after a sort of the hashes that no key can slow down.
 
 The format: None, a bool, a str, a finite float and an int of at most MAX_PLAIN_INT_BITS bits are
 their own JSON (a JSON float reads back as the same float: its text is repr's), so a list of small
@@ -59,6 +63,7 @@ MAX_PLAIN_INT_BITS = 1000
 MAX_FRACTION_BITS = 1 << 15
 MAX_DECIMAL_TEXT = 5000
 MAX_DECIMAL_EXPONENT = 10000
+MAX_SAME_HASH = 32  # keys of one set or dict sharing one hash; honest data has a few at most (hash(-1) == hash(-2))
 # Not Exception itself: a candidate's own subclass of it arrives as the checker's CandidateError, name and all.
 CROSSING_EXCEPTIONS = frozenset({
     "ArithmeticError", "FloatingPointError", "OverflowError", "ZeroDivisionError", "AssertionError",
@@ -78,6 +83,7 @@ class WireError(Exception):
 _PLAIN = (bool, int, float, str)  # what JSON itself carries: a node of these types stands for itself
 _SEQUENCES = {list: "L", tuple: "T", set: "E", frozenset: "Z"}
 _BUILD = {"L": list, "T": tuple, "E": set, "Z": frozenset, "K": _deque}
+_HASHED = ("E", "Z")  # sets: their items are keys
 _MAPPINGS = {dict: ("D", dict.items), _defaultdict: ("D", dict.items), _Counter: ("C", dict.items),
              _OrderedDict: ("O", _OrderedDict.items)}
 
@@ -210,7 +216,10 @@ def wire_decode(node, depth=0):
         if tag == "Y" and type(item) is str:
             return bytes.fromhex(item)
         if tag in _BUILD and type(item) is list:
-            return _BUILD[tag](wire_decode(x, depth + 1) for x in item)
+            items = [wire_decode(x, depth + 1) for x in item]
+            if tag in _HASHED:
+                _check_hashes(items)
+            return _BUILD[tag](items)
         if tag in ("D", "C", "O") and type(item) is list:
             return _decode_mapping(tag, item, depth)
         if tag == "R" and type(item) is list and len(item) == 3:
@@ -233,12 +242,25 @@ def wire_decode(node, depth=0):
 
 
 def _decode_mapping(tag, pairs, depth):
-    out = {"D": dict, "C": _Counter, "O": _OrderedDict}[tag]()
+    items = []
     for pair in pairs:
         if type(pair) is not list or len(pair) != 2:
             raise WireError("malformed dict item")
-        out[wire_decode(pair[0], depth + 1)] = wire_decode(pair[1], depth + 1)
+        items.append((wire_decode(pair[0], depth + 1), wire_decode(pair[1], depth + 1)))
+    _check_hashes([key for key, _ in items])
+    out = {"D": dict, "C": _Counter, "O": _OrderedDict}[tag]()
+    for key, value in items:
+        out[key] = value
     return out
+
+
+def _check_hashes(keys):
+    """WireError when more than MAX_SAME_HASH of `keys` share a hash (see the module docstring); TypeError for an
+    unhashable key. Sorting ints compares no keys, so this costs n log n whatever the keys are."""
+    hashes = sorted(map(hash, keys))
+    for i in range(MAX_SAME_HASH, len(hashes)):
+        if hashes[i] == hashes[i - MAX_SAME_HASH]:
+            raise WireError(f"a set or dict with more than {MAX_SAME_HASH} keys of one hash")
 
 
 def _decode_record(name, fields, items, depth):
