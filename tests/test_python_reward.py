@@ -66,6 +66,23 @@ def wants_ids(completions, completion_ids, **kwargs):
     return [len(i) for i in completion_ids]
 
 
+def raises_for_one(completions, **kwargs):
+    if "poison" in completions:
+        raise ValueError("cannot score poison")
+    return [float(len(c)) for c in completions]
+
+
+def worker_dies_for_one(completions, **kwargs):
+    if "poison" in completions:
+        import os
+        os._exit(3)
+    return [float(len(c)) for c in completions]
+
+
+def values_bad_for_one(completions, **kwargs):
+    return [float("inf") if c == "poison" else "high" if c == "text" else float(len(c)) for c in completions]
+
+
 NOT_A_FUNCTION = 3
 '''
 
@@ -236,3 +253,34 @@ def test_batch_size_splits_the_calls(rewards_module, python_reward):
 def test_bad_params_name_the_param(params, match):
     with pytest.raises(ConfigError, match=match):
         build_verifier("python", **params)
+
+
+@pytest.mark.parametrize("function,message", [
+    ("raises_for_one", "my_rewards:raises_for_one raised ValueError: cannot score poison (at my_rewards.py:"),
+    ("worker_dies_for_one", "my_rewards:worker_dies_for_one: the worker failed"),
+])
+@pytest.mark.parametrize("batch_size", [None, 2])
+def test_one_completion_that_makes_the_call_fail_costs_only_its_own_score(rewards_module, python_reward, function,
+                                                                           message, batch_size):
+    # one call scores a batch: a completion that makes the user's function raise once failed all of its batch
+    verifier = python_reward(f"my_rewards:{function}", batch_size=batch_size, workers=1, correct_at=3.0)
+    completions = ["ab", "poison", "abcd", "abc", "a"]
+    results = verifier.verify_batch(completions, [{}] * 5)
+    assert [r.status for r in results] == [Status.INCORRECT, Status.ERROR, Status.CORRECT, Status.CORRECT,
+                                           Status.INCORRECT]
+    assert [r.reward for r in results] == [2.0, 0.0, 4.0, 3.0, 1.0]
+    assert message in results[1].details["error"]
+    # the completions scored alone say why; a call that did not fail (batch_size=2: the last two) says nothing
+    alone = [i for i, r in enumerate(results) if "batch_error" in r.details]
+    assert alone == ([0, 1, 2, 3, 4] if batch_size is None else [0, 1])
+    assert all(message in results[i].details["batch_error"] for i in alone)
+
+
+def test_a_value_that_is_not_a_number_fails_only_its_own_completion(rewards_module, python_reward):
+    verifier = python_reward("my_rewards:values_bad_for_one")
+    results = verifier.verify_batch(["a", "poison", "text", "abc"], [{}] * 4)
+    assert [r.status for r in results] == [Status.CORRECT, Status.ERROR, Status.ERROR, Status.CORRECT]
+    assert [r.reward for r in results] == [1.0, 0.0, 0.0, 3.0]
+    assert results[1].details["error"] == "my_rewards:values_bad_for_one returned value 1 is inf, not a finite number"
+    assert results[2].details["error"] == ("my_rewards:values_bad_for_one returned value 2 is 'high', not a number "
+                                           "(or None)")

@@ -28,9 +28,15 @@ start with one line naming it.
 Values: one number or None per completion. A number is the reward, status `correct` when it reaches `correct_at`
 (default 1.0), else `incorrect`. None (or NaN) means "does not apply" in TRL: there it is NaN, which the weighted
 sum of the reward functions skips (`nansum`); here it is 0.0 with status `incorrect` and `details["value"] = None`,
-the same sum, though the per-verifier mean (`reward/NAME`) counts it as 0 where TRL's leaves it out. A call that
-raises, overruns, or returns the wrong number of values gives each of its completions status `error` (or
-`timeout`) with one line saying what happened (and where in your file), never a silent 0.
+the same sum, though the per-verifier mean (`reward/NAME`) counts it as 0 where TRL's leaves it out. A value that
+is not a number (or is infinite) gives its own completion status `error`, naming the value; the others keep
+theirs. A call of several completions that raises (or whose worker dies) is made again once per completion, so
+one completion that makes the function raise costs only its own score: the completions whose own call raised
+get status `error` with one line saying what happened (and where in your file), the rest their real scores,
+with `details["batch_error"]` saying why they were scored alone (a function that looks across the batch saw
+only one completion there). A call that overruns (status `timeout`, not made again: each completion could
+overrun in turn) or returns the wrong number of values gives each of its completions that status, never a
+silent 0.
 
 Name: the component is named after the function (`reward/accuracy` in the metrics, as TRL's `rewards/accuracy`),
 unless the reward entry gives a `name`; a `gate` refers to that name.
@@ -109,9 +115,20 @@ class PythonReward(PooledWorkers):
         items = [trl_arguments([completions[i] for i in chunk], [records[i] for i in chunk]) for chunk in chunks]
         pool = self.worker_pool(self._workers(workers))  # it starts no more processes than there are calls
         outcomes = pool.map(f"{_WORKER}:call", [(self.function, *item) for item in items], self.timeout)
+        # a call of several completions that raised: each completion alone, so one cannot fail the others
+        again = [k for k, (chunk, outcome) in enumerate(zip(chunks, outcomes)) if len(chunk) > 1 and _raised(outcome)]
+        alone = [i for k in again for i in chunks[k]]
+        singles = dict(zip(alone, pool.map(f"{_WORKER}:call", [
+            (self.function, *trl_arguments([completions[i]], [records[i]])) for i in alone], self.timeout)))
         results: list[VerifyResult] = []
-        for chunk, outcome in zip(chunks, outcomes):
-            results.extend(self._results(outcome, len(chunk)))
+        for k, (chunk, outcome) in enumerate(zip(chunks, outcomes)):
+            if k not in again:
+                results.extend(self._results(outcome, len(chunk)))
+                continue
+            why = self._results(outcome, len(chunk))[0].details["error"]
+            for i in chunk:
+                result = self._results(singles[i], 1)[0]
+                results.append(VerifyResult(result.reward, result.status, {**result.details, "batch_error": why}))
         if progress is not None:
             progress(len(results))
         return results
@@ -125,7 +142,9 @@ class PythonReward(PooledWorkers):
         elif "problem" in outcome.value:
             status, details = Status.ERROR, {"error": f"{self.function} {outcome.value['problem']}"}
         else:
-            return [self._result(v) for v in outcome.value["values"]]
+            bad = outcome.value.get("bad", {})
+            return [VerifyResult(0.0, Status.ERROR, {"error": f"{self.function} returned {bad[i]}"}) if i in bad
+                    else self._result(v) for i, v in enumerate(outcome.value["values"])]
         return [VerifyResult(0.0, status, dict(details)) for _ in range(n)]
 
     def _result(self, value: float | None) -> VerifyResult:
@@ -137,6 +156,11 @@ class PythonReward(PooledWorkers):
     def _workers(self, workers: int | None) -> int:
         return max(1, workers if workers is not None else self.workers if self.workers is not None
                    else min(2, default_workers()))
+
+
+def _raised(outcome) -> bool:
+    """Whether a call failed as one completion can make it fail: the function raised, or its worker died."""
+    return outcome.status == "error" or (outcome.status == "ok" and bool(outcome.value.get("raised")))
 
 
 def trl_arguments(completions: Sequence[str], records: Sequence[Mapping[str, Any]]) -> tuple[list, list, dict]:

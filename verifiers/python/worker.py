@@ -3,9 +3,10 @@
 worker process (verifiers/pool.py), which the parent kills when a call overruns.
 
 Only the standard library is imported here; the user's module is imported on a worker's first call and kept.
-What comes back is plain data: `{"values": [float | None, ...]}` or `{"problem": "one line"}`, so the parent can
-say what went wrong in the user's terms (the function raised, returned the wrong number of values, takes a
-column the data does not have) instead of an exception's repr.
+What comes back is plain data: `{"values": [float | None, ...], "bad": {index: "one line"}}` or
+`{"problem": "one line", "raised": bool}`, so the parent can say what went wrong in the user's terms (the function
+raised, returned the wrong number of values, takes a column the data does not have) instead of an exception's repr.
+A value that is not a number is a problem of its own completion (in `bad`, its slot None), not of the call.
 """
 
 from __future__ import annotations
@@ -90,8 +91,8 @@ def call(path: str, prompts: list, completions: list, columns: Mapping[str, list
         out = fn(**kwargs)
         if inspect.isawaitable(out):
             out = asyncio.run(out)
-    except BaseException as error:  # noqa: BLE001 - the user's code; the parent records it per completion
-        return {"problem": f"raised {_one_line(error)}{_where(error)}"}
+    except BaseException as error:  # noqa: BLE001 - the user's code; the parent re-scores the call's completions
+        return {"problem": f"raised {_one_line(error)}{_where(error)}", "raised": True}
     return _values(out, len(completions))
 
 
@@ -125,23 +126,23 @@ def _values(out: Any, n: int) -> dict:
         return {"problem": f"returned {len(items)} value{'' if len(items) == 1 else 's'} for {n} completions; "
                            f"a reward function returns one number (or None) per completion"}
     values: list[float | None] = []
+    bad: dict[int, str] = {}
     for i, item in enumerate(items):
-        if item is None:
-            values.append(None)
-            continue
+        value = None
         if isinstance(item, (str, bytes)):
-            return {"problem": f"value {i} is {item!r:.40}, not a number (or None)"}
-        try:
-            value = float(item)  # int, bool, numpy and torch scalars
-        except (TypeError, ValueError):
-            return {"problem": f"value {i} is {type(item).__name__} {item!r:.40}, not a number (or None)"}
-        if math.isnan(value):  # TRL turns None into NaN; both mean "does not apply"
-            values.append(None)
-        elif math.isinf(value):
-            return {"problem": f"value {i} is {value}, not a finite number"}
-        else:
-            values.append(value)
-    return {"values": values}
+            bad[i] = f"value {i} is {item!r:.40}, not a number (or None)"
+        elif item is not None:
+            try:
+                value = float(item)  # int, bool, numpy and torch scalars
+            except (TypeError, ValueError):
+                bad[i] = f"value {i} is {type(item).__name__} {item!r:.40}, not a number (or None)"
+            else:
+                if math.isnan(value):  # TRL turns None into NaN; both mean "does not apply"
+                    value = None
+                elif math.isinf(value):
+                    value, bad[i] = None, f"value {i} is {value}, not a finite number"
+        values.append(value)
+    return {"values": values, "bad": bad}
 
 
 def _one_line(error: BaseException) -> str:
