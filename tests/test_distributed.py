@@ -10,7 +10,6 @@ a 2-process run samples differently from a 1-process one, though from the same d
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -102,21 +101,22 @@ def _launch(world: int, overrides: list[str], cwd: Path) -> None:
     The ranks write to a file, not a pipe: a pipe nobody reads while the test waits on another rank fills and
     blocks its writer in the middle of a collective. A run past the (far from reached) limit has its ranks print
     their stacks (faulthandler, SIGUSR1) before they are killed, so the failure says where they stood."""
+    from tests.process_group import kill_group, popen_group
+
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(world),
                __file__, json.dumps(overrides)]
     with tempfile.NamedTemporaryFile("w", prefix="ranks-", suffix=".log", dir=cwd, delete=False) as out:  # per launch
         log = Path(out.name)
-        ranks = subprocess.Popen(command, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-                                 env={**os.environ, "OMP_NUM_THREADS": "1"})
+        ranks = popen_group(command, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
+                            env={**os.environ, "OMP_NUM_THREADS": "1"})
         try:  # a rank that hangs in a collective must fail the test, not the CI job
             ranks.wait(timeout=900)
         except subprocess.TimeoutExpired:
             os.killpg(ranks.pid, signal.SIGUSR1)  # the ranks dump their stacks; the agent (no handler) ends
             time.sleep(5)
             pytest.fail(f"{world} ranks still running after 900 s; their output and stacks:\n" + log.read_text()[-6000:])
-        finally:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(ranks.pid, signal.SIGKILL)
+        finally:  # every rank, however the test ends (tests/process_group.py: also if this process is killed)
+            kill_group(ranks)
     assert ranks.returncode == 0, log.read_text()[-6000:]
 
 
@@ -310,6 +310,7 @@ def test_torchrun_end_to_end_with_one_vllm_engine_per_rank(tiny_lm, require_vllm
     from transformers import AutoModelForCausalLM
 
     from rlvr.trainer.models.tiny_model import build_model
+    from tests.process_group import run_group
     from tests.test_rollout_vllm import VLLM_ARCH
 
     model_dir = tmp_path / "model"  # head_dim 32, as vLLM's CPU attention needs; untrained is enough here
@@ -321,8 +322,7 @@ def test_torchrun_end_to_end_with_one_vllm_engine_per_rank(tiny_lm, require_vllm
                "env.digits=1", "env.ops=[+]", "train.steps=2", "train.prompts_per_step=2",
                "train.completions_per_prompt=4", "train.eval_prompts=4", "rollout.max_new_tokens=8",
                f"output_dir={out}", "threads=1"]
-    result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600,
-                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+    result = run_group(command, timeout=600, cwd=tmp_path, env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Traceback" not in result.stderr, result.stderr[-3000:]
     lines = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
@@ -342,6 +342,8 @@ def test_torchrun_with_asynchronous_rollouts(tmp_path, strategy):
     checkpoint is written. With DDP the run stops after step 2's checkpoint and `resume=` takes it to step 4: the
     resumed session's producers start empty (its first step trains on the checkpoint's own weights, staleness 0)
     and every step is logged once."""
+    from tests.process_group import run_group
+
     out = tmp_path / "run"
     resumed = strategy == "ddp"
     base = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "-m", "rlvr",
@@ -352,7 +354,7 @@ def test_torchrun_with_asynchronous_rollouts(tmp_path, strategy):
              "train.eval_prompts=4", f"output_dir={out}", "threads=1"]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "RLVR_CACHE": str(tmp_path / "cache")}
     for command in [first] + ([[*base, f"resume={out}", "train.steps=4"]] if resumed else []):
-        result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env)
+        result = run_group(command, timeout=600, cwd=tmp_path, env=env)
         assert result.returncode == 0, result.stderr[-3000:]
         assert "Traceback" not in result.stderr, result.stderr[-3000:]
     lines = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
