@@ -10,7 +10,10 @@ chunk at a time, flushed) for every record up to the first one still being score
 run keeps everything already scored; re-running overwrites the output. Writing never fails on content:
 each line is UTF-8 JSON, non-ASCII text as itself, or escaped when the record holds text UTF-8 cannot
 carry (a lone surrogate, which JSON's \\udXXX escape keeps exactly); a record whose details JSON cannot
-write (an int past 4,300 digits) keeps its fields with a note in place of the details. A malformed
+write (an int past 4,300 digits) keeps its fields with a note in place of the details. Every line is strict JSON
+(RFC 8259, which has no NaN or Infinity): a reward that is not a finite number makes the record an `error` whose
+message names the value, and a non-finite float anywhere else (a returned value in details, an input field: Python's
+json reads a bare NaN) is written as the string "NaN", "Infinity" or "-Infinity". A malformed
 record (bad JSON, which is echoed as {"input": LINE, ...}; not an object, no "completion", no verifier,
 an unknown verifier, no "answer" or "tests") gets `"status": "error"` and a message naming its line
 number and field, and the run goes on.
@@ -22,6 +25,7 @@ The exit code of `rlvr verify` is the number of records with status "error", cap
 from __future__ import annotations
 
 import json
+import math
 import sys
 import time
 from collections import Counter
@@ -83,19 +87,46 @@ def _with_line(scored: dict[str, Any], line: int) -> dict[str, Any]:
 
 
 def jsonl_line(item: Mapping[str, Any]) -> str:
-    """`item` as one line of UTF-8 JSON, whatever text or numbers it holds (see the module docstring)."""
+    """`item` as one line of strict UTF-8 JSON, whatever text or numbers it holds (see the module docstring)."""
     note = {"error": "this record's details could not be written as JSON"}
     for form in (item, {**item, "details": note}, {k: item[k] for k in ("reward", "status") if k in item}):
         try:
-            text = json.dumps(form, ensure_ascii=False)
+            form = _finite(form)
+            text = json.dumps(form, ensure_ascii=False, allow_nan=False)
         except (ValueError, TypeError, RecursionError):  # an int past 4,300 digits, an object JSON has no form for
             continue
         try:
             text.encode("utf-8")
         except UnicodeEncodeError:  # a lone surrogate: JSON's escapes carry it exactly
-            text = json.dumps(form)
+            text = json.dumps(form, allow_nan=False)
         return text + "\n"
     return json.dumps({"status": "error", "details": note}) + "\n"
+
+
+def _non_finite_name(x: float) -> str:
+    return "NaN" if math.isnan(x) else "Infinity" if x > 0 else "-Infinity"
+
+
+def _finite(value: Any) -> Any:
+    """`value` with each non-finite float (a value or a key) written as the string NaN, Infinity or -Infinity."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else _non_finite_name(value)
+    if isinstance(value, dict):
+        return {_finite(k) if isinstance(k, float) else k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def scored_record(record: Mapping[str, Any], result: VerifyResult, line: int) -> dict[str, Any]:
+    """The output record: the input's fields, then the result's; a reward that is not a finite number (which no
+    trainer can use and strict JSON cannot write) is the record's `error`, the verifier's own verdict kept beside."""
+    scored = result.to_dict()
+    if not math.isfinite(scored["reward"]):
+        scored = _error(f"the verifier gave a reward of {_non_finite_name(scored['reward'])}, not a finite number "
+                        f"(its status: {scored['status']})")
+        scored["details"]["verifier_details"] = result.details
+    return {**record, **_with_line(scored, line)}
 
 
 def _json_problem(error: Exception) -> str:
@@ -181,8 +212,8 @@ def verify_file(input_path: str, output_path: str, verifier_name: str | None = N
                                for _ in chunk]
                     bar.update(len(chunk))
                 for i, result in zip(chunk, results):
-                    outputs[i] = {**records[i], **_with_line(result.to_dict(), i + 1)}
-                    counts[result.status.value] += 1
+                    outputs[i] = scored_record(records[i], result, i + 1)
+                    counts[outputs[i]["status"]] += 1
                 flush()
         for v in verifiers.values():
             if hasattr(v, "close"):
