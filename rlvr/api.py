@@ -103,7 +103,7 @@ def evaluate(*overrides: str | Sequence[str], model: str | os.PathLike | TrainRe
         _check_overrides("eval", _task(args))
     cfg = compose_eval_config(_task(args))
     cfg.output_dir = str(cfg.output_dir)  # ${now:...} read once
-    return run_eval(cfg, log=log)
+    return run_eval(cfg, log=log, overrides=_task(args))
 
 
 def train_config(args: list[str]):

@@ -220,8 +220,8 @@ def _eval(overrides: list[str]) -> int:
     def task(cfg) -> None:
         from rlvr.trainer.evaluation.eval_run import run_eval  # torch loads here, so `rlvr eval --help` stays fast
 
-        try:
-            run_eval(cfg)
+        try:  # the overrides say what the command line sets over a run's config (evaluation/run_config.py)
+            run_eval(cfg, overrides=[o for o in overrides if not o.lstrip("+~").startswith(("hydra", "-"))])
         except BaseException:
             _remove_unused_eval_dir(Path(cfg.output_dir))
             raise

@@ -24,7 +24,7 @@ from pathlib import Path
 from rlvr.trainer.evaluation.passk import bootstrap_ci, maj_at_k, mean_pass_at_k
 from rlvr.verifiers.compose import details_values, hacks_in
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: from_run
 _NUM = {"type": "number"}
 _FRACTION = {"type": "number", "minimum": 0, "maximum": 1}
 _FRACTION_OR_NULL = {"type": ["number", "null"], "minimum": 0, "maximum": 1}
@@ -57,11 +57,15 @@ RESULT_SCHEMA = {
 }
 RESULTS_SCHEMA = {
     "type": "object",
-    "required": ["schema_version", "settings", "models", "envs", "results"],
+    "required": ["schema_version", "settings", "from_run", "models", "envs", "results"],
     "additionalProperties": False,
     "properties": {
         "schema_version": {"type": "integer"},
         "settings": {"type": "object", "required": ["n_samples", "temperature", "max_new_tokens", "seed"]},
+        "from_run": {"type": ["object", "null"], "required": ["configs", "taken", "overridden"],
+                     "additionalProperties": False,
+                     "properties": {"configs": {"type": "array", "items": {"type": "string"}},
+                                    "taken": {"type": "object"}, "overridden": {"type": "object"}}},
         "models": {"type": "array", "items": {
             "type": "object", "required": ["label", "path", "step", "run", "reward"], "additionalProperties": False,
             "properties": {"label": {"type": "string"}, "path": {"type": "string"},
@@ -169,8 +173,9 @@ def _nearest_rank(sorted_values: list, q: float):
     return sorted_values[max(0, math.ceil(q * len(sorted_values)) - 1)]
 
 
-def build_results(records: list[dict], models, envs, rows: dict, settings: dict) -> dict:
-    """results.json's content: the selected rows of every (model, env), from the records."""
+def build_results(records: list[dict], models, envs, rows: dict, settings: dict, from_run: dict | None = None) -> dict:
+    """results.json's content: the selected rows of every (model, env), from the records; `from_run`: what the
+    config took from the models' training run (run_config.py's FromRun.to_json), None when none is a run's."""
     index = defaultdict(list)
     for r in records:
         index[(r["model_path"], r["env"], r["prompt_id"])].append(r)
@@ -187,6 +192,7 @@ def build_results(records: list[dict], models, envs, rows: dict, settings: dict)
     return {
         "schema_version": SCHEMA_VERSION,
         "settings": settings,
+        "from_run": from_run,
         "models": [{"label": m.label, "path": m.path, "step": m.step, "run": m.run, "reward": m.reward}
                    for m in models],
         "envs": [{"label": e.label, "name": e.name, "split": e.split, "params": e.params,
@@ -306,8 +312,9 @@ def write_plots(out: Path, results: dict) -> list[Path]:
     return written
 
 
-def write_reports(out: Path, records: list[dict], models, envs, rows: dict, settings: dict, plots: bool = True) -> dict:
-    results = build_results(records, models, envs, rows, settings)
+def write_reports(out: Path, records: list[dict], models, envs, rows: dict, settings: dict, plots: bool = True,
+                  from_run: dict | None = None) -> dict:
+    results = build_results(records, models, envs, rows, settings, from_run)
     errors = schema_errors(results, RESULTS_SCHEMA)
     if errors:  # a bug in this module, not the user's doing
         raise AssertionError("results.json does not match its schema: " + "; ".join(errors[:5]))

@@ -8,6 +8,9 @@ Greedy: `temperature=0` decodes greedily (n_samples must be 1), exactly as the t
 eval does (`evaluate_greedy`: same rows for the same seed, same chunks of 256, same max_new_tokens),
 so `rlvr eval 'models=[RUN_DIR]' temperature=0` reproduces the before/after numbers of `rlvr train`.
 
+A run's models (a run directory, a checkpoint) are evaluated on the run's environment, prompt style, reward and
+length unless the command line sets them, and the command prints what it took (run_config.py).
+
 Resume and determinism: an existing `output_dir` resumes. A (model, env, prompt) item with all its
 samples in `completions.jsonl` is skipped; a chunk with any item left is generated again whole,
 with the torch seed derived from (seed, env, chunk index), and only its missing items are kept,
@@ -33,6 +36,7 @@ from rlvr.errors import ConfigError
 from rlvr.sandboxes.hosts import apply_hosts
 from rlvr.trainer.evaluation.eval_report import write_reports
 from rlvr.trainer.evaluation.evaluate import generate_and_score
+from rlvr.trainer.evaluation.run_config import adopt_run_config
 from rlvr.trainer.evaluation.specs import EnvSpec, ModelSpec, build_spec_env, env_specs_of, model_specs, select_rows
 from rlvr.trainer.rollout.types import SamplingParams
 from rlvr.trainer.rollout.prompts import prompt_lengths
@@ -42,8 +46,13 @@ COMPLETIONS = "completions.jsonl"
 SETTINGS = "eval_settings.json"
 
 
-def run_eval(cfg, log=print, engine_factory: Callable | None = None) -> dict:
-    """The command. `engine_factory(ModelSpec) -> engine` replaces model loading (tests use stand-ins)."""
+def run_eval(cfg, log=print, engine_factory: Callable | None = None, overrides: list[str] | None = None) -> dict:
+    """The command. `engine_factory(ModelSpec) -> engine` replaces model loading (tests use stand-ins).
+    `overrides`: the command line's, which say what it sets over a run's config (run_config.py); None: the keys
+    whose values differ from conf/eval.yaml's."""
+    from_run = adopt_run_config(cfg, overrides)
+    for line in from_run.lines() if from_run else []:
+        log(line)
     _validate(cfg)
     apply_hosts(cfg.sandbox.hosts)  # every code sandbox of this command uses them
     if cfg.threads:
@@ -91,7 +100,8 @@ def run_eval(cfg, log=print, engine_factory: Callable | None = None) -> dict:
             del engine
     bar.close()
     records = _read_records(out / COMPLETIONS)
-    results = write_reports(out, records, models, env_specs, rows, settings_of(cfg, lengths), plots=cfg.plots)
+    results = write_reports(out, records, models, env_specs, rows, settings_of(cfg, lengths), plots=cfg.plots,
+                            from_run=from_run.to_json() if from_run else None)
     log((out / "results.md").read_text())
     for result in results.get("results", []):
         warning = truncation_warning(result["truncated_frac"], lengths[result["env"]][0],
