@@ -24,7 +24,7 @@ from pathlib import Path
 from rlvr.trainer.evaluation.passk import bootstrap_ci, maj_at_k, mean_pass_at_k
 from rlvr.verifiers.compose import details_values, hacks_in
 
-SCHEMA_VERSION = 2  # 2: from_run
+SCHEMA_VERSION = 2  # 2: maj@k may be null (maj@k_na says why), from_run
 _NUM = {"type": "number"}
 _FRACTION = {"type": "number", "minimum": 0, "maximum": 1}
 _FRACTION_OR_NULL = {"type": ["number", "null"], "minimum": 0, "maximum": 1}
@@ -32,7 +32,7 @@ _BY_K = {"type": "object", "patternProperties": {"^[1-9][0-9]*$": _FRACTION}, "a
 RESULT_SCHEMA = {
     "type": "object",
     "required": ["model", "env", "n_prompts", "n_samples", "greedy", "pass@1", "pass@1_ci95", "pass@k", "maj@k",
-                 "greedy_accuracy", "reward_mean", "verifier_means", "status_counts", "response_tokens",
+                 "maj@k_na", "greedy_accuracy", "reward_mean", "verifier_means", "status_counts", "response_tokens",
                  "truncated_frac", "hack_rate", "hack_rates", "shown_pass", "hidden_pass", "hidden_gap"],
     "additionalProperties": False,
     "properties": {
@@ -41,7 +41,7 @@ RESULT_SCHEMA = {
         "greedy": {"type": "boolean"},
         "pass@1": _FRACTION,
         "pass@1_ci95": {"type": "array", "items": _FRACTION, "minItems": 2, "maxItems": 2},
-        "pass@k": _BY_K, "maj@k": _BY_K,
+        "pass@k": _BY_K, "maj@k": {**_BY_K, "type": ["object", "null"]}, "maj@k_na": {"type": ["string", "null"]},
         "greedy_accuracy": {"type": ["number", "null"], "minimum": 0, "maximum": 1},
         "reward_mean": _NUM,
         "verifier_means": {"type": "object", "additionalProperties": _NUM},
@@ -142,8 +142,7 @@ def compute_metrics(samples_by_prompt: list[list[dict]], n_samples: int, greedy:
         "pass@1": pass_1,
         "pass@1_ci95": list(bootstrap_ci([c / n_samples for c in counts], seed=seed)),
         "pass@k": {str(k): mean_pass_at_k(counts, n_samples, k) for k in ks},
-        "maj@k": {str(k): sum(maj_at_k([r["vote"] for r in s], c, k) for s, c in zip(samples_by_prompt, correct))
-                  / len(samples_by_prompt) for k in ks},
+        **majority_metrics(samples_by_prompt, correct, ks),
         "greedy_accuracy": pass_1 if greedy else None,
         "reward_mean": sum(r["reward"] for r in flat) / len(flat),
         "verifier_means": {name: sum(v) / len(v) for name, v in per_verifier.items()},
@@ -153,6 +152,25 @@ def compute_metrics(samples_by_prompt: list[list[dict]], n_samples: int, greedy:
         "truncated_frac": sum(r["truncated"] for r in flat) / len(flat),
         **hack_metrics(flat),
     }
+
+
+def majority_metrics(samples_by_prompt: list[list[dict]], correct: list[list[bool]], ks) -> dict:
+    """`maj@k` for every k, or null with `maj@k_na` saying why no vote could be held.
+
+    A vote needs an answer (eval_run.vote_of). A reward that names none, such as a TRL-style function
+    (verifier=python) on completions without `<answer>` tags, left every vote empty and printed maj@k 0.0% beside
+    a pass@k of 20-30% (issue 51), a zero that reads as a result. So maj@k is null when a correct sample has no
+    answer: the reward judged it without saying what it answered, and no majority can count it. Where no sample
+    is correct, maj@k is 0 whether or not anyone voted (pass@k is 0 too), and a sample without an answer beside
+    others with one loses the vote (Minerva's rule: no answer is a wrong one)."""
+    pairs = [(r["vote"], c) for samples, cs in zip(samples_by_prompt, correct) for r, c in zip(samples, cs)]
+    unvoted = sum(c and v is None for v, c in pairs)
+    if unvoted:
+        why = (f"{unvoted} of {sum(c for _, c in pairs)} correct samples have no answer to vote on: the reward "
+               f"judged them without extracting one (as verifier=python does), so a majority vote cannot count them")
+        return {"maj@k": None, "maj@k_na": why}
+    return {"maj@k": {str(k): sum(maj_at_k([r["vote"] for r in s], c, k) for s, c in zip(samples_by_prompt, correct))
+                      / len(samples_by_prompt) for k in ks}, "maj@k_na": None}
 
 
 def hack_metrics(records: list[dict]) -> dict:
@@ -224,7 +242,8 @@ def format_markdown(results: dict) -> str:
             statuses = ", ".join(f"{k} {v}" for k, v in r["status_counts"].items())
             t = r["response_tokens"]
             step = steps[r["model"]]
-            at_k = f" {r['pass@k'][str(n)]:.1%} | {r['maj@k'][str(n)]:.1%} |" if n > 1 else ""
+            majority = "n/a" if r["maj@k"] is None else f"{r['maj@k'][str(n)]:.1%}"
+            at_k = f" {r['pass@k'][str(n)]:.1%} | {majority} |" if n > 1 else ""
             kinds = ", ".join(f"{k} {v:.1%}" for k, v in r["hack_rates"].items())
             hacks = f"{r['hack_rate']:.1%}" + (f" ({kinds})" if kinds else "")
             split = "" if not hidden else " n/a |" if r["shown_pass"] is None else \
@@ -232,6 +251,8 @@ def format_markdown(results: dict) -> str:
             lines.append(f"| {names[r['model']]} | {'' if step is None else step} | {r['pass@1']:.1%} [{lo:.1%}, {hi:.1%}] "
                          f"|{at_k} {r['reward_mean']:.3f} | {hacks} |{split} {verifiers} "
                          f"| {statuses} | {t['mean']:.1f} / {t['p50']} / {t['p95']} | {r['truncated_frac']:.1%} |")
+        if n > 1:
+            lines += [f"\nmaj@{n} n/a for {names[r['model']]}: {r['maj@k_na']}" for r in rows if r["maj@k"] is None]
         if len(rows) >= 2 and _same_run(results["models"], rows[0]["model"], rows[-1]["model"]):
             lines += ["", before_after(rows[0], rows[-1], steps, env["n_prompts"], env["split"])]
     return "\n".join(lines) + "\n"
