@@ -1,8 +1,10 @@
 """`verifier=reasoning_gym`: a reasoning-gym task's own `score_answer`, with its substring leak closed.
 
-The answer is the last `<answer>...</answer>` of the completion (reasoning-gym's `extract_answer`);
-none is `unparsable`. The task's scorer is built from the record's `rg_task` and `rg_config`
-(the environment puts them there, with the generated entry in `rg_entry`) and cached.
+The answer is the last `<answer>...</answer>` of the completion (what reasoning-gym's `extract_answer` gives, found
+by `last_tagged`'s linear scan: its pattern `<answer>\\s?(.*?)\\s?</answer>` retried the rest of the text from every
+opening tag, so 100 kB of `<answer>` cost the host 41 s); none is `unparsable`. The task's scorer is built from
+the record's `rg_task` and `rg_config` (the environment puts them there, with the generated entry in `rg_entry`)
+and cached.
 
 The leak (read in reasoning-gym 0.1.25, `ProceduralDataset.score_answer` in dataset.py): the
 default scorer, used as is by 33 of its 106 tasks and copied into several overrides
@@ -35,6 +37,19 @@ from rlvr.verifiers.result import Status, VerifyResult
 _NUMBER = re.compile(r"^\s*-?\d+(?:\.\d+)?(?:\s*/\s*\d+)?\s*$")
 
 
+def last_tagged(text: str, tag: str) -> str | None:
+    """The stripped content of the last `<tag>...</tag>` pair as reasoning-gym's extract_answer pairs them (each
+    opening tag with the first closing tag after it, the next pair searched after that), or None; linear time."""
+    opening, closing = f"<{tag}>", f"</{tag}>"
+    found, pos = None, 0
+    while (start := text.find(opening, pos)) >= 0:
+        end = text.find(closing, start + len(opening))
+        if end < 0:  # no later opening tag can close either
+            break
+        found, pos = text[start + len(opening): end], end + len(closing)
+    return None if found is None else found.strip()
+
+
 def guard_substring(score: float, answer: str, oracle: str) -> tuple[float, bool]:
     """(score, guarded): a partial score for an answer that merely contains the oracle becomes 0."""
     oracle, stripped = oracle.strip(), answer.strip()
@@ -58,7 +73,7 @@ class ReasoningGymVerifier:
 
     def __call__(self, completion: str, record: Mapping[str, Any]) -> VerifyResult:
         try:
-            from reasoning_gym.utils import extract_answer
+            import reasoning_gym  # noqa: F401  (installed: the scorer is built from it)
         except ModuleNotFoundError:
             return VerifyResult(0.0, Status.ERROR, {"error": "reasoning-gym is not installed; pip install reasoning-gym"})
         entry = record.get("rg_entry") if isinstance(record, Mapping) else None
@@ -66,7 +81,7 @@ class ReasoningGymVerifier:
             return VerifyResult(0.0, Status.ERROR, {"error": "record needs 'rg_task' and 'rg_entry' (made by env=reasoning_gym)"})
         if not isinstance(completion, str):
             return VerifyResult(0.0, Status.ERROR, {"error": f"completion must be a string, got {type(completion).__name__}"})
-        answer = extract_answer(completion, tag_name=self.tag)
+        answer = last_tagged(completion, self.tag)
         oracle = str(entry["answer"])
         if answer is None:
             return VerifyResult(0.0, Status.UNPARSABLE, {"reason": f"no <{self.tag}> block", "oracle": oracle})
