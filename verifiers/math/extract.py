@@ -16,6 +16,13 @@ Bare answers: `extract_bare` (the `lenient` fallback of verifier.py) takes a sho
 words as the answer, else the last number of the text, as math-verify's expression fallback does.
 Inline math (`$...$`, `\\(...\\)`) does not span lines, as in math-verify.
 
+Hostile text: this runs on the host, before any worker or time limit, on text a policy controls. Only the last
+`MAX_REGION_CHARS` characters of the answer region are read, and every pattern is linear in its input: spans
+are found by `latex_spans` (the lazy span regex rescanned the text once per unclosed `\\[`: 56 s on 100 kB of
+them), the Minerva line by `_minerva_matches` (`\\s*(.+?)\\s*\\.?\\s*I hope` backtracked cubically: more than
+120 s on "final answer is 1" and 3,000 spaces), the text between two boxes is read only when short (a name
+pattern rescanned `a_a_a_...` once per letter: over 120 s on 100 kB). tests/test_math_hostile.py holds them.
+
 Sources of the conventions: Minerva's "Final Answer: The final answer is X. I hope it is correct."
 (Lewkowycz et al. 2022, also lm-eval's minerva_math); GSM8K's `#### X`; the last-box rule and
 its "boxes separated by a separator form one answer" idea come from math-verify's
@@ -31,29 +38,117 @@ from collections.abc import Callable, Sequence
 from itertools import pairwise
 
 THINK_CLOSE = "</think>"
+MAX_REGION_CHARS = 20_000  # the answer is read from at most the last 20,000 characters (about 5,000 tokens)
 _BOX_COMMANDS = ("\\boxed", "\\fbox")
 _BOX_JOINER_NOISE = re.compile(
     r"\\(?:text|mbox|textrm)\s*\{|\}|\\q?quad|\$|\\[()\[\]]|\bfor\s+part\s*\(?\w\)?|[a-zA-Z](?:_\{?\w+\}?)?\s*=|[\s.]"
 )  # what may stand between boxes that form one answer: "or", "and", commas, and names ("and y_2 = \boxed{..}")
 _BOX_JOINERS = {"", ",", ";", "or", "and", "&", ",or", ",and"}
-_MINERVA = re.compile(r"final answer is\s*(.+?)\s*\.?\s*I hope it is correct", re.IGNORECASE | re.DOTALL)
+# No `\\s*` beside the lazy body (stripped after): `\\s*(.+?)\\s*\\.?\\s*` backtracked cubically on a run of spaces.
+_MINERVA = re.compile(r"final answer is(.+?)I hope it is correct", re.IGNORECASE | re.DOTALL)
+_MINERVA_CLOSE = re.compile(r"I hope it is correct", re.IGNORECASE)
 _GSM8K = re.compile(r"####\s*([^\n]+)")
 _ANSWER_IS = re.compile(
     r"(?:the\s+)?(?:final\s+)?answer\s*(?:is|:|=)\s*:?\s*(.+?)(?:\n|$|(?<=[^\d\s\\])\.(?:\s|$)|\.\s)",
     re.IGNORECASE,
 )
 # Inline math (`$...$`, `\(...\)`) stays on one line, as math-verify reads it; display math may span lines.
+# Used only for `fullmatch` (anchored, linear); every search for spans goes through `latex_spans`, which finds the
+# same spans in linear time (this pattern's `finditer` scans to the end once per unclosed `\\[`: 56 s on 100 kB).
 _LATEX_SPANS = re.compile(r"\$\$(.+?)\$\$|(?<![\\$])\$([^\n]+?)(?<!\\)\$|\\\(([^\n]+?)\\\)|\\\[(.+?)\\\]", re.DOTALL)
-_STRAY_DELIMITER = re.compile(r"\\\(|\\\)|(?<![\d\s])[ \t]*\$[ \t]*(?![\d\s])|(?<![\d])[ \t]*\$[ \t]*\n|\n[ \t]*\$")
+# `(?<!\d)\$[ \t]*\n` is what `(?<![\d])[ \t]*\$[ \t]*\n` matched, less the quadratic retries inside a run of spaces
+_STRAY_DELIMITER = re.compile(r"\\\(|\\\)|(?<![\d\s])[ \t]*\$[ \t]*(?![\d\s])|(?<!\d)\$[ \t]*\n|\n[ \t]*\$")
 _LAST_NUMBER = re.compile(
     r"(?<![\w.])[-\u2212]?(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?(?:/\d+)?(?:[eE][-+]?\d+)?\s*%?"
 )
 
 
+_OPENERS = re.compile(r"\$|\\[(\[]")
+
+
+def latex_spans(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, content) of each span `_LATEX_SPANS.finditer(text)` finds, found in linear time.
+
+    The regex's lazy bodies scan to the end of the text (or line) once per opener that is never closed, so
+    100 kB of `\\[` costs it about 10^9 steps. Here each closer is looked for once per opener *kind*: when
+    none follows position q, none follows any later opener either, so that kind is skipped from then on."""
+    spans: list[tuple[int, int, str]] = []
+    n = len(text)
+    no_display_after = no_bracket_after = n + 1  # openers at or past these positions have no closer
+    no_inline_before = no_paren_before = -1  # line ends: openers before them on that line have no closer
+    pos, line_end = 0, -1
+    while True:
+        m = _OPENERS.search(text, pos)
+        if m is None:
+            return spans
+        i = m.start()
+        if line_end < i:  # the end of the opener's line, looked up once per line (openers only move forward)
+            line_end = text.find("\n", i)
+            line_end = n if line_end < 0 else line_end
+        found = None
+        if text.startswith("$$", i) and i < no_display_after:  # `\$\$(.+?)\$\$`
+            k = text.find("$$", i + 3)
+            if k < 0:
+                no_display_after = i
+            else:
+                found = (k + 2, text[i + 2: k])
+        if found is None and text[i] == "$" and (i == 0 or text[i - 1] not in "\\$") and i >= no_inline_before:
+            k = text.find("$", i + 2, line_end)  # `(?<![\\$])\$([^\n]+?)(?<!\\)\$`
+            while k >= 0 and text[k - 1] == "\\":
+                k = text.find("$", k + 1, line_end)
+            if k < 0:
+                no_inline_before = line_end
+            else:
+                found = (k + 1, text[i + 1: k])
+        if found is None and text.startswith("\\(", i) and i >= no_paren_before:  # `\\\(([^\n]+?)\\\)`
+            k = text.find("\\)", i + 3, line_end)
+            if k < 0:
+                no_paren_before = line_end
+            else:
+                found = (k + 2, text[i + 2: k])
+        if found is None and text.startswith("\\[", i) and i < no_bracket_after:  # `\\\[(.+?)\\\]`
+            k = text.find("\\]", i + 3)
+            if k < 0:
+                no_bracket_after = i
+            else:
+                found = (k + 2, text[i + 2: k])
+        if found is None:
+            pos = i + 1
+            continue
+        spans.append((i, found[0], found[1]))
+        pos = found[0]
+
+
+def _without_spans(text: str) -> str:
+    """`text` with every math span removed (what `_LATEX_SPANS.sub("", text)` gave)."""
+    out, pos = [], 0
+    for start, end, _ in latex_spans(text):
+        out.append(text[pos:start])
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _minerva_matches(text: str) -> list[re.Match]:
+    """`_MINERVA.finditer(text)`, in linear time: the text is cut after its last closing line first, so no
+    "final answer is" scans to the end of the text for a closing line that never comes."""
+    last = None
+    for last in _MINERVA_CLOSE.finditer(text):
+        pass
+    return [] if last is None else list(_MINERVA.finditer(text, 0, last.end()))
+
+
 def answer_region(text: str) -> str:
-    """The part of the completion that may hold the final answer: after the last `</think>`."""
+    """The part of the completion that may hold the final answer: after the last `</think>`, and of that at most
+    the last `MAX_REGION_CHARS` characters (from a line start when one is near), so no completion costs the
+    host more than a bounded scan (see "Hostile text" in the module docstring)."""
     end = text.rfind(THINK_CLOSE)
-    return text if end < 0 else text[end + len(THINK_CLOSE):]
+    region = text if end < 0 else text[end + len(THINK_CLOSE):]
+    if len(region) <= MAX_REGION_CHARS:
+        return region
+    region = region[-MAX_REGION_CHARS:]
+    line = region.find("\n", 0, 2000)  # inline math never spans lines: cut where no span can be open
+    return region[line + 1:] if line >= 0 else region
 
 
 def _braced(text: str, open_pos: int) -> int | None:
@@ -96,13 +191,23 @@ def _boxes(text: str) -> list[tuple[int, int, str]]:
             found.append((start, close + 1, text[i + 1: close].strip()))
             pos = close + 1
         elif i < len(text) and text[i] == " ":  # `\boxed 5`: one token
-            m = re.match(r"\s+([^\s$]+)", text[i:])
+            m = _BOX_TOKEN.match(text, i)  # not `text[i:]`: a copy of the rest per box is quadratic
             if m:
-                found.append((start, i + m.end(), m.group(1).strip()))
+                found.append((start, m.end(), m.group(1).strip()))
             pos = i + 1
         else:
             pos = i  # `\boxedx` or a macro definition: not a box
     return found
+
+
+_BOX_TOKEN = re.compile(r"\s+([^\s$]+)")
+_WORDS_THEN_MATH = re.compile(r"[a-zA-Z]{3}")  # searched before the last `$` (`[a-zA-Z]{3,}[^$]*\$` was quadratic)
+MAX_JOINER_CHARS = 200  # longer text between two boxes never joins them (and is never scanned)
+
+
+def _joined(between: str) -> bool:
+    """Only joiner noise ("or", "and", ",", names such as "and y_2 =") stands between two boxes or spans."""
+    return len(between) <= MAX_JOINER_CHARS and _BOX_JOINER_NOISE.sub("", between).casefold() in _BOX_JOINERS
 
 
 def extract_boxed(text: str) -> list[str] | None:
@@ -112,8 +217,7 @@ def extract_boxed(text: str) -> list[str] | None:
         return None
     group = [boxes[-1]]
     for prev in reversed(boxes[:-1]):
-        between = text[prev[1]: group[0][0]]
-        if _BOX_JOINER_NOISE.sub("", between).casefold() not in _BOX_JOINERS:
+        if not _joined(text[prev[1]: group[0][0]]):
             break
         group.insert(0, prev)
     contents = [c for _, _, c in group]
@@ -132,16 +236,18 @@ def extract_answer_tag(text: str) -> list[str] | None:
     if not content:
         return None
     return (extract_boxed(content) or _whole_span(content) or extract_answer_is(content)
-            or (extract_last_latex(content) if re.search(r"[a-zA-Z]{3,}[^$]*\$", content) else None)
+            or (extract_last_latex(content) if _WORDS_THEN_MATH.search(content, 0, max(content.rfind("$"), 0)) else None)
             or _strip_dollars(content))
 
 
 def extract_minerva(text: str) -> list[str] | None:
     """Minerva's "Final Answer: The final answer is X. I hope it is correct." (the last such line)."""
-    matches = list(_MINERVA.finditer(text))
+    matches = _minerva_matches(text)
     if not matches:
         return None
-    answer = re.sub(r'^(?:\\?["\'])+|(?:\\?["\'])+$', "", matches[-1].group(1).strip()).strip()  # quoted answers
+    answer = matches[-1].group(1).strip()
+    answer = answer[:-1].strip() if answer.endswith(".") else answer  # "... is 5. I hope": the sentence's stop
+    answer = re.sub(r'^(?:\\?["\'])+|(?:\\?["\'])+$', "", answer).strip()  # quoted answers
     return _strip_dollars(answer) if answer else None
 
 
@@ -166,14 +272,13 @@ def extract_answer_is(text: str) -> list[str] | None:
 
 def extract_last_latex(text: str) -> list[str] | None:
     """The last `$...$`, `$$...$$`, `\\(...\\)` or `\\[...\\]` span."""
-    last = None
-    for m in _LATEX_SPANS.finditer(text):
-        last = m
-    if last is None:
+    spans = latex_spans(text)
+    if not spans:
         return None
-    content = next(g for g in last.groups() if g is not None).strip()
-    boundary = _SENTENCE_END.search(text, last.end())  # a number in the span's own sentence is only a remark
-    after = last.end() if content.endswith(".") else boundary.end() if boundary else None  # `$$...\frac{2}{1}.$$`
+    _, last_end, content = spans[-1]
+    content = content.strip()
+    boundary = _SENTENCE_END.search(text, last_end)  # a number in the span's own sentence is only a remark
+    after = last_end if content.endswith(".") else boundary.end() if boundary else None  # `$$...\frac{2}{1}.$$`
     tail = ([m for m in _BARE_NUMBER.finditer(text, after) if not _LATER_NOISE.match(text, m.start())]
             if after is not None else [])
     if tail:  # "... $d = \frac{90}{n}$ ... Therefore, there are 12 distinct sequences.": the closing number answers
@@ -230,7 +335,7 @@ _SENTENCE_VERB = re.compile(r"\s(?:is|are|equals|was|be)\s+(?:\w+\s+)??(?=[-$\\\
 
 def _answer_of_sentence(answer: str) -> str:
     """ "The volume of $ABCD$ is 120" -> "120": a sentence's answer follows its last "is"/"=" (when math follows)."""
-    if not _WORD.search(_JOINER_WORDS.sub("", _LATEX_SPANS.sub("", answer))):
+    if not _WORD.search(_JOINER_WORDS.sub("", _without_spans(answer))):
         return answer  # "3 and 5" is a list, not a sentence
     if _HEDGE.search(answer):
         return answer  # "not 5", "more than 4": left whole, so it never parses as 5 or 4
@@ -239,7 +344,7 @@ def _answer_of_sentence(answer: str) -> str:
         last = m
     if last:
         return answer[last.end():].strip()
-    numbers = [] if _LATEX_SPANS.search(answer) else list(_BARE_NUMBER.finditer(answer))
+    numbers = [] if latex_spans(answer) else list(_BARE_NUMBER.finditer(answer))
     return numbers[0].group(0).strip() if len(numbers) == 1 else answer  # "Jane started growing Sphere 3 hours ago"
 
 
@@ -289,7 +394,7 @@ def extract(text: str, order: Sequence[str] = DEFAULT_ORDER) -> tuple[list[str],
 
 def _minerva_after_last_box(text: str) -> list[str] | None:
     boxes = _boxes(text)
-    matches = list(_MINERVA.finditer(text))
+    matches = _minerva_matches(text)
     if boxes and matches and matches[-1].start() > boxes[-1][1]:
         return extract_minerva(text[boxes[-1][1]:])
     return None
@@ -313,10 +418,9 @@ def extract_gold(gold: str) -> str:
     whole = _whole_span(gold)
     if whole:
         return whole[0]
-    spans = list(_LATEX_SPANS.finditer(gold))
-    if len(spans) > 1 and all(_BOX_JOINER_NOISE.sub("", gold[a.end(): b.start()]).casefold() in _BOX_JOINERS
-                              for a, b in pairwise(spans)) and not gold[: spans[0].start()].strip():
-        return ", ".join(next(g for g in m.groups() if g is not None).strip() for m in spans)  # `$21,16$ or $11$`
+    spans = latex_spans(gold)
+    if len(spans) > 1 and all(_joined(gold[a[1]: b[0]]) for a, b in pairwise(spans)) and not gold[: spans[0][0]].strip():
+        return ", ".join(content.strip() for _, _, content in spans)  # `$21,16$ or $11$`
     if len(gold) > 80 and _WORD.search(gold):  # a worked solution stored as the gold: its stated final answer
         found = extract(gold, ("minerva", "answer_is"))
         if found:
