@@ -37,10 +37,14 @@ def normalize(text: str) -> str:
 
 
 def parse_number(text: str) -> int | float | None:
-    """An int (thousands commas allowed) or a decimal float; None when `text` is not a plain number."""
+    """An int (thousands commas allowed) or a decimal float; None when `text` is not a plain number, or is an int
+    past int()'s digit limit (4,300 digits: a completion's, never a gold answer; it then compares as text)."""
     text = text.replace("\u2212", "-")
     if _INT.fullmatch(text):
-        return int(text.replace(",", ""))
+        try:
+            return int(text.replace(",", ""))
+        except ValueError:  # the digit limit: raised, it failed the whole batch the completion came in
+            return None
     if _DECIMAL.fullmatch(text):
         return float(text.replace(",", ""))
     return None
