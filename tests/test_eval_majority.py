@@ -74,6 +74,17 @@ def test_a_reward_without_answers_has_no_maj_at_k_and_says_why(data):
     assert record["answer"] in {r["solution"] for r in ROWS}  # the gold of the mapped column
 
 
+def test_a_record_without_a_mapped_answer_says_null_and_keeps_the_rows_columns(data):
+    """A python reward reading `solution` needs no answer column: the record said `"answer": ""`, an empty gold."""
+    book = {r["question"]: [r["solution"]] * 2 for r in ROWS}
+    _eval(data, book, "env.columns.answer=null", "n_samples=2",
+          'env.reward=[{verifier:python,params:{function:"maj_rewards:contains"}}]')
+    records = [json.loads(line) for line in (data / "out" / "completions.jsonl").read_text().splitlines()]
+    assert {r["answer"] for r in records} == {None}
+    assert sorted({r["columns"]["solution"] for r in records}) == sorted(r["solution"] for r in ROWS)
+    assert all(r["status"] == "correct" for r in records)
+
+
 def test_the_math_verifier_votes_on_its_answers(data):
     book = {r["question"]: [f"\\boxed{{{r['solution']}}}", "\\boxed{99}", "\\boxed{99}", f"\\boxed{{{r['solution']}}}"]
             for r in ROWS}

@@ -140,7 +140,10 @@ def evaluate_rows(engine, env, rows: list[dict], params: SamplingParams, seed: i
                 "model": model.label, "model_path": model.path, "step": model.step,
                 "env": spec.label, "env_name": spec.name, "split": spec.split,
                 "prompt_id": row["id"], "sample": i % params.n, "messages": env.messages(row),
-                "answer": row.get("answer"), "completion": text, **result.to_dict(),
+                # no gold mapped (env=dataset whose reward reads another column): null, not a "" that reads as
+                # an empty gold; that row's data columns, which a python reward reads, go with it
+                "answer": row.get("answer") or None, **({"columns": row["columns"]} if "columns" in row else {}),
+                "completion": text, **result.to_dict(),
                 "vote": vote_of(result.details, text),
                 "response_tokens": len(rollout.completion_ids[i]), "truncated": bool(rollout.truncated[i]),
             })
