@@ -79,6 +79,14 @@ def worker_dies_for_one(completions, **kwargs):
     return [float(len(c)) for c in completions]
 
 
+def raises_or_hangs(completions, **kwargs):
+    if "poison" in completions:
+        raise ValueError("cannot score poison")
+    if "hang" in completions:
+        time.sleep(600)
+    return [1.0 for _ in completions]
+
+
 def values_bad_for_one(completions, **kwargs):
     return [float("inf") if c == "poison" else "high" if c == "text" else float(len(c)) for c in completions]
 
@@ -284,3 +292,17 @@ def test_a_value_that_is_not_a_number_fails_only_its_own_completion(rewards_modu
     assert results[1].details["error"] == "my_rewards:values_bad_for_one returned value 1 is inf, not a finite number"
     assert results[2].details["error"] == ("my_rewards:values_bad_for_one returned value 2 is 'high', not a number "
                                            "(or None)")
+
+
+def test_completions_that_each_hang_cannot_multiply_the_batchs_time(rewards_module, python_reward):
+    """Made one at a time, each "hang" would overrun its own 1 s; the calls stop starting once the batch's
+    re-scoring has taken its 1 s, so at most one of them runs (the budget is checked between rounds, never timed
+    here), and the completions not reached are errors that say so."""
+    verifier = python_reward("my_rewards:raises_or_hangs", timeout=1, workers=1)
+    results = verifier.verify_batch(["poison", "hang", "hang", "hang", "a"], [{}] * 5)
+    assert results[0].status is Status.ERROR and "raised ValueError: cannot score poison" in results[0].details["error"]
+    statuses = [r.status for r in results[1:]]
+    assert statuses.count(Status.TIMEOUT) <= 1 and statuses[-3:] == [Status.ERROR] * 3
+    skipped = [r for r in results[1:] if r.status is Status.ERROR]
+    assert all("not scored: scoring this batch one completion at a time ran past 1 s" in r.details["error"]
+               for r in skipped)

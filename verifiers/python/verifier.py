@@ -34,8 +34,10 @@ theirs. A call of several completions that raises (or whose worker dies) is made
 one completion that makes the function raise costs only its own score: the completions whose own call raised
 get status `error` with one line saying what happened (and where in your file), the rest their real scores,
 with `details["batch_error"]` saying why they were scored alone (a function that looks across the batch saw
-only one completion there). A call that overruns (status `timeout`, not made again: each completion could
-overrun in turn) or returns the wrong number of values gives each of its completions that status, never a
+only one completion there). These calls run a few at a time (one per worker) and stop starting once they have
+taken `timeout` seconds, so a batch of completions that each hang costs at most about twice `timeout`, not one
+`timeout` each; a completion not reached is `error`, saying so. A call that overruns (status `timeout`, not made
+again: each completion could overrun in turn) or returns the wrong number of values gives each of its completions that status, never a
 silent 0.
 
 Name: the component is named after the function (`reward/accuracy` in the metrics, as TRL's `rewards/accuracy`),
@@ -46,6 +48,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -113,13 +116,12 @@ class PythonReward(PooledWorkers):
         size = self.batch_size or len(completions)
         chunks = [range(start, min(start + size, len(completions))) for start in range(0, len(completions), size)]
         items = [trl_arguments([completions[i] for i in chunk], [records[i] for i in chunk]) for chunk in chunks]
-        pool = self.worker_pool(self._workers(workers))  # it starts no more processes than there are calls
+        n_workers = self._workers(workers)
+        pool = self.worker_pool(n_workers)  # it starts no more processes than there are calls
         outcomes = pool.map(f"{_WORKER}:call", [(self.function, *item) for item in items], self.timeout)
         # a call of several completions that raised: each completion alone, so one cannot fail the others
         again = [k for k, (chunk, outcome) in enumerate(zip(chunks, outcomes)) if len(chunk) > 1 and _raised(outcome)]
-        alone = [i for k in again for i in chunks[k]]
-        singles = dict(zip(alone, pool.map(f"{_WORKER}:call", [
-            (self.function, *trl_arguments([completions[i]], [records[i]])) for i in alone], self.timeout)))
+        singles = self._alone(pool, n_workers, [i for k in again for i in chunks[k]], completions, records)
         results: list[VerifyResult] = []
         for k, (chunk, outcome) in enumerate(zip(chunks, outcomes)):
             if k not in again:
@@ -127,11 +129,26 @@ class PythonReward(PooledWorkers):
                 continue
             why = self._results(outcome, len(chunk))[0].details["error"]
             for i in chunk:
-                result = self._results(singles[i], 1)[0]
+                result = self._results(singles[i], 1)[0] if i in singles else VerifyResult(0.0, Status.ERROR, {
+                    "error": f"{self.function}: not scored: scoring this batch one completion at a time ran past "
+                             f"{self.timeout:g} s"})
                 results.append(VerifyResult(result.reward, result.status, {**result.details, "batch_error": why}))
         if progress is not None:
             progress(len(results))
         return results
+
+    def _alone(self, pool, n_workers: int, indices: list[int], completions, records) -> dict[int, Any]:
+        """The outcome of a call of each completion alone, `n_workers` at a time, until `timeout` seconds have passed
+        (each call under its own `timeout`): completions that each hang cannot multiply the batch's time."""
+        outcomes: dict[int, Any] = {}
+        start = time.monotonic()
+        for lo in range(0, len(indices), n_workers):
+            if time.monotonic() - start >= self.timeout:
+                break
+            part = indices[lo: lo + n_workers]
+            outcomes.update(zip(part, pool.map(f"{_WORKER}:call", [
+                (self.function, *trl_arguments([completions[i]], [records[i]])) for i in part], self.timeout)))
+        return outcomes
 
     def _results(self, outcome, n: int) -> list[VerifyResult]:
         if outcome.status == "timeout":
