@@ -1,8 +1,11 @@
 """Honest programs are never failed: ordinary solutions, judged `correct` with no hack flag.
 
 Each row is a solution a careful programmer might write: standard-library return types (Counter,
-OrderedDict, defaultdict, deque, named tuples, Fraction, Decimal, sets, bytes, huge ints), the usual
-printing styles for `stdio` tests, and exceptions a test expects. A verifier that fails them teaches a
+OrderedDict, defaultdict, deque, named tuples, Fraction, Decimal, sets, bytes, huge ints, generators and
+iterators, complex numbers, ranges, dates, times and time deltas), scratch files (tempfile, the working
+directory), numpy values and arrays whose shape and dtype the test reads, tests that import numpy
+themselves, the usual printing styles for `stdio` tests, and exceptions a test expects. pandas is not a
+row: the sandbox image and the local backend's interpreter carry numpy only. A verifier that fails them teaches a
 policy to avoid the standard library and counts honest answers as `fake_value` hacks. Every row runs
 on both backends, the whole table in one batch per backend.
 """
@@ -139,6 +142,49 @@ HONEST: list[tuple[str, str, dict]] = [
      stdio(("2 4\n", "1/2\n"))),
     ("print a Decimal", "from decimal import Decimal\nprint(sum(map(Decimal, input().split())))\n",
      stdio(("0.1 0.2\n", "0.3\n"))),
+    # generators, complex numbers, ranges, dates and scratch files (issue 50, class 7)
+    ("a generator read with list()", "def f(n):\n    for i in range(n):\n        yield i * i\n",
+     check("assert list(candidate(4)) == [0, 1, 4, 9]", "assert sum(candidate(3)) == 5")),
+    ("next() over a returned generator", "def f():\n    a, b = 0, 1\n    while True:\n        yield a\n"
+     "        a, b = b, a + b\n", check("g = candidate()", "assert [next(g) for _ in range(6)] == [0, 1, 1, 2, 3, 5]")),
+    ("an endless generator read with islice", "import itertools\ndef f(step):\n    return itertools.count(0, step)\n",
+     check("assert list(itertools.islice(candidate(3), 4)) == [0, 3, 6, 9]", prefix="import itertools\n")),
+    ("a generator for a list expected", "def f(xs):\n    return (x for x in xs if x % 2)\n", call([([[1, 2, 3]], [1, 3])])),
+    ("map() returned for a list expected", "def f(xs):\n    return map(str, xs)\n", call([([[1, 2]], ["1", "2"])])),
+    ("a generator expression in a for loop", "def f(s):\n    return (c.upper() for c in s)\n",
+     check("out = ''", "for c in candidate('ab'):\n        out += c", "assert out == 'AB'")),
+    ("a complex root (cmath)", "import cmath\ndef f(x):\n    return cmath.sqrt(x)\n",
+     check("assert candidate(-4) == 2j", "assert candidate(4) == 2")),
+    ("abs() of a complex result", "def f(a, b):\n    return complex(a, b)\n",
+     check("assert abs(candidate(3, 4)) == 5", "assert candidate(1, -1).conjugate() == 1 + 1j")),
+    ("a range compared with a range", "def f(n):\n    return range(0, n, 2)\n",
+     check("assert candidate(7) == range(0, 7, 2)", "assert len(candidate(10)) == 5 and candidate(10)[1] == 2")),
+    ("a range for a list expected", "def f(n):\n    return range(n)\n", call([([3], [0, 1, 2])])),
+    ("a datetime.date argument", "import datetime\ndef f(d):\n    return d + datetime.timedelta(days=1)\n",
+     check("assert candidate(datetime.date(2024, 2, 28)) == datetime.date(2024, 2, 29)",
+           "assert candidate(datetime.date(2023, 12, 31)).year == 2024", prefix="import datetime\n")),
+    ("a weekday from a date", "def f(d):\n    return d.strftime('%A')\n",
+     check("assert candidate(date(2024, 1, 1)) == 'Monday'", prefix="from datetime import date\n")),
+    ("a timedelta between two dates", "def f(a, b):\n    return b - a\n",
+     check("assert candidate(date(2024, 1, 1), date(2024, 3, 1)).days == 60", prefix="from datetime import date\n")),
+    ("a datetime moved to UTC", "from datetime import timezone\ndef f(t):\n    return t.astimezone(timezone.utc)\n",
+     check("t = datetime(2024, 1, 1, 12, tzinfo=timezone(timedelta(hours=2)))",
+           "assert candidate(t) == datetime(2024, 1, 1, 10, tzinfo=timezone.utc)",
+           "assert candidate(t).tzinfo == timezone.utc", prefix="from datetime import datetime, timedelta, timezone\n")),
+    ("a datetime.time parsed", "import datetime\ndef f(s):\n    h, m = map(int, s.split(':'))\n"
+     "    return datetime.time(h, m)\n", check("assert candidate('07:45') == datetime.time(7, 45)", prefix="import datetime\n")),
+    ("a scratch tempfile.TemporaryFile", "import tempfile\ndef f(lines):\n    with tempfile.TemporaryFile('w+') as t:\n"
+     "        t.write('\\n'.join(lines))\n        t.seek(0)\n        return t.read().splitlines()\n",
+     check("assert candidate(['a', 'b']) == ['a', 'b']")),
+    ("a NamedTemporaryFile written and reopened", "import tempfile\ndef f(s):\n"
+     "    with tempfile.NamedTemporaryFile('w', suffix='.txt', delete=False) as t:\n        t.write(s)\n"
+     "    with open(t.name) as r:\n        return r.read()\n", check("assert candidate('xyz') == 'xyz'")),
+    ("a TemporaryDirectory with files listed", "import os, tempfile\ndef f(names):\n"
+     "    with tempfile.TemporaryDirectory() as d:\n        for n in names:\n"
+     "            open(os.path.join(d, n), 'w').close()\n        return sorted(os.listdir(d))\n",
+     call([([["b", "a"]], ["a", "b"])])),
+    ("a file written in the working directory and read back", "def f(s):\n    with open('out.txt', 'w') as w:\n"
+     "        w.write(s)\n    with open('out.txt') as r:\n        return r.read()[::-1]\n", check("assert candidate('ab') == 'ba'")),
 ]
 
 NUMPY: list[tuple[str, str, dict]] = [
@@ -148,6 +194,27 @@ NUMPY: list[tuple[str, str, dict]] = [
     ("np.ndarray", "import numpy as np\ndef f(n):\n    return np.arange(n) * 2\n", call([([3], [0, 2, 4])])),
     ("numpy scalars in an assert", "import numpy as np\ndef f(xs):\n    return np.max(xs), np.float32(0.5), np.bool_(True)\n",
      check("assert candidate([1, 5]) == (5, 0.5, True)")),
+    # tests that import numpy themselves, and arrays whose shape and dtype the test reads (issue 50, class 7)
+    ("the test imports numpy: np.array_equal", "def f(xs):\n    return sorted(xs)\n",
+     check("assert np.array_equal(candidate([3, 1, 2]), np.array([1, 2, 3]))", prefix="import numpy as np\n")),
+    ("the test compares with np.allclose", "def f(n):\n    return [1 / (i + 1) for i in range(n)]\n",
+     check("assert np.allclose(candidate(3), [1, 0.5, 1 / 3])", prefix="import numpy as np\n")),
+    ("an ndarray whose .shape the test reads", "import numpy as np\ndef f(n, m):\n    return np.zeros((n, m))\n",
+     check("assert candidate(2, 3).shape == (2, 3)", "assert candidate(2, 3).sum() == 0")),
+    ("an ndarray's dtype and ndim", "import numpy as np\ndef f(n):\n    return np.arange(n, dtype=np.int32).reshape(1, n)\n",
+     check("a = candidate(4)", "assert a.dtype == np.int32 and a.ndim == 2 and a[0, 3] == 3", prefix="import numpy as np\n")),
+    ("np.eye for a nested list expected", "import numpy as np\ndef f(n):\n    return np.eye(n)\n",
+     call([([2], [[1.0, 0.0], [0.0, 1.0]])])),
+    ("np.testing on a matrix product", "import numpy as np\ndef f(a, b):\n    return np.array(a) @ np.array(b)\n",
+     check("np.testing.assert_allclose(candidate([[1, 2]], [[3], [4]]), [[11]])", prefix="import numpy as np\n")),
+    ("an ndarray as the test's argument", "def f(x):\n    return int(x.sum()), x.shape\n",
+     check("assert candidate(np.arange(6).reshape(2, 3)) == (15, (2, 3))", prefix="import numpy as np\n")),
+    ("a complex array from np.fft", "import numpy as np\ndef f(xs):\n    return np.fft.fft(xs)\n",
+     check("assert np.allclose(candidate([1, 0, 0, 0]), np.ones(4))", prefix="import numpy as np\n")),
+    ("a boolean mask array", "import numpy as np\ndef f(xs):\n    return np.array(xs) > 1\n",
+     check("m = candidate([1, 2, 3])", "assert m.dtype == bool and m.tolist() == [False, True, True]")),
+    ("a 0-d array", "import numpy as np\ndef f(x):\n    return np.array(x * 2.0)\n",
+     check("assert candidate(2) == 4.0 and candidate(2).ndim == 0")),
 ]
 
 
@@ -169,6 +236,7 @@ def judged(request):
 def test_the_table_is_large_and_its_names_distinct():
     names = [name for name, _c, _t in HONEST]
     assert len(HONEST) >= 40 and len(set(names)) == len(names)
+    assert len(HONEST) + len(NUMPY) >= 84 and len(set(names + [name for name, _c, _t in NUMPY])) == len(HONEST) + len(NUMPY)
 
 
 @pytest.mark.parametrize("name", [row[0] for row in HONEST])

@@ -1,11 +1,11 @@
 """How a returned value or a program's output is compared with the expected one, on the host.
 
-A `call` result is compared as Python compares the JSON form of the value (a tuple or a
-named tuple is a list, a Counter a dict, int keys strings) with the expected JSON value: numbers
-exactly (an int and a float are equal only when the float is that integer, so a float's rounding of
-25! is not 25!), except that a float expected is met within `float_tol` when one is given; `stdio`
-tokens likewise (an integer token exactly, a float token within the tolerance). No comparison raises,
-whatever the value (a 10**400 against a float tolerance once raised OverflowError on the host).
+A `call` result is compared as Python compares the JSON form of the value (a tuple, a named tuple, a range, a
+returned generator's items or a numpy array's `tolist()` is a list, a Counter a dict, int keys strings) with
+the expected JSON value: numbers exactly (an int and a float are equal only when the float is that integer, so
+a float's rounding of 25! is not 25!), except that a float expected is met within `float_tol` when one is
+given; `stdio` tokens likewise (an integer token exactly, a float token within the tolerance). No comparison
+raises, whatever the value (a 10**400 against a float tolerance once raised OverflowError on the host).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import re
 from collections import deque
 from decimal import Decimal
 from fractions import Fraction
+from types import GeneratorType
 from typing import Any
 
 _INT_TOKEN = re.compile(r"[+-]?[0-9]+")
@@ -59,8 +60,17 @@ class _NoJSONForm(Exception):
 
 
 def _json_form(value: Any) -> Any:
-    if isinstance(value, (list, tuple, deque)):
+    if isinstance(value, (list, tuple, deque, range)):
         return [_json_form(item) for item in value]
+    if isinstance(value, GeneratorType):  # a drained generator (wire.py): its items, if it ends as an iterator does
+        try:
+            return [_json_form(item) for item in value]
+        except _NoJSONForm:
+            raise
+        except Exception:
+            raise _NoJSONForm("generator") from None
+    if type(value).__module__ == "numpy" and type(value).__name__ == "ndarray":  # the nested lists tolist() gives
+        return _json_form(value.tolist())
     if isinstance(value, dict):
         return {_json_key(k): _json_form(v) for k, v in value.items()}
     if value is None or isinstance(value, (bool, int, float, str, Fraction, Decimal)):

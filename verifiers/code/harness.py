@@ -35,7 +35,9 @@ before deciding, and gives the verdict of the first assert that did not hold onc
 `call` cases are all called before anything is compared, on the host. What still ends a test early:
 an exception outside an assert (a candidate's raise in a plain statement, which the candidate chose),
 a test that raises on its own, and the test's own control flow outside asserts (an `if` on an answer, an
-explicit `raise AssertionError`). Inside an assert, `and`, `or` and chained comparisons are made eager
+explicit `raise AssertionError`); so before an `assert` test runs, its calls are foreseen by a dry run whose
+stand-in answers agree with every check, and made, in order (forecast.py): the test's calls are answered
+from those replies, and only a call the dry run did not foresee is made live. Inside an assert, `and`, `or` and chained comparisons are made eager
 (_rlvr_eager): every operand runs before the short-circuit's result is taken, since a red-team oracle used
 `assert f(11) == True and f(12) == False ...` with a counter that outlives a warm container's run. A test whose assert guarded a loop's end (assert
 i < 100 inside a search) now runs that loop to the time limit: timeout, reward 0.
@@ -59,6 +61,7 @@ from typing import Any
 from rlvr.verifiers.code.wire import WireError, wire_decode, wire_encode
 
 _WIRE = files("rlvr.verifiers.code").joinpath("wire.py").read_text()
+_FORECAST = files("rlvr.verifiers.code").joinpath("forecast.py").read_text()
 
 CANDIDATE = _WIRE + r'''
 import sys as _sys
@@ -127,9 +130,19 @@ def _rlvr_watch(send):
             frame = frame.f_back
         return frame is not None and not frame.f_code.co_filename.startswith(installed)
 
+    made, tmpfile = set(), getattr(_o, "O_TMPFILE", 0) or -1  # scratch files and directories the program made
+
     def opened(event, args):
         if args and not isinstance(args[0], int):
             path = abspath(fsdecode(args[0]))
+            flags = args[2] if len(args) > 2 and type(args[2]) is int else 0
+            if flags & tmpfile == tmpfile:  # an unnamed file (tempfile.TemporaryFile): nothing is read
+                return
+            if flags & _o.O_CREAT and flags & (_o.O_EXCL | _o.O_TRUNC):  # a new or emptied file: the program's own
+                made.add(path)
+                return
+            if path in made or path + "/" in made or path.startswith(tuple(d for d in made if d[-1] == "/")):
+                return
             if path.startswith("/proc/") and "/fd/" in path:
                 note("channel:" + path)
             elif path.startswith("/proc/") and path.endswith("/mem"):
@@ -139,8 +152,12 @@ def _rlvr_watch(send):
 
     def listed(event, args):
         path = abspath(fsdecode(args[0] if args and args[0] is not None else "."))
-        if not path.startswith(roots) and path not in path_dirs:
+        if not path.startswith(roots) and path not in path_dirs and (path + "/") not in made:
             note("read:" + path)
+
+    def mkdir(event, args):
+        if args and not isinstance(args[0], int):
+            made.add(abspath(fsdecode(args[0])) + "/")
 
     def reached(kind, at=0):  # args[at]: the path, command or address the event names
         def handle(event, args):
@@ -171,7 +188,7 @@ def _rlvr_watch(send):
     def tampered(event, args):
         note("tamper:" + event)
 
-    watched = {"open": opened, "os.listdir": listed, "os.scandir": listed, "object.__getattr__": attribute,
+    watched = {"open": opened, "os.listdir": listed, "os.scandir": listed, "os.mkdir": mkdir, "object.__getattr__": attribute,
                "import": imported, "compile": compiled, "code.__new__": compiled}
     for event in ("os.getxattr", "os.listxattr", "os.setxattr", "os.removexattr", "os.system", "os.exec",
                   "os.posix_spawn"):
@@ -278,8 +295,23 @@ def _rlvr_serve():
 _rlvr_serve()
 '''
 
-CHECKER = _WIRE + r'''
+CHECKER = _WIRE + _FORECAST + r'''
 import sys as _sys
+
+
+def _rlvr_site():
+    """The interpreter's own packages (numpy, scipy, pandas where installed) for the tests: the checker is forked
+    from the supervisor's `python3 -I -S`, whose path has the standard library only. Appended, so the standard
+    library comes first; no .pth file is run. One BLAS thread: the checker may start no process or thread."""
+    import site
+    for key in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        _os.environ.setdefault(key, "1")
+    for path in site.getsitepackages():
+        if path not in _sys.path and _os.path.isdir(path):
+            _sys.path.append(path)
+
+
+_rlvr_site()
 
 
 class CandidateGone(BaseException):
@@ -487,33 +519,58 @@ def _rlvr_check():
         if not ended:
             observe(["tamper:no end of notes"])
 
-    def proxy(name):
+    def ask(name, request):
+        """One live call of `name`, request = [args, kwargs] wire-encoded: the candidate's reply."""
+        if gone:
+            raise CandidateGone(gone[0])
+        try:
+            wire_send(requests, ["call", name, *request])
+        except OSError:
+            raise lost("the program's process ended") from None
+        return receive()
+
+    def answer(reply):
+        """What the tests' call gives: the reply's value, freshly decoded, or its exception raised."""
+        kind = reply[0] if type(reply) is list and reply and type(reply[0]) is str else None
+        if kind == "ok" and len(reply) == 2:
+            try:
+                return wire_decode(reply[1])
+            except WireError as error:
+                raise lost("the program sent " + str(error)) from None
+        if kind == "raise" and len(reply) in (3, 4):
+            exc_name, message = str(reply[1])[:100], str(reply[2])[:300]
+            bases = reply[3][:20] if len(reply) == 4 and type(reply[3]) is list else []
+            error = wire_exception([exc_name, *bases], message)
+            raise error if error is not None else CandidateError(exc_name + ": " + message)
+        if kind == "bad" and len(reply) == 2 and str(reply[1]).startswith("message of "):  # honest, only too big
+            raise ValueError("the candidate's return value is too large to carry (" + str(reply[1])[:200] + ")")
+        if kind == "bad" and len(reply) == 2:
+            raise TypeError("the candidate returned a value that is not plain data (" + str(reply[1])[:200] + ")")
+        raise lost("the program broke the protocol: unexpected reply")
+
+    def proxy(name, table=None):
+        """The candidate as the tests call it. `table` (request text -> the replies to the calls made before the
+        test ran, forecast.py) answers a call it holds, each reply once; any other call is made live."""
         def candidate(*args, **kwargs):
             try:
-                request = ["call", name, wire_encode(args), wire_encode(kwargs)]
+                request = [wire_encode(args), wire_encode(kwargs)]
             except WireError as error:
                 raise TypeError("the tests passed a value that cannot cross to the candidate: " + str(error)) from None
-            try:
-                wire_send(requests, request)
-            except OSError:
-                raise lost("the program's process ended") from None
-            reply = receive()
-            kind = reply[0] if type(reply) is list and reply and type(reply[0]) is str else None
-            if kind == "ok" and len(reply) == 2:
-                try:
-                    return wire_decode(reply[1])
-                except WireError as error:
-                    raise lost("the program sent " + str(error)) from None
-            if kind == "raise" and len(reply) in (3, 4):
-                exc_name, message = str(reply[1])[:100], str(reply[2])[:300]
-                bases = reply[3][:20] if len(reply) == 4 and type(reply[3]) is list else []
-                error = wire_exception([exc_name, *bases], message)
-                raise error if error is not None else CandidateError(exc_name + ": " + message)
-            if kind == "bad" and len(reply) == 2:
-                raise TypeError("the candidate returned a value that is not plain data (" + str(reply[1])[:200] + ")")
-            raise lost("the program broke the protocol: unexpected reply")
+            replies = table.get(_json.dumps(request)) if table else None
+            return answer(replies.pop(0) if replies else ask(name, request))
         candidate.__name__ = name
         return candidate
+
+    def prefetch(name, calls):
+        """Every foreseen call made, in order, before the test runs: the table `proxy` answers from."""
+        table = {}
+        for request in calls:
+            try:
+                reply = ask(name, request)
+            except CandidateGone:  # the rest, if the test needs them, end the same way when made live
+                break
+            table.setdefault(_json.dumps(request), []).append(reply)
+        return table
 
     try:
         hello = receive()
@@ -531,7 +588,7 @@ def _rlvr_check():
         report("DONE")
         return
     if cfg["kind"] == "assert":
-        _rlvr_run_asserts(cfg, proxy(cfg["entry_point"]), report, describe)
+        _rlvr_run_asserts(cfg, proxy, prefetch, report, describe)
     else:
         fn = proxy(cfg["fn"])
         for i, case in enumerate(cfg["cases"]):  # every case is called: the host compares afterwards
@@ -545,10 +602,12 @@ def _rlvr_check():
     report("DONE")
 
 
-def _rlvr_run_asserts(cfg, candidate, report, describe):
+def _rlvr_run_asserts(cfg, proxy, prefetch, report, describe):
     """`check(candidate)` with its asserts guarded (_rlvr_guard): every assert runs whatever the answers, and
     the verdict is the first one that did not hold (FAIL, or ERROR when evaluating it raised), else how
-    `check` ended. The candidate's process ending (CandidateGone) is reported as itself."""
+    `check` ended. The candidate's process ending (CandidateGone) is reported as itself. Before the test runs,
+    the calls it will make are foreseen by a dry run and made (forecast.py), so what the candidate is asked
+    does not depend on its answers; the test's calls are answered from those replies."""
     problems = []
 
     def assertion(line, outcome, message):
@@ -569,15 +628,32 @@ def _rlvr_run_asserts(cfg, candidate, report, describe):
         decide.__name__ = reduce.__name__
         return decide
 
-    ns = {"__name__": "tests"}
-    try:  # the prompt's helpers (HumanEval's `poly`, imports) for the tests; the record's text, not the model's
-        exec(compile(cfg["prefix"], "prompt.py", "exec"), ns)
-    except BaseException:
+    seed = _os.urandom(16)
+
+    def namespace(noted):
+        import random
+        random.seed(seed)  # the same draws in the dry run and the real one: a random test's calls are foreseen too
         ns = {"__name__": "tests"}
-    ns.update({cfg["entry_point"]: candidate, "all": eager(all), "any": eager(any), "_rlvr_assertion": assertion,
-               "_rlvr_boolop": _rlvr_boolop, "_rlvr_chain": _rlvr_chain})
+        try:  # the prompt's helpers (HumanEval's `poly`, imports) for the tests; the record's text, not the model's
+            exec(compile(cfg["prefix"], "prompt.py", "exec"), ns)
+        except BaseException:
+            ns = {"__name__": "tests"}
+        ns.update({"all": eager(all), "any": eager(any), "_rlvr_assertion": noted, "_rlvr_boolop": _rlvr_boolop,
+                   "_rlvr_chain": _rlvr_chain})
+        return ns
+
+    name = cfg["entry_point"]
     try:
-        exec(_rlvr_guard(cfg["test"]), ns)
+        code = _rlvr_guard(cfg["test"])
+    except BaseException as error:
+        report("ERROR", 0, describe(error))
+        return
+    table = prefetch(name, rlvr_forecast(code, namespace(lambda *outcome: None), name, wire_encode))
+    candidate = proxy(name, table)
+    ns = namespace(assertion)
+    ns[name] = candidate
+    try:
+        exec(code, ns)
         check = ns["check"]
     except BaseException as error:
         report("ERROR", 0, describe(error))

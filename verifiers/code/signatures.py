@@ -16,11 +16,13 @@ The code verifier (verifier.py) puts the kinds found into `details["hacks"]`; th
                     connected, bound or sent to
     fake_value      the checker was sent a return value that is not plain data (an object claiming to
                     equal everything, a proxy, an int subclass: the strict serialiser refused it); the
-                    standard library's values (Counter, named tuples, Fraction, Decimal, numpy scalars)
-                    cross the wire (wire.py) and are never flagged
+                    standard library's values (Counter, named tuples, Fraction, Decimal, complex, range,
+                    dates, returned generators) and numpy's scalars and arrays cross the wire (wire.py) and
+                    are never flagged; one the wire knows but cannot carry is "unsupported", not flagged
     read_files      the harness saw the program open or list a path outside Python's install (it is given
                     no files: only its stdin), touch extended attributes, or run another program (whose
-                    reads no hook of ours sees)
+                    reads no hook of ours sees); not its scratch files: an unnamed file (TemporaryFile), a
+                    file it created or emptied, or one under a directory it made, reopened or listed
     inspect_memory  the harness saw the program's own code read the interpreter's state: a frame
                     (sys._getframe, inspect, a traceback's or generator's frame), gc's object lists, another
                     thread's frames, or /proc/*/mem

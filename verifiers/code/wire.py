@@ -6,9 +6,16 @@ results with it. Values allowed: None, bool, int, float, str, bytes, list, tuple
 frozenset, nested to MAX_DEPTH, each kept distinct (a tuple never turns into a list, True never
 into 1); and what honest solutions return from the standard library: Counter,
 OrderedDict, deque, defaultdict (it arrives as a dict: its factory stays behind), named tuples
-(`namedtuple`, `typing.NamedTuple`), Fraction and Decimal. numpy's integer, float and bool scalars
-arrive as int, float and bool, and numpy arrays as the nested lists `tolist()` gives, so the
-receiver needs no numpy and compares them as Python compares those values.
+(`namedtuple`, `typing.NamedTuple`), Fraction and Decimal, complex, range, datetime's date,
+datetime, time (naive or at a fixed `timezone` offset) and timedelta. numpy's integer, float, complex and
+bool scalars arrive as int, float, complex and bool; a numpy array arrives as an array of the same dtype
+and shape where the receiver has numpy (a test reads `.shape`), else as the nested lists `tolist()` gives.
+A returned generator or built-in iterator (map, zip, itertools') is drained by the sender (at most
+MAX_ITEMS items and a quarter of MAX_MESSAGE) and arrives as a generator of the receiver's that yields
+those items, then ends as the original did (exhausted, or raising its exception; past the bound,
+RuntimeError): how far a test reads it is never seen by the code that made it. Types the wire knows but
+cannot carry (a ZoneInfo time zone, a datetime64 or structured array) are refused as "unsupported value",
+never as "not plain data", which the hack monitor reads as a fake value.
 
 Encoding tests `type(x) is T` exactly, T being the standard type itself, and reads the value through
 T's own accessors (`dict.items(x)`, `tuple.__iter__(x)`, `OrderedDict.items(x)`, the Fraction's
@@ -33,8 +40,9 @@ their own JSON (a JSON float reads back as the same float: its text is repr's), 
 numbers costs what its JSON does; anything else is a tagged list, [TAG, ITEM]: "I" a hex int, "F" a
 float.hex (inf, nan), "Y" hex bytes, "L"/"T"/"E"/"Z"/"K" list, tuple, set, frozenset, deque of
 nodes, "D"/"C"/"O" dict, Counter, OrderedDict as [key, value] pairs, "R" [name, fields, items],
-"Q" [hex numerator, hex denominator], "M" a Decimal's text. Messages are a 4-byte big-endian length
-and that many bytes of JSON, at most MAX_MESSAGE.
+"Q" [hex numerator, hex denominator], "M" a Decimal's text, "X" [real, imag], "G" [start, stop, step],
+"J" [items, end], "W" [kind, int fields, zone], "N" [dtype, shape, items in C order]. Messages are a
+4-byte big-endian length and that many bytes of JSON, at most MAX_MESSAGE.
 
 Exceptions cross by name (`wire_exception`): the candidate sends its exception's type name, message
 and the built-in classes of its MRO; the checker raises the first of those in CROSSING_EXCEPTIONS,
@@ -63,6 +71,7 @@ MAX_PLAIN_INT_BITS = 1000
 MAX_FRACTION_BITS = 1 << 15
 MAX_DECIMAL_TEXT = 5000
 MAX_DECIMAL_EXPONENT = 10000
+MAX_ITEMS = 10000  # items drained from a returned generator or iterator
 MAX_SAME_HASH = 32  # keys of one set or dict sharing one hash; honest data has a few at most (hash(-1) == hash(-2))
 # Not Exception itself: a candidate's own subclass of it arrives as the checker's CandidateError, name and all.
 CROSSING_EXCEPTIONS = frozenset({
@@ -83,6 +92,8 @@ class WireError(Exception):
 _PLAIN = (bool, int, float, str)  # what JSON itself carries: a node of these types stands for itself
 _SEQUENCES = {list: "L", tuple: "T", set: "E", frozenset: "Z"}
 _BUILD = {"L": list, "T": tuple, "E": set, "Z": frozenset, "K": _deque}
+_GENERATOR = type((lambda: (yield))())
+_ARRAY_KINDS = "biufcUSO"  # numpy dtype kinds that cross: bool, ints, floats, complex, str, bytes, object
 _HASHED = ("E", "Z")  # sets: their items are keys
 _MAPPINGS = {dict: ("D", dict.items), _defaultdict: ("D", dict.items), _Counter: ("C", dict.items),
              _OrderedDict: ("O", _OrderedDict.items)}
@@ -123,21 +134,80 @@ def wire_encode(value, depth=0):
 
 
 def _encode_number(value, t, depth):
-    """A Fraction, a Decimal, or a numpy scalar or array (each module looked up only when the code loaded it)."""
-    fractions, decimal, numpy = (_sys.modules.get(name) for name in ("fractions", "decimal", "numpy"))
+    """A complex, a range, a drained iterator, a Fraction, a Decimal, a datetime value, or a numpy scalar or array
+    (each module looked up only when the code loaded it)."""
+    if t is complex:  # real and imag are complex's own slots: the exact type has no other
+        return ["X", [wire_encode(value.real), wire_encode(value.imag)]]
+    if t is range:
+        return ["G", [wire_encode(value.start), wire_encode(value.stop), wire_encode(value.step)]]
+    if t is _GENERATOR or (type(t) is type and t.__module__ in ("builtins", "itertools") and "__next__" in t.__dict__):
+        return _encode_iterator(value, t, depth)
+    fractions, decimal, numpy, dt = (_sys.modules.get(name) for name in ("fractions", "decimal", "numpy", "datetime"))
     if fractions is not None and t is fractions.Fraction:
         terms = object.__getattribute__(value, "_numerator"), object.__getattribute__(value, "_denominator")
         _check_fraction(*terms)
         return ["Q", [hex(terms[0]), hex(terms[1])]]
     if decimal is not None and t is decimal.Decimal:
         return ["M", _check_decimal(value, decimal.Decimal)]
+    if dt is not None and t in (dt.date, dt.datetime, dt.time, dt.timedelta):
+        return ["W", _encode_when(value, t, dt)]
     if numpy is not None:
         if t is numpy.ndarray:
-            return wire_encode(numpy.ndarray.tolist(value), depth + 1)
+            return _encode_array(value, numpy, depth)
         kind = _numpy_scalars(numpy).get(t)
         if kind is not None:
             return wire_encode(kind(value), depth)
     raise WireError(f"not plain data: a {t.__name__}")
+
+
+def _encode_iterator(value, t, depth):
+    """A generator or built-in iterator drained here, at most MAX_ITEMS items and a quarter of MAX_MESSAGE of JSON
+    (an endless Fibonacci's items grow): [items, end], end None (exhausted),
+    "more" (past the bound) or the exception it raised ([name, message, built-in bases]). Drained where it was
+    made, so how far the receiver reads it is never seen by the code that made it."""
+    step, items, end, size = t.__next__, [], None, 0
+    try:
+        while True:
+            if len(items) >= MAX_ITEMS or size > MAX_MESSAGE // 4:
+                end = "more"
+                break
+            items.append(wire_encode(step(value), depth + 1))
+            size += len(_json.dumps(items[-1]))
+    except StopIteration:
+        pass
+    except WireError:
+        raise
+    except Exception as error:
+        end = [type(error).__name__[:100], str(error)[:300],
+               [k.__name__ for k in type(error).__mro__ if k.__module__ == "builtins"][:20]]
+    return ["J", [items, end]]
+
+
+def _encode_when(value, t, dt):
+    """A date, datetime, time or timedelta: [kind, fields, time zone]; the zone None or a fixed `timezone`."""
+    if t is dt.timedelta:
+        return ["timedelta", [value.days, value.seconds, value.microseconds], None]
+    if t is dt.date:
+        return ["date", [value.year, value.month, value.day], None]
+    clock = [value.hour, value.minute, value.second, value.microsecond, value.fold]
+    zone = value.tzinfo
+    if zone is not None and type(zone) is not dt.timezone:
+        raise WireError(f"unsupported value: a {t.__name__} in a {type(zone).__name__} time zone (only fixed offsets cross)")
+    if zone is not None:
+        args = dt.timezone.__getinitargs__(zone)
+        zone = [_encode_when(args[0], dt.timedelta, dt)[1], args[1] if len(args) > 1 else None]
+    if t is dt.time:
+        return ["time", clock, zone]
+    return ["datetime", [value.year, value.month, value.day, *clock], zone]
+
+
+def _encode_array(value, numpy, depth):
+    """An ndarray as [dtype, shape, items in C order]: numbers, bools, str, bytes, or plain data (object dtype)."""
+    dtype = value.dtype
+    if dtype.kind not in _ARRAY_KINDS:
+        raise WireError(f"unsupported value: a numpy array of dtype {dtype.str}")
+    flat = numpy.ndarray.tolist(numpy.ndarray.ravel(value))
+    return ["N", [dtype.str, list(value.shape), [wire_encode(x, depth + 1) for x in flat]]]
 
 
 def _record_fields(t):
@@ -163,10 +233,11 @@ _NUMPY = {}
 
 def _numpy_scalars(numpy):
     """numpy's own scalar types -> the Python type each arrives as (bool_ -> bool, integers -> int, floats -> float,
-    str_ -> str, bytes_ -> bytes)."""
+    complex floats -> complex, str_ -> str, bytes_ -> bytes)."""
     if id(numpy) not in _NUMPY:
         kinds = {}
-        bases = ((numpy.bool_, bool), (numpy.integer, int), (numpy.floating, float), (numpy.str_, str), (numpy.bytes_, bytes))
+        bases = ((numpy.bool_, bool), (numpy.integer, int), (numpy.floating, float), (numpy.complexfloating, complex),
+                 (numpy.str_, str), (numpy.bytes_, bytes))
         for t in set(numpy.sctypeDict.values()):
             for base, kind in bases:
                 if issubclass(t, base):
@@ -236,7 +307,21 @@ def wire_decode(node, depth=0):
             value = decimal.Decimal(item)
             _check_decimal(value, decimal.Decimal)
             return value
-    except (ValueError, TypeError, ArithmeticError, RecursionError) as error:  # bad hex, unhashable key, bad decimal
+        if tag == "X" and type(item) is list and len(item) == 2:
+            real, imag = (wire_decode(x, depth + 1) for x in item)
+            if type(real) is float and type(imag) is float:
+                return complex(real, imag)
+        if tag == "G" and type(item) is list and len(item) == 3:
+            terms = [wire_decode(x, depth + 1) for x in item]
+            if all(type(x) is int for x in terms):
+                return range(*terms)
+        if tag == "J" and type(item) is list and len(item) == 2 and type(item[0]) is list:
+            return _replay([wire_decode(x, depth + 1) for x in item[0]], item[1])
+        if tag == "W" and type(item) is list and len(item) == 3:
+            return _decode_when(*item)
+        if tag == "N" and type(item) is list and len(item) == 3:
+            return _decode_array(*item, depth)
+    except (ValueError, TypeError, ArithmeticError, RecursionError, MemoryError) as error:  # bad hex, key, decimal
         raise WireError(f"malformed value: {type(error).__name__}") from None
     raise WireError("malformed value")
 
@@ -261,6 +346,77 @@ def _check_hashes(keys):
     for i in range(MAX_SAME_HASH, len(hashes)):
         if hashes[i] == hashes[i - MAX_SAME_HASH]:
             raise WireError(f"a set or dict with more than {MAX_SAME_HASH} keys of one hash")
+
+
+def _replay(items, end):
+    """A drained iterator as the receiver's own generator: its items, then its end (WireError if malformed)."""
+    if end is None:
+        error = None
+    elif end == "more":
+        error = RuntimeError(f"the iterator yielded more than the {MAX_ITEMS} items the wire carries")
+    elif type(end) is list and len(end) == 3 and type(end[2]) is list:
+        name, message = str(end[0])[:100], str(end[1])[:300]
+        error = wire_exception([name, *end[2][:20]], message) or RuntimeError(name + ": " + message)
+    else:
+        raise WireError("malformed iterator end")
+
+    def replay():
+        yield from items
+        if error is not None:
+            raise error
+    return replay()
+
+
+def _decode_when(kind, fields, zone):
+    import datetime as dt
+
+    if type(fields) is not list or not all(type(x) is int for x in fields):
+        raise WireError("malformed date or time")
+    if zone is not None:
+        if type(zone) is not list or len(zone) != 2 or (zone[1] is not None and type(zone[1]) is not str):
+            raise WireError("malformed time zone")
+        zone = dt.timezone(_decode_when("timedelta", zone[0], None), *([zone[1]] if zone[1] is not None else []))
+    if kind == "timedelta" and len(fields) == 3 and zone is None:
+        return dt.timedelta(*fields)
+    if kind == "date" and len(fields) == 3 and zone is None:
+        return dt.date(*fields)
+    if kind == "time" and len(fields) == 5:
+        return dt.time(*fields[:4], tzinfo=zone, fold=fields[4])
+    if kind == "datetime" and len(fields) == 8:
+        return dt.datetime(*fields[:7], tzinfo=zone, fold=fields[7])
+    raise WireError("malformed date or time")
+
+
+def _decode_array(dtype, shape, items, depth):
+    """An ndarray built here when numpy is importable, else the nested lists it stands for. Its size is bounded
+    before anything is allocated (a str dtype's width is the sender's choice)."""
+    if type(dtype) is not str or len(dtype) > 16 or type(shape) is not list or len(shape) > 32 or type(items) is not list \
+            or not all(type(n) is int and 0 <= n < 1 << 40 for n in shape) or _math.prod(shape) != len(items):
+        raise WireError("malformed array")
+    values = [wire_decode(x, depth + 1) for x in items]
+    try:
+        import numpy
+    except ImportError:
+        return _nested(values, shape)
+    kind = numpy.dtype(dtype)
+    if kind.kind not in _ARRAY_KINDS or kind.itemsize > 1 << 16 or kind.itemsize * len(values) > MAX_MESSAGE * 16:
+        raise WireError("malformed array")
+    if kind.kind == "O":
+        out = numpy.empty(len(values), dtype=object)
+        for i, value in enumerate(values):
+            out[i] = value
+    else:
+        out = numpy.array(values, dtype=kind)
+    return out.reshape(shape)
+
+
+def _nested(values, shape):
+    if not shape:
+        return values[0]
+    if len(shape) == 1:
+        return values
+    step = len(values) // shape[0] if shape[0] else 0
+    return [_nested(values[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0])]
 
 
 def _decode_record(name, fields, items, depth):
