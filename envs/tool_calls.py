@@ -82,13 +82,14 @@ PYTHON_TOOL_SCHEMA = {
 TOOL_LIMITS = Limits(wall_s=5.0, cpu_s=5.0, memory_bytes=256 * MiB, output_bytes=64 * 1024)
 
 
-def run_python_call(session: PythonSession, call: ToolCall) -> tuple[str, bool, float]:
-    """Run a `python` call on `session`: (observation text, whether it failed, seconds taken)."""
+def run_python_call(session: PythonSession, call: ToolCall, within_s: float | None = None) -> tuple[str, bool, float]:
+    """Run a `python` call on `session`: (observation text, whether it failed, seconds taken); `within_s`: the
+    caller's time left, which the call may not overrun (PythonSession.run)."""
     start = time.monotonic()
     code = call.arguments.get("code")
     if set(call.arguments) != {"code"} or not isinstance(code, str):
         return 'python tool error: arguments must be {"code": "<python source>"}', True, 0.0
-    execution = session.run(code)
+    execution = session.run(code, within_s=within_s)
     seconds = time.monotonic() - start
     text = execution.stdout + execution.stderr
     if execution.status is not ExecStatus.EXITED:

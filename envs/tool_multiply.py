@@ -11,9 +11,12 @@ trajectory. The sandbox (Docker by default, `sandbox_backend=local` without Dock
 first tool call, so building the environment never touches Docker.
 
 Caps per assistant message: at most `max_tool_calls_per_turn` calls run, and a call starts only while the
-message's calls so far took less than `max_tool_seconds_per_turn` seconds (so a message's tool time is at most
-that cap plus one call's limit); every call beyond a cap is not run, is answered saying which cap, and counts
-as a tool error. Without them one message could queue calls without end, each holding a sandbox.
+message's calls so far took less than `max_tool_seconds_per_turn` seconds; every call beyond a cap is not run, is
+answered saying which cap, and counts as a tool error. Without them one message could queue calls without end,
+each holding a sandbox. A call runs within what is left of that budget (PythonSession.run `within_s`: its wall
+limit at most that, and it ends at that much elapsed time however long it waited for a CPU), so a message's tool
+time is the cap plus a call's start-up, never a call's limit, nor the run clock's backstop (10 x the wall limit,
+which a call waiting on a loaded machine could reach before: 50 s against a 20 s cap).
 
 `tools_enabled=false` is the no-tool baseline of the same task: the prompt is unchanged (the policy sees
 the same input), but every tool call comes back as a "no tools available" observation (a tool error) and
@@ -186,7 +189,9 @@ class ToolMultiplyEnv(MultiTurnEnv):
             else:
                 if state["session"] is None:
                     state["session"] = open_python_session(self.sandbox, self.tool_limits)
-                text, failed, took = run_python_call(state["session"], call)
+                # the message's remaining tool time bounds the call itself, not only whether it starts
+                text, failed, took = run_python_call(state["session"], call,
+                                                     within_s=self.max_tool_seconds_per_turn - seconds)
                 seconds += took
             text, was_cut = self.truncate_output(text)
             errors, cut = errors + failed, cut + was_cut

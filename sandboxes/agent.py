@@ -117,11 +117,11 @@ def run_job(job: dict, config: dict) -> dict:
         captures.update({chk_out[0]: CHECKER_OUTPUT, chk_err[0]: CHECKER_OUTPUT, verdict[0]: int(limits["output_bytes"])})
         limited.add(verdict[0])
     start = time.monotonic()  # the program's clock starts with the program (agent_clock.py)
+    clock = RunClock(limits, start, not_program=(checker_pid,) if checker_pid is not None else ())
     pid = _spawn([python, "-I", "-B", "main.py"], env, workdir, limits, program_uid, prog_fds)
     for fd in child_ends:
         os.close(fd)
     main_pid = checker_pid if checker_pid is not None else pid
-    clock = RunClock(limits, start, not_program=(checker_pid,) if checker_pid is not None else ())
     status, outputs = _supervise(main_pid, feeds, captures, limited, clock, config.get("host_reader"))
     program_done = main_pid == pid or _has_exited(pid)
     if status != "exited":
@@ -142,7 +142,7 @@ def run_job(job: dict, config: dict) -> dict:
     code, rusage = exit_info
     stdout = outputs[prog_out[0]].decode("utf-8", "replace")
     stderr = outputs[prog_err[0]].decode("utf-8", "replace")
-    cpu = rusage.ru_utime + rusage.ru_stime if rusage else 0.0
+    cpu = max(rusage.ru_utime + rusage.ru_stime if rusage else 0.0, clock.cpu)  # the clock's: orphans too
     if status == "exited" and code is not None:
         if code < 0 and -code in (signal.SIGXCPU,):
             status = "timeout"

@@ -25,8 +25,8 @@ HOST_GRACE_S = 10.0  # beyond a run's longest time, for the supervisor to kill, 
 
 def host_timeout_s(limits: Limits) -> float:
     """How long the host waits for a supervisor's reply before it kills the sandbox: the run clock's backstop
-    (agent_clock.py: BACKSTOP x wall_s, however long the run waited for a CPU) plus HOST_GRACE_S."""
-    return BACKSTOP * limits.wall_s + HOST_GRACE_S
+    (agent_clock.py: BACKSTOP x wall_s, or deadline_s when sooner, however long the run waited) plus HOST_GRACE_S."""
+    return min(BACKSTOP * limits.wall_s, limits.deadline_s or float("inf")) + HOST_GRACE_S
 
 
 def reply_cap(limits: Limits) -> int:
@@ -68,9 +68,12 @@ class Limits:
     tmpfs_bytes: int = 64 * MiB  # the whole writable workdir (and /tmp)
     pids: int = 64  # processes and threads in the sandbox, supervisor included
     cpus: float = 1.0
+    deadline_s: float | None = None  # plain elapsed time after which the run ends, waiting or not (a turn's budget)
 
     def __post_init__(self):
         for name, value in asdict(self).items():
+            if name == "deadline_s" and value is None:
+                continue
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
                 raise ValueError(f"Limits.{name} must be a positive number, got {value!r}")
 

@@ -18,7 +18,8 @@ the output cap are the supervisor's, as in Docker.
 What this does NOT protect against (also in sandboxes/README.md and `rlvr sandbox doctor`): what is bound is
 readable; kernel attack surface is the full syscall set (no seccomp); without root, no cgroup bounds memory outside
 the address space or the process count; no CPU quota: a run's CPU time is bounded (the run clock, agent_clock.py,
-sums its processes; RLIMIT_CPU per process), not how many cores it uses at once.
+reads the run's cgroup as root, else sums its processes and what init reaped; RLIMIT_CPU per process), not how
+many cores it uses at once.
 """
 
 from __future__ import annotations
@@ -118,8 +119,20 @@ class RunCgroup:
                     base = os.path.join(self.V2_ROOT, controller, own[controller].lstrip("/"), "rlvr-local")
                     os.makedirs(base, exist_ok=True)
                     self.dirs[controller] = base
+                self._add_cpuacct(own)
         except (OSError, KeyError, ValueError):
             self.dirs = {}
+
+    def _add_cpuacct(self, own: dict) -> None:
+        """v1: a cpuacct cgroup per run too, where the run clock counts the run's CPU (agent_clock.py)."""
+        key = next((key for key in own if "cpuacct" in key.split(",")), None)
+        try:
+            if key is not None:
+                base = os.path.join(self.V2_ROOT, key, own[key].lstrip("/"), "rlvr-local")
+                os.makedirs(base, exist_ok=True)
+                self.dirs["cpuacct"] = base
+        except OSError:
+            pass  # the clock then sums the run's processes
 
     def available(self) -> bool:
         return bool(self.dirs)
@@ -137,6 +150,9 @@ class RunCgroup:
             paths = [os.path.join(self.dirs["memory"], name), os.path.join(self.dirs["pids"], name)]
             settings = {"memory.limit_in_bytes": memory, "memory.memsw.limit_in_bytes": memory, "pids.max": pids}
             inside = ["--ro-bind", paths[0], "/sys/fs/cgroup/memory"]
+            if "cpuacct" in self.dirs:  # the run clock counts the run's CPU there (agent_clock.py)
+                paths.append(os.path.join(self.dirs["cpuacct"], name))
+                inside += ["--ro-bind", paths[-1], "/sys/fs/cgroup/cpuacct"]
         for path in paths:
             _kill_cgroup(path)  # a lease's earlier holder died mid-run: nothing of it may share this one
             os.makedirs(path, exist_ok=True)

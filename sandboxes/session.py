@@ -37,7 +37,9 @@ program's user (local_backend.py: `separate_users`); the program can then kill i
 Choices and their costs, written down because a live interpreter would behave differently:
   * the per-call limits (`Limits`: wall, CPU, memory, output) bound the replay and the new cell
     together, and replay time grows with the number of cells (the tool tasks here use few); time
-    a call spends waiting for a CPU on a loaded machine is not counted (agent_clock.py);
+    a call spends waiting for a CPU on a loaded machine is not counted (agent_clock.py); a caller with a budget
+    of its own (a turn's tool time) passes what is left of it as `within_s`, which caps the call's wall limit
+    and ends it at that much elapsed time, waiting or not (Limits.deadline_s);
   * a cell that did not return cleanly (exception, `sys.exit`, timeout, memory) is not kept, so its partial
     effects are not either; a cell whose result depends on time or randomness is recomputed;
   * the run ends when the new cell returns: threads or child processes it left are stopped, `atexit`
@@ -214,6 +216,7 @@ RESET = ("python session error: the session's earlier cells no longer replay cle
          "so the session was reset and every variable from earlier calls is gone; this call's code did not run")
 SLOW_RESET = ("\n[replaying the session's earlier cells took {took:.2f} s of this call's {limit:g} s limit, so the "
               "session was reset: every variable from earlier calls is gone]")
+OVER_BUDGET = "\n[stopped at the {s:.2f} s left of the caller's time budget]"
 NOT_KEPT = "\n[the cell ended the interpreter before returning (exit code {code}); it is not kept]"
 
 
@@ -229,14 +232,25 @@ class PythonSession:
         self._cells = []
         return self
 
-    def run(self, code: str) -> Execution:
-        """Run `code` after the session's earlier clean cells; it is kept when it returned without an exception."""
+    def run(self, code: str, within_s: float | None = None) -> Execution:
+        """Run `code` after the session's earlier clean cells; it is kept when it returned without an exception.
+
+        `within_s`: what is left of the caller's own time budget (a turn's tool time): the call's wall limit is
+        at most that, and it ends at that much elapsed time even when it waited for a CPU (Limits.deadline_s),
+        so a budget is never overrun by a call started inside it."""
         if self._cells is None:
             raise RuntimeError("PythonSession.run before open() or after close()")
         if not isinstance(code, str):
             raise TypeError(f"code must be a string, got {type(code).__name__}")
+        limits = self.limits
+        if within_s is not None:
+            if isinstance(within_s, bool) or not isinstance(within_s, (int, float)) or not within_s > 0:
+                raise ValueError(f"within_s must be a positive number of seconds, got {within_s!r}")
+            limits = limits or getattr(self.sandbox, "limits", None) or Limits()
+            limits = limits.with_(wall_s=min(limits.wall_s, within_s),
+                                  deadline_s=min(limits.deadline_s or float("inf"), within_s))
         driver = Checker(DRIVER, json.dumps(self._cells + [code]))
-        execution = self.sandbox.run(RUNNER, "", self.limits, checker=driver)
+        execution = self.sandbox.run(RUNNER, "", limits, checker=driver)
         if execution.status is ExecStatus.ERROR:  # the sandbox failed: nothing is known of the cells
             return execution
         ready, acks = _read_verdict(execution.verdict)
@@ -259,6 +273,8 @@ class PythonSession:
         if execution.status is ExecStatus.TIMEOUT and n and ready and acks[n - 1][1] >= limit / 2:
             stderr += SLOW_RESET.format(took=acks[n - 1][1], limit=limit)
             self._reset()
+        elif execution.status is ExecStatus.TIMEOUT and within_s is not None and within_s < limit:
+            stderr += OVER_BUDGET.format(s=within_s)
         return replace(execution, stderr=stderr, exit_code=code_)
 
     def _reset(self) -> None:
