@@ -5,7 +5,8 @@ In this order, each step refusing a bad config or run directory before the next 
 
     checks             the config (trainer/validate.py), sandbox hosts, device, ranks (trainer/distributed.py)
     environment        env and its held-out rows (a bad eval set is refused before any model is built),
-                       rollout lengths, `reward.*`, the curriculum
+                       rollout lengths, `reward.*`, the curriculum; its reward scores the rows' reference
+                       completions (one that errors on all of them stops here); the local sandbox's weaknesses
     resume             the checkpoint to continue from, refused when it was trained with other parameters
     models             tokenizer, policy (LoRA, packing, DDP/FSDP2), what the algorithm's row asks for besides it
                        (trainer/algorithms.py: a frozen reference, a critic), AdamW and the lr schedule, the
@@ -40,6 +41,8 @@ from rlvr.trainer.curriculum import build_curriculum
 from rlvr.trainer.device import resolve_autocast, resolve_device, use_device
 from rlvr.trainer.distributed import Parallel, QuietRunFiles, RankModel
 from rlvr.trainer.env_config import build_env
+from rlvr.trainer.experience.rewards import check_reward_errors
+from rlvr.trainer.local_sandbox import local_sandbox_warnings
 from rlvr.trainer.loggers import build_loggers
 from rlvr.trainer.model_card import session_command
 from rlvr.trainer.models.lora import engine_weights, for_engine
@@ -47,7 +50,7 @@ from rlvr.trainer.models.model import (build_policy, build_reference, load_token
                                        resumed_base_path)
 from rlvr.trainer.models.packing import check_packing
 from rlvr.trainer.reward_config import check_reward_config
-from rlvr.trainer.rollout.factory import build_engine, engine_class, resolve_kind
+from rlvr.trainer.rollout.factory import build_engine, engine_choice, engine_class, resolve_kind
 from rlvr.trainer.rollout.prompts import prompt_lengths
 from rlvr.trainer.rollout.types import Engine, SamplingParams
 from rlvr.trainer.rollout.weights import PolicyEngine
@@ -74,6 +77,7 @@ class RunContext:
     state: dict = field(default_factory=dict)  # what an algorithm carries across steps (ppo's penalty_beta)
     cache: dict = field(default_factory=dict)  # what an algorithm rebuilds rather than checkpoints (dpo's offline pairs)
     rollouts: object | None = None  # rollout.max_staleness > 0: the producer sample_and_score takes from
+    log: Callable = print  # the run's log on rank 0, nothing elsewhere: a step's warnings (a reward that errored)
 
 
 @dataclass
@@ -115,6 +119,10 @@ def build_run(cfg, log=print) -> Run:
     env = build_env(cfg.env)
     curriculum = _check_environment(cfg, env, parallel.world_size)
     test_rows = _held_out_rows(cfg, env, log)
+    if parallel.is_main:
+        for line in local_sandbox_warnings(env):  # what `rlvr sandbox doctor --backend local` says it cannot contain
+            log(line)
+    _check_references(cfg, env, log)  # a reward that errors on the task's own answers stops before any model loads
     checkpoint = _checkpoint_to_resume(cfg, run_dir)
     if not cfg.resume and cfg.overwrite and parallel.is_main:  # (without overwrite, refused above)
         prepare_new_run_dir(run_dir, overwrite=True)  # the earlier run's files go now, after every check
@@ -153,7 +161,7 @@ def build_run(cfg, log=print) -> Run:
     # with ranks, the step sees its rank's share of the prompts (trainer/distributed.py)
     train_env = curriculum.env if curriculum else env  # a curriculum: train prompts from its current level
     ctx = RunContext(parallel.local_config(cfg), parallel.shard_env(train_env), tokenizer, model, reference, engine,
-                     sampling, optimizer, scheduler, critic, algo_state)
+                     sampling, optimizer, scheduler, critic, algo_state, log=log)
     run = Run(cfg, ctx, algorithm, parallel, files, run_dir, env, test_rows, curriculum, start_step, bool(checkpoint),
               base_model, commands, log)
     _log_start(run, device, plain)
@@ -189,6 +197,23 @@ def _held_out_rows(cfg, env, log) -> list[dict]:
         return env.rows("test", error.available, seed=cfg.seed)
     except ValueError as error:
         raise ConfigError(f"train.eval_prompts={cfg.train.eval_prompts}: {error}") from None
+
+
+def _check_references(cfg, env, log) -> None:
+    """The environment's reference completions (each row's `reference`: the dataset env's answer column in
+    `<answer>` tags or its reference column, arithmetic's and countdown's solutions, a code task's solution) for a
+    step's worth of train rows, scored by its reward before anything is generated: a component that errors on all
+    of them stops the run with its first error (experience/rewards.py), one that errors on some warns. Rows without
+    a reference are skipped, and so is a multi-turn environment, whose reward scores whole trajectories."""
+    from rlvr.envs.multi_turn import is_multi_turn
+
+    if is_multi_turn(env):
+        return
+    rows = [row for row in env.rows("train", cfg.train.prompts_per_step, seed=cfg.seed) if row.get("reference")]
+    if rows:
+        check_reward_errors(env.score([row["reference"] for row in rows], rows), env,
+                            f"the reference answers of {env.name}'s train rows, scored before any generation,",
+                            log)
 
 
 def _checkpoint_to_resume(cfg, run_dir: Path) -> Path | None:
@@ -255,10 +280,13 @@ def _restore(checkpoint: Path, model, optimizer, scheduler, critic, curriculum, 
 
 def _engine(cfg, env, tokenizer, plain, parallel: Parallel, test_rows: list[dict], run_dir: Path,
             log) -> PolicyEngine:
-    """The run's engine (rollout.engine, `auto` resolved here once, its reason logged when it takes hf), wrapped so
+    """The run's engine (rollout.engine, `auto` resolved here once: the engine and why are logged, and `cfg` holds the
+    resolved name from here on, which config.yaml and the model cards record), wrapped so
     every `sync_weights(policy)` hands it the plain HF module; vLLM: LoRA adapters reach it merged, or as the
     adapter alone (rollout.vllm.lora_sync=adapter)."""
-    kind = resolve_kind(cfg.rollout.engine, cfg.rollout, plain.config, log)
+    kind = resolve_kind(cfg.rollout.engine, cfg.rollout, plain.config)
+    log(engine_choice(cfg.rollout.engine, kind, plain.config))
+    cfg.rollout.engine = kind  # config.yaml and each model card record the engine that ran, not `auto`
     copies_weights = engine_class(kind).copies_weights
     adapter_sync = cfg.rollout.vllm.lora_sync == "adapter"
     options = {**OmegaConf.to_container(cfg.rollout, resolve=True), "seed": cfg.seed + parallel.rank,

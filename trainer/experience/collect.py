@@ -5,6 +5,8 @@ groups the step trains on.
       sample_and_score        B prompts (seeded by the step), G completions each from the engine, scored by the
                               reward pipeline's stages 1-4 (rewards.py); with `rollout.max_staleness > 0` taken
                               from the asynchronous producer (async_rollouts.py), sampled ahead and scored
+      check_reward_errors     a reward component that errored on every completion stops the run; on some, a
+                              warning line (rewards.py)
       sample_until_full       DAPO's dynamic sampling, further rounds until B groups have mixed rewards (stage 6)
       with_overlong_penalty   DAPO's overlong penalty on every sampled group's rewards (stage 5)
       without_dropped_groups  `reward.screen_mode=drop_group`: the screened groups leave the batch
@@ -22,7 +24,8 @@ from rlvr.envs.multi_turn import is_multi_turn
 from rlvr.trainer.distributed import rank
 from rlvr.trainer.experience.batch import Batch, Sampled
 from rlvr.trainer.experience.metrics import timed
-from rlvr.trainer.experience.rewards import sample_until_full, score_round, with_overlong_penalty
+from rlvr.trainer.experience.rewards import (check_reward_errors, sample_until_full, score_round,
+                                             with_overlong_penalty)
 from rlvr.trainer.rollout.agent_loop import run_trajectories
 from rlvr.trainer.rollout.prompts import render_prompts
 from rlvr.trainer.rollout.types import Rollout
@@ -41,6 +44,7 @@ def collect(ctx, step: int) -> Batch:
     else:
         first = sampled = sample_and_score(ctx, step, timings)
         chosen = torch.ones(len(sampled.rows), dtype=torch.bool)  # [B]
+    check_reward_errors(sampled.results, ctx.env, f"step {step}'s completions", getattr(ctx, "log", print))
     if algo.get("overlong_buffer", 0):
         sampled, penalty = with_overlong_penalty(sampled, cfg.rollout.max_new_tokens, algo.overlong_buffer,
                                                  algo.overlong_penalty)  # penalty: [R*B, G]

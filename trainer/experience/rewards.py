@@ -2,7 +2,11 @@
 order it runs. `score_round` runs stages 1-4 on each sampling round; collect.py then applies 5 and 6 to the step.
 
   1. Verifier scores. `env.score` (the environment's verifiers; a multi-turn environment scores whole
-     trajectories and adds its turn rewards, weighted by its `turn_reward_weight`).
+     trajectories and adds its turn rewards, weighted by its `turn_reward_weight`). A reward that fails is
+     never a quiet 0 (`check_reward_errors`, called by collect.py on every step and by trainer/setup.py on the
+     environment's reference completions before anything is generated): a component whose verifier returned
+     status `error` for every completion stops the run (`RewardFailed`, one line naming it and its first
+     error, counted over all ranks); one that errored on some prints one warning line with the count.
   2. Truncation (`rollout.truncated_reward`; trainer/truncation.py resolves it from the environment):
        zero  a completion cut at `rollout.max_new_tokens` keeps no positive reward and a `correct` status becomes
              `incorrect` (details say `truncated` and what the verifiers gave): a GSM8K solution cut at
@@ -78,6 +82,55 @@ def verifier_scores(env, rows: list, rollout, group_size: int, score=None) -> li
         return env.add_turn_rewards(env.score_trajectories([t["messages"] for t in trajectories], repeated),
                                     [t["turn_rewards"] for t in trajectories])
     return (score or env.score)(rollout.texts, repeated)
+
+
+class RewardFailed(ConfigError):
+    """A reward component returned status `error` for every completion it scored: nothing it gave is a reward."""
+
+
+def reward_errors(results: list) -> dict[str, tuple[int, str]]:
+    """{component: (completions it errored on, its first error message)}. A composite's components are read one by
+    one (a second reward function that raises leaves the composite's status the first one's); a result without
+    components that is itself `error` counts under "reward"."""
+    errors: dict[str, tuple[int, str]] = {}
+    for result in results:
+        parts = result.details.get("components") or {}
+        failed = [(name, part.get("details") or {}) for name, part in parts.items()
+                  if part.get("status") == Status.ERROR.value]
+        if not failed and result.status is Status.ERROR:
+            failed = [("reward", result.details)]
+        for name, details in failed:
+            count, message = errors.get(name, (0, ""))
+            errors[name] = (count + 1, message or _error_message(details))
+    return errors
+
+
+def _error_message(details: dict) -> str:
+    message = details.get("error") or details.get("reason") or "its details give no message"
+    return " ".join(str(message).split())  # one line
+
+
+def check_reward_errors(results: list, env, where: str, log: Callable[[str], None]) -> None:
+    """Stop the run (RewardFailed) when a reward component errored on every one of `results` (every rank's, under
+    torchrun: all ranks decide alike); `log` one warning line when one errored on some. `where` says what was
+    scored ("step 3's completions")."""
+    errors = reward_errors(results)
+    names = [*getattr(env, "verifier_names", []), "reward"]  # the same on every rank: the counts line up
+    counts = torch.tensor([errors.get(name, (0, ""))[0] for name in names] + [len(results)])  # [C+1]
+    counts = gather_from_ranks(counts).sum(dim=0).tolist()  # [C+1] over ranks
+    total = counts[-1]
+    failed = [(name, n) for name, n in zip(names, counts) if n]
+    if not failed or not total:
+        return
+    local = {name: message for name, (_, message) in errors.items()}
+    name, n = max(failed, key=lambda item: item[1])
+    message = local.get(name) or "(the first error was on another rank)"
+    if n == total:
+        raise RewardFailed(f"reward {name!r} failed on all {n} of {where} (status error: no reward to learn "
+                           f"from); its first error: {message}")
+    others = "".join(f"; {other!r} on {k}" for other, k in failed if other != name)
+    log(f"warning: reward {name!r} failed on {n} of {total} of {where} (status error, reward 0){others}; "
+        f"its first error: {message}")
 
 
 # ---- 2. truncation -------------------------------------------------------------------------------------------

@@ -168,6 +168,18 @@ def auto_unsuited(model_config) -> str | None:
             f"model's is {head}")
 
 
+def engine_choice(asked: str, kind: str, model_config=None) -> str:
+    """The start's line naming the engine `asked` (rollout.engine) resolved to (`kind`) and why, for the log; the run
+    records `kind` itself in config.yaml and the model card, never `auto`."""
+    if asked != "auto":
+        return f"engine: {kind} (rollout={asked})"
+    if kind == "vllm":
+        return "engine: vllm (rollout=auto: vLLM is installed and runs this model)"
+    why = auto_unsuited(model_config) if vllm_available() else None
+    return (f"engine: hf (rollout=auto: {why.removeprefix('rollout=auto: hf, ')})" if why else
+            f"engine: hf (rollout=auto: vLLM is not installed; pip install '{_vllm_extra()}' to sample with it)")
+
+
 def vllm_available() -> bool:
     try:
         import vllm  # noqa: F401
