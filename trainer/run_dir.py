@@ -10,8 +10,8 @@ directory holding only the loggers' files of a start that failed before that (`t
 holds no run, and a new run there removes them and goes on, so a failed start never blocks its retry.
 
 `rlvr train` and `rlvr.train()` settle the directory from the command line before Hydra creates it
-(`settle_run_dir`), write the run's log to its train.log (`tee_log`), and on Ctrl-C name the command that
-continues the run from its last checkpoint (`interrupted_message`).
+(`settle_run_dir`), write the run's log to its train.log (`tee_log`), and on Ctrl-C or SIGTERM (`stop_on_sigterm`)
+name the last checkpoint and the command that continues the run from it (`interrupted_message`).
 """
 
 from __future__ import annotations
@@ -19,6 +19,10 @@ from __future__ import annotations
 import json
 import math
 import shutil
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from omegaconf import OmegaConf
@@ -141,8 +145,32 @@ def settle_run_dir(overrides: list[str]) -> list[str]:
     return overrides
 
 
-def interrupted_message(cfg, trace) -> str:
-    """Ctrl-C: two lines instead of a traceback: where it stopped and the command that continues the run."""
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a preempted job, `kill PID`), raised in the main thread as Ctrl-C raises KeyboardInterrupt, so the run
+    stops through the same paths (the producer thread and the reward workers stop, the command prints where the
+    last checkpoint is) instead of dying with no word."""
+
+
+@contextmanager
+def stop_on_sigterm() -> Iterator[None]:
+    """SIGTERM raises `Terminated` while the block runs (the main thread only: a handler can be set nowhere else)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminated(signum, frame):
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def interrupted_message(cfg, trace, error: BaseException | None = None) -> str:
+    """Ctrl-C: two lines instead of a traceback: where it stopped and the command that continues the run.
+    SIGTERM (`error` a Terminated): one line, that the run was stopped and where its last checkpoint is."""
     import traceback
 
     from rlvr.trainer.checkpoint import latest_checkpoint
@@ -157,6 +185,9 @@ def interrupted_message(cfg, trace) -> str:
     else:
         then = (f"continue from {checkpoint.name} with `rlvr train resume={run_dir}` (steps after it are run "
                 f"again)")
+    if isinstance(error, Terminated):
+        saved = f"its last checkpoint is {checkpoint}" if checkpoint is not None else "it saved no checkpoint"
+        return f"rlvr train: stopped by SIGTERM; {saved}: {then}"
     return f"rlvr train: interrupted (KeyboardInterrupt); {then}\n  in {where}"
 
 

@@ -20,6 +20,8 @@ other items never notice.
 - `map` may be called from any thread; calls are serialised by a lock (one batch at a time).
 - `memory_limit_mb` caps each worker's address space (RLIMIT_AS): an item that allocates past
   it fails with `Outcome("error")` rather than taking the machine down.
+- Ctrl-C belongs to the parent: workers run in their own process group (the terminal's SIGINT does not reach
+  them) and ignore SIGINT, so an interrupted run prints its own message, not a traceback per worker.
 """
 
 from __future__ import annotations
@@ -104,6 +106,7 @@ class _Worker:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "rlvr.verifiers.pool", str(theirs.fileno()), ",".join(preload), str(memory_limit_mb or 0)],
             pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env=env,
+            process_group=0,  # out of the terminal's foreground group: Ctrl-C reaches the parent alone (see below)
         )
         theirs.close()
         self.conn = multiprocessing.connection.Connection(ours.detach())
@@ -291,6 +294,12 @@ class PooledWorkers:
 
 
 if __name__ == "__main__":  # a worker: python -m rlvr.verifiers.pool FD PRELOAD MEMORY_MB
+    # Ctrl-C is the parent's to handle (rlvr train prints where to resume, then its pools stop their workers); a
+    # worker that took it too would print its own traceback over that message. A SIGINT sent to the worker alone is
+    # ignored as well; the parent still ends a worker with EOF, SIGKILL or its own exit.
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _fd, _preload, _memory = sys.argv[1:4]
     _worker_main(multiprocessing.connection.Connection(int(_fd)),
                  tuple(m for m in _preload.split(",") if m), int(_memory) or None)
