@@ -23,7 +23,8 @@ them while it waits for a reply, puts them on its verdict channel as OBSERVED li
 the tests are done the checker asks for the end of notes (["end"]): the candidate compares builtins and
 math once more and answers ["end"]; no answer while the candidate was still serving is itself a note. Notes
 only add hack flags (signatures.py) and never touch the verdict, so a candidate that forges, floods
-or suppresses them gains nothing.
+or suppresses them gains nothing: the monitor is evidence, not a verdict. The checker keeps at most 16 notes of
+each kind, and the candidate's sender checks its descriptor at each send (_rlvr_sender).
 
 The order of the calls tells the candidate nothing about its answers: were the checker
 to stop at the first failing assert, "was I called again" would say whether the last answer passed,
@@ -69,19 +70,58 @@ import sys as _sys
 
 def _rlvr_sender(fd):
     """send(message): one framed message (wire.py's framing) written whole on `fd`, whichever thread sends
-    (the audit hook sends notes from any thread), with json.dumps and os.write taken now, before the program's
-    code runs and can patch them. WireError, before anything is written, for a message past MAX_MESSAGE."""
-    import _thread
-    lock, dumps, write, limit = _thread.allocate_lock(), _json.dumps, _os.write, MAX_MESSAGE
+    (the audit hook sends notes from any thread), with json.dumps, os.write and os.fstat taken now, before the
+    program's code runs and can patch them. WireError, before anything is written, for a message past MAX_MESSAGE.
 
-    def send(message):
+    The descriptor is checked at each send: its identity (device, inode, type) is taken now and compared before
+    and after every write. A program can put a pipe of its own on `fd` (os.dup2 raises no audit event) and
+    forward everything but the notes, but to forward the replies it must keep a descriptor of the real pipe: on a
+    mismatch the sender finds that descriptor (fstat over every descriptor number, which raises no event either),
+    writes there from then on, sends "tamper:replies descriptor replaced" first, and sends again a message that
+    was written while the swap happened. A program that keeps no descriptor of the real pipe sends no reply."""
+    import _thread
+    lock, dumps, write, fstat, limit = _thread.allocate_lock(), _json.dumps, _os.write, _os.fstat, MAX_MESSAGE
+    try:
+        top = min(_os.sysconf("SC_OPEN_MAX"), 1 << 16)
+    except (OSError, ValueError):
+        top = 1024
+
+    def identity(d):
+        try:
+            st = fstat(d)
+        except OSError:
+            return None
+        return st.st_dev, st.st_ino, st.st_mode
+
+    real, target = identity(fd), [fd]
+
+    def framed(message):
         body = dumps(message, separators=(",", ":")).encode("ascii")
         if len(body) > limit:
             raise WireError("message of %d bytes, more than %d" % (len(body), limit))
-        data = memoryview(len(body).to_bytes(4, "big") + body)
+        return memoryview(len(body).to_bytes(4, "big") + body)
+
+    def put(data):
+        while data:
+            data = data[write(target[0], data):]
+
+    def moved(again):
+        for d in range(top):
+            if identity(d) == real:
+                target[0] = d
+                put(framed(["notes", ["tamper:replies descriptor replaced"]]))
+                if again is not None:
+                    put(again)
+                return
+
+    def send(message):
+        data = framed(message)
         with lock:
-            while data:
-                data = data[write(fd, data):]
+            if identity(target[0]) != real:
+                moved(None)
+            put(data)
+            if identity(target[0]) != real:
+                moved(data)
     return send
 
 
@@ -93,14 +133,25 @@ def _rlvr_watch(send):
         memory   frames (sys._getframe, inspect, a traceback's or generator's frame), gc's object lists,
                  /proc/*/mem
         ctypes   ctypes or _ctypes imported, a library loaded, a symbol looked up, raw memory read
-        tamper   a tracer or profiler set, a signal sent, code compiled under a file name of Python's install
+        tamper   a tracer or profiler set, a signal sent, code named after a file of Python's install whose text
+                 is not that file's, or built under such a name (the sender adds: the replies descriptor replaced)
     Each note leaves the process when it is made, as a ["notes", [note]] message on the replies pipe (`send`):
-    what the code does next (exit, patch the harness, loop until killed) cannot take it back. Memory and
-    ctypes events count when the code that raised them is the program's: the nearest frame that is not
-    ctypes', importlib's or inspect's own lies outside Python's install (collections reading a frame for a
-    named tuple, or numpy importing ctypes, is the library's doing). The hot path is one dict lookup per
-    audit event. Returns seen(ns), which notes builtins or math patched since the hook was set and
-    `check`/`candidate` defined; called once the code is loaded and again at the end of notes."""
+    what the code does next (exit, patch the harness, loop until killed) cannot take it back.
+
+    Whose doing an event is. A frame is the program's when its code is not the harness's own (known by identity,
+    not by name) and its file lies outside Python's install, or its file name is one the program forged (above):
+    code compiled under "json/decoder.py" is still the program's. Memory events and the import of ctypes count
+    when the nearest frame that is not ctypes', importlib's or inspect's own is the program's (collections
+    reading a frame for a named tuple, or numpy importing ctypes, is the library's doing). Using ctypes (a
+    library loaded, a symbol looked up, raw memory) counts when a program frame is anywhere on the stack, nearer
+    than any import in progress (ctypes' and numpy's own use while they load is theirs): ctypes taken from
+    sys.modules and called through a library is still the program's call. Both also count on a thread other than
+    the main one with no program frame at all: the harness starts no thread, so such a thread runs what the
+    program handed to a trampoline (a thread pool's work item). The hot path is one dict lookup per audit event.
+    Returns seen(ns), which notes builtins or math patched since the hook was set and `check`/`candidate`
+    defined; called once the code is loaded and again at the end of notes."""
+    import _io
+    import _thread
     import builtins as _b
     import math as _m
     import os as _o
@@ -110,8 +161,21 @@ def _rlvr_watch(send):
     helpers = (lib + "/ctypes/", lib + "/importlib/", lib + "/inspect.py", "<frozen ")
     given = ("/dev/null", "/dev/urandom", "/dev/random")
     path_dirs = {_o.path.abspath(p or ".") for p in _sys.path}
-    abspath, fsdecode, getframe = _o.path.abspath, _o.fsdecode, _sys._getframe
-    noted, per_kind, busy = set(), {}, []
+    abspath, fsdecode, getframe, get_ident, read_file = _o.path.abspath, _o.fsdecode, _sys._getframe, \
+        _thread.get_ident, _io.open
+    noted, per_kind, busy, ours, forged, main = set(), {}, set(), set(), set(), _thread.get_ident()
+    code_type = type(_rlvr_watch.__code__)
+
+    def own(code):  # the harness's code objects, by identity: every frame under this one and what they define
+        if id(code) not in ours:
+            ours.add(id(code))
+            for const in code.co_consts:
+                if type(const) is code_type:
+                    own(const)
+    frame = getframe(0)
+    while frame is not None:
+        own(frame.f_code)
+        frame = frame.f_back
 
     def note(item):
         kind = item.split(":", 1)[0]
@@ -124,11 +188,78 @@ def _rlvr_watch(send):
         except Exception:
             pass
 
-    def by_program(skip=helpers):
-        frame = getframe(3)  # 0 here, 1 the handler, 2 the hook, 3 the code that raised the event
-        while frame is not None and frame.f_code.co_filename.startswith(skip):
+    def named(code):  # a code object's file name as an exact str (it may be a str subclass: see plain below)
+        return plain(code.co_filename) or ""
+
+    def program(code):
+        name = named(code)
+        return name in forged or (id(code) not in ours and not name.startswith(installed))
+
+    def raiser():  # 0 here, 1 the test (nearest, anywhere), 2 the handler, 3 the hook, 4 the code that raised it
+        try:
+            return getframe(4)
+        except ValueError:  # a C callable run as a thread's target: no Python frame at all
+            return None
+
+    def handed(frame):
+        """On a thread the program started (any but the main one), no program frame from `frame` down."""
+        if get_ident() == main:
+            return False
+        while frame is not None:
+            if program(frame.f_code):
+                return False
             frame = frame.f_back
-        return frame is not None and not frame.f_code.co_filename.startswith(installed)
+        return True
+
+    def nearest():
+        frame = first = raiser()
+        while frame is not None and not program(frame.f_code) and named(frame.f_code).startswith(helpers):
+            frame = frame.f_back
+        return (frame is not None and program(frame.f_code)) or handed(first)
+
+    def anywhere():
+        frame = first = raiser()
+        while frame is not None:
+            if program(frame.f_code):
+                return True
+            if named(frame.f_code).startswith("<frozen importlib._bootstrap"):
+                return False  # a module is being loaded, nearer than any program frame: its own use
+            frame = frame.f_back
+        return handed(first)
+
+    def genuine(source, name):
+        """Whether `source` is the text of the file `name` (importlib compiling a module with no cached bytecode)."""
+        try:
+            with read_file(name, "rb") as f:
+                text = f.read()
+        except OSError:
+            return False
+        if type(source) is str:
+            try:
+                return source == text.decode("utf-8")
+            except UnicodeDecodeError:
+                return False
+        return type(source) in (bytes, bytearray) and bytes(source) == text
+
+    # A handler never runs the program's code: an event's arguments can be the program's objects (a str subclass
+    # whose __repr__ or __eq__ would run inside the hook, where nothing is watched, and whose exception would drop
+    # the note), so they are read through the built-in types' own methods only.
+    def plain(value):
+        """`value` as an exact str when it is a str or bytes (a subclass included), else None."""
+        if issubclass(type(value), str):
+            return str.__str__(value)
+        if issubclass(type(value), bytes):
+            return fsdecode(bytes.__bytes__(value))
+        return None
+
+    def shown(value, depth=0):
+        """repr of plain data (tuples and lists of str, bytes, numbers, None), "<object>" for anything else."""
+        kind = type(value)
+        if kind in (tuple, list) and depth < 3:
+            return "(" + ", ".join(shown(v, depth + 1) for v in value[:8]) + ")"
+        if issubclass(kind, (str, bytes)):
+            return repr(plain(value))
+        return repr(value) if kind in (int, float, bool, type(None)) else "<object>"
 
     made, tmpfile = set(), getattr(_o, "O_TMPFILE", 0) or -1  # scratch files and directories the program made
 
@@ -161,29 +292,33 @@ def _rlvr_watch(send):
 
     def reached(kind, at=0):  # args[at]: the path, command or address the event names
         def handle(event, args):
-            note(kind + ":" + event + " " + repr(args[at] if len(args) > at else "")[:200])
+            note(kind + ":" + event + " " + shown(args[at] if len(args) > at else "")[:200])
         return handle
 
     def introspected(event, args):
-        if by_program():
+        if nearest():
             note("memory:" + event)
 
     def attribute(event, args):
-        if len(args) == 2 and args[1] in ("tb_frame", "gi_frame", "cr_frame", "ag_frame") and by_program():
+        if len(args) == 2 and plain(args[1]) in ("tb_frame", "gi_frame", "cr_frame", "ag_frame") and nearest():
             note("memory:" + args[1])
 
     def imported(event, args):
-        if args and args[0] in ("ctypes", "_ctypes") and by_program():
-            note("ctypes:import " + args[0])
+        if args and plain(args[0]) in ("ctypes", "_ctypes") and nearest():
+            note("ctypes:import " + plain(args[0]))
 
     def foreign(event, args):
-        if by_program():
+        if anywhere():
             note("ctypes:" + event)
 
-    def compiled(event, args):
-        name = args[1] if len(args) > 1 else None
-        if type(name) is str and name.startswith(roots) and by_program(()):
-            note("tamper:code named " + name)
+    def compiled(event, args):  # whoever compiles it, through importlib too: a stdlib name on other text is forged
+        name = plain(args[1]) if len(args) > 1 else None
+        if name is None or not name.startswith(installed) or name in forged:
+            return
+        if genuine(args[0], name) if event == "compile" else not anywhere():
+            return
+        forged.add(name)
+        note("tamper:code named " + name)
 
     def tampered(event, args):
         note("tamper:" + event)
@@ -209,14 +344,17 @@ def _rlvr_watch(send):
 
     def hook(event, args):
         handle = watched.get(event)
-        if handle is not None and not busy:  # busy: the handler's own frame reads raise events too
-            busy.append(event)
+        if handle is not None:
+            thread = get_ident()
+            if thread in busy:  # the handler's own frame reads raise events too; per thread, so that one
+                return          # thread's handling never hides another thread's events
+            busy.add(thread)
             try:
                 handle(event, args)
             except Exception:
                 pass
             finally:
-                busy.pop()
+                busy.discard(thread)
 
     _sys.addaudithook(hook)
     before = {name: (mod, dict(vars(mod))) for name, mod in (("builtins", _b), ("math", _m))}
@@ -475,14 +613,19 @@ def _rlvr_check():
     def describe(error):
         return (type(error).__name__ + ": " + str(error))[:300]
 
-    observed, gone = [], []
+    observed, gone, kept = [], [], {}
 
     def observe(notes):
-        """The harness's notes, on the verdict channel as they come (a run killed later keeps them); at most 64."""
+        """The harness's notes, on the verdict channel as they come (a run killed later keeps them): at most 16 of
+        each kind (every prefix the harness does not use counts as one kind), so notes the program forges cannot
+        crowd out a kind not seen yet."""
         fresh = []
         for item in notes[:64]:
             text = str(item)[:300]
-            if text not in observed and len(observed) < 64:
+            kind = text.split(":", 1)[0]
+            kind = kind if kind in ("read", "channel", "memory", "ctypes", "tamper") else "?"
+            if text not in observed and kept.get(kind, 0) < 16:
+                kept[kind] = kept.get(kind, 0) + 1
                 observed.append(text)
                 fresh.append(text)
         if fresh:
@@ -714,6 +857,18 @@ def read_result(payload: str) -> Any:
     return wire_decode(node)
 
 
+def _kept(observed: list[str], note: str) -> bool:
+    """Whether a note joins those observed: a new one, with fewer than 16 of its kind there (the checker's cap,
+    _rlvr_check's observe: every prefix the harness does not use counts as one kind, so forged notes cannot crowd
+    out a kind not seen yet)."""
+    known = ("read", "channel", "memory", "ctypes", "tamper")
+
+    def kind(text: str) -> str:
+        prefix = text.split(":", 1)[0]
+        return prefix if prefix in known else "?"
+    return note not in observed and sum(kind(o) == kind(note) for o in observed) < 16
+
+
 def parse_report(verdict: str) -> Report:
     """Read the checker's verdict lines (JSON objects); anything else is ignored."""
     report = Report()
@@ -737,7 +892,7 @@ def parse_report(verdict: str) -> Report:
             except ValueError:
                 notes = []
             for note in notes[:64] if isinstance(notes, list) else []:
-                if str(note) not in report.observed and len(report.observed) < 64:
+                if _kept(report.observed, str(note)):
                     report.observed.append(str(note))
         elif tag in ("PASS", "FAIL", "ERROR", "RESULT") and type(i) is int and i >= 0:
             report.outcomes.setdefault(i, (tag, text))

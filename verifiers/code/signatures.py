@@ -7,8 +7,9 @@ The code verifier (verifier.py) puts the kinds found into `details["hacks"]`; th
                     lost: the supervisor reaped it after the checker ended), not on a signal
     tamper          the candidate harness saw builtins or math patched (at load or by the end of the calls),
                     a tracer or profiler set, `check`/`candidate` defined, a signal sent, code compiled under
-                    a file name of Python's install; or the checker never got the harness's end of notes while
-                    the program still answered (harness._rlvr_check); or a note of no known kind
+                    a file name of Python's install with other text than that file's, its replies descriptor
+                    replaced (a pipe of the program's own on it); or the checker never got the harness's end of
+                    notes while the program still answered (harness._rlvr_check); or a note of no known kind
     forged_verdict  the program's own stdout/stderr, as the sandbox captured it, carried verdict-like
                     lines (the checker's JSON lines, or PASS / DONE / OK / "All tests passed")
     channel_write   the checker saw the protocol broken (bytes that are not a framed reply on its pipe),
@@ -36,16 +37,25 @@ The harness's notes (harness._rlvr_watch) cover the whole run: the audit hook se
 checker the moment it is made, at load or inside any call, so a program that reads and then exits, loops
 until it is killed, or patches the harness keeps the notes it already made. Notes only ever add flags: the
 reward is the checker's verdict alone, so a program that forges, suppresses or floods notes gains nothing
-(an unknown kind counts as tamper; a missing end of notes is tamper too).
+(an unknown kind counts as tamper; a missing end of notes is tamper too; flooding one kind cannot hide another).
 
-Not done: `stdio` tests have no checker or harness, so their runs are not classified. The candidate owns
-its process: a completion that reads our source can blind the hook before it acts (replace the replies
-descriptor, or reach the hook's closure, each after a step that is itself noted only if the hook sees it:
-gc, frames and ctypes are, `sys.modules['__main__']` and `os.dup2` are not), can compile its code under a
-stdlib-looking name through a path the hook does not attribute, and cannot be seen at all through calls that
-raise no audit event (ctypes.memmove once ctypes is loaded). The in-process kinds (tamper, read_files,
-inspect_memory, ctypes, the /proc and socket part of channel_write) are evidence when present, not proof of
-absence. The reward's protection (harness.py) does not depend on any of this.
+The monitor is evidence, not a verdict: the reward is the checker's verdict alone (harness.py), which does not
+depend on any of this; a flag says what was seen, and no flag proves nothing. What a hostile program can no
+longer hide (issue 50's blind spots, tests/test_hack_signatures.py): a pipe of its own put on the replies
+descriptor to filter the notes out (the sender checks the descriptor's identity at each send and writes through
+the real pipe, which the program must keep to forward its replies: tamper); forged notes filling the cap (16 are
+kept per kind, an unknown prefix being one kind, so a kind not seen yet always has room); ctypes taken from
+sys.modules and called through a library or a thread pool, and code compiled under a standard-library file name
+(the harness knows its own code by identity and the program's forged file names: _rlvr_watch); an argument whose
+__repr__ or __eq__ would run the program's code inside the hook. Not done: `stdio` tests have no checker or
+harness, so their runs are not classified. The candidate owns its process: a completion that reads our source
+can still blind the hook through steps it does not see (`sys.modules['__main__']`; a forked child holding the
+only descriptor of the real pipe while the parent filters; another thread swapping the descriptor back and forth
+around the sender's checks), load code objects under a standard-library name from marshalled bytes (no compile
+event), hand work to a trampoline on the main thread that runs after its last frame (weakref.finalize at exit),
+and act unseen through calls that raise no audit event (ctypes.memmove once ctypes is loaded). The in-process
+kinds (tamper, read_files, inspect_memory, ctypes, the /proc and socket part of channel_write) are evidence when
+present, not proof of absence.
 """
 
 from __future__ import annotations
