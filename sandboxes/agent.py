@@ -43,6 +43,7 @@ CHECKER_OUTPUT = 64 << 10  # the checker's own stdout/stderr, kept for diagnosis
 
 try:  # imported on the host (tests); inside a sandbox their sources come first (base.agent_source)
     from rlvr.sandboxes.agent_clock import RunClock
+    from rlvr.sandboxes.agent_counters import _after_run, _before_run
     from rlvr.sandboxes.agent_process import (_LIBC, _drain, _has_exited, _kill_everything_else, _kill_group, _reap,
                                               _spawn, _supervise)
     from rlvr.sandboxes.agent_reset import _clear_keyrings, _make_run_dir, _prepare_roots, _reset_state, _shmem_bytes
@@ -91,6 +92,7 @@ def run_job(job: dict, config: dict) -> dict:
     keyring_uid = program_uid if config.get("clear_keyrings") else None
     if keyring_uid is not None and not _clear_keyrings(keyring_uid):  # before too: a run killed mid-way never reset
         raise OSError(f"could not clear the kernel keyrings of uid {keyring_uid}")
+    counters = _before_run(config)  # counters a program can read, scrambled (agent_counters.py)
     workdir = _make_run_dir(config["workdir"], program_uid, job["program"])
     oom_before = _oom_kills()
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": workdir, "LANG": "C.UTF-8", "TMPDIR": "/tmp",
@@ -153,6 +155,7 @@ def run_job(job: dict, config: dict) -> dict:
         elif code == -signal.SIGXFSZ or _is_file_limit_error(_last_line(stderr)):
             status = "output_limit"
     leftovers = _reset_state(config["workdir"], config["baseline_shmem"], keyring_uid, config["baseline_roots"])
+    leftovers += _after_run(counters)  # a counter moved too far: the container is replaced
     result = {
         "status": status, "stdout": stdout, "stderr": stderr, "exit_code": code,
         "wall_s": round(wall, 6), "cpu_s": round(cpu, 6),

@@ -142,7 +142,7 @@ def agent_source() -> str:
     global _AGENT_SOURCE
     if _AGENT_SOURCE is None:
         folder = files("rlvr.sandboxes")
-        parts = ("agent_reset.py", "agent_clock.py", "agent_process.py", "agent.py")
+        parts = ("agent_reset.py", "agent_counters.py", "agent_clock.py", "agent_process.py", "agent.py")
         _AGENT_SOURCE = "\n\n".join(folder.joinpath(name).read_text() for name in parts)
     return _AGENT_SOURCE
 

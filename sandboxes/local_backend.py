@@ -217,6 +217,7 @@ class LocalSandbox:
         config = {
             "workdir": "/tmp/sandbox", "mount_tmpfs": True, "tmpfs_bytes": int(limits.tmpfs_bytes),
             "one_job": True, "python": self.python, "sysctls": ipc_sysctls(limits),
+            "fresh_namespaces": True,  # pid, IPC and tmpfs counters start afresh each run (agent_counters.py)
             "uids": {"program": uids[0], "checker": uids[1]} if uids else None,
             "clear_keyrings": uids is not None,  # the leased uid's keyrings outlive runs: emptied before and after
         }
