@@ -176,7 +176,7 @@ def engine_choice(asked: str, kind: str, model_config=None) -> str:
     if kind == "vllm":
         return "engine: vllm (rollout=auto: vLLM is installed and runs this model)"
     why = auto_unsuited(model_config) if vllm_available() else None
-    return (f"engine: hf (rollout=auto: {why.removeprefix('rollout=auto: hf, ')})" if why else
+    return (f"engine: hf ({why})" if why else  # why: "rollout=auto: hf, since ..." (auto_unsuited)
             f"engine: hf (rollout=auto: vLLM is not installed; pip install '{_vllm_extra()}' to sample with it)")
 
 
