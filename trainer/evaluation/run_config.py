@@ -14,9 +14,10 @@ printed a confident table of the wrong task. So the run's config supplies, unles
 Sampling (`temperature`, `top_p`, `top_k`) stays eval's own: its default is greedy, the trainer's held-out eval.
 
 Models of several runs that differ in any of these are refused with one line naming the runs, the key and
-both values (an `rlvr eval` reports every model on the same environments; DESIGN: nothing fails quietly), unless
-the command line sets that key. "Set on the command line" is read from the overrides themselves, not from
-values: `model.kind=base` over an instruct run wins although base is eval's default.
+both values, unless the command line sets that key: an `rlvr eval` reports every model on the same
+environments, and a model quietly scored on another run's task would read as a result. "Set on the command
+line" is read from the overrides themselves, not from values: `model.kind=base` over an instruct run wins
+although base is eval's default.
 """
 
 from __future__ import annotations
