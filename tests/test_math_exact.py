@@ -68,17 +68,21 @@ def test_repeating_decimals_are_exact(verifier):
 @pytest.mark.parametrize("gold,g_approx,g_places,pred,p_approx,p_places,min_digits,ok", [
     # exact vs exact: equality only, however close
     (Fraction(1, 3), False, 0, Fraction(333333333, 10 ** 9), False, 0, 3, False),
-    # exact gold, decimal prediction: within half a unit of the decimal's last place, with enough digits
-    (Fraction(1, 3), False, 0, Fraction("0.333"), True, 3, 3, True),
-    (Fraction(1, 3), False, 0, Fraction("0.334"), True, 3, 3, False),
-    (Fraction(1, 3), False, 0, Fraction("0.33"), True, 2, 3, False),  # 2 digits for a scalar answer
-    (Fraction(1, 3), False, 0, Fraction("0.33"), True, 2, 2, True),  # 2 digits for an entry of a tuple
-    (Fraction(1, 3), False, 0, Fraction("0.3"), True, 1, 2, False),
-    # decimal gold: its precision binds, the prediction at least as precise
+    # exact gold, decimal prediction: equality only, however many digits (issue 50, class 5)
+    (Fraction(1, 3), False, 0, Fraction("0.333"), True, 3, 3, False),
+    (Fraction(1, 3), False, 0, Fraction("0.3333333"), True, 7, 3, False),
+    (Fraction(1, 3), False, 0, Fraction("0.33"), True, 2, 2, False),  # an entry of a tuple too
+    (Fraction(1234), False, 0, Fraction(1230), True, -1, 3, False),  # 1.23e3: a magnitude
+    (Fraction(1000), False, 0, Fraction(1000), True, -2, 3, True),  # 1.0e3 is 1000
+    (Fraction(1, 2), False, 0, Fraction("0.5"), True, 1, 3, True),
+    # decimal gold: an equal value only, never a neighbour within half a unit of its last digit
     (Fraction("0.33"), True, 2, Fraction("0.3"), True, 1, 3, False),
-    (Fraction("0.33"), True, 2, Fraction("0.333"), True, 3, 3, True),
-    (Fraction("0.33"), True, 2, Fraction(1, 3), False, 0, 3, True),
-    (Fraction("16386.17"), True, 2, Fraction("16386.169"), True, 3, 3, True),
+    (Fraction("0.33"), True, 2, Fraction("0.333"), True, 3, 3, False),
+    (Fraction("0.33"), True, 2, Fraction(1, 3), False, 0, 3, False),
+    (Fraction("0.5"), True, 1, Fraction("0.54"), True, 2, 3, False),
+    (Fraction("0.5"), True, 1, Fraction("0.50"), True, 2, 3, True),
+    (Fraction("0.5"), True, 1, Fraction(1, 2), False, 0, 3, True),
+    (Fraction("16386.17"), True, 2, Fraction("16386.169"), True, 3, 3, False),
     (Fraction("16386.17"), True, 2, Fraction("16386.16"), True, 2, 3, False),
 ])
 def test_number_rule(gold, g_approx, g_places, pred, p_approx, p_places, min_digits, ok):
@@ -86,10 +90,10 @@ def test_number_rule(gold, g_approx, g_places, pred, p_approx, p_places, min_dig
 
 
 def test_decimals_inside_structures_use_the_same_rule(verifier):
-    assert verdict(verifier, r"(0.6, 2.67]", r"(\frac{3}{5}, \frac{8}{3}]") is Status.CORRECT
-    assert verdict(verifier, r"(0.6, 2.6]", r"(\frac{3}{5}, \frac{8}{3}]") is Status.INCORRECT
-    assert verdict(verifier, r"\begin{pmatrix}0.33 & 1\end{pmatrix}", r"\begin{pmatrix}\frac13 & 1\end{pmatrix}") is Status.CORRECT
-    assert verdict(verifier, r"\begin{pmatrix}0.34 & 1\end{pmatrix}", r"\begin{pmatrix}\frac13 & 1\end{pmatrix}") is Status.INCORRECT
+    assert verdict(verifier, r"(0.6, 2.5]", r"(\frac{3}{5}, \frac{5}{2}]") is Status.CORRECT
+    assert verdict(verifier, r"(0.6, 2.67]", r"(\frac{3}{5}, \frac{8}{3}]") is Status.INCORRECT
+    assert verdict(verifier, r"\begin{pmatrix}0.25 & 1\end{pmatrix}", r"\begin{pmatrix}\frac14 & 1\end{pmatrix}") is Status.CORRECT
+    assert verdict(verifier, r"\begin{pmatrix}0.33 & 1\end{pmatrix}", r"\begin{pmatrix}\frac13 & 1\end{pmatrix}") is Status.INCORRECT
 
 
 @pytest.mark.parametrize("completion,gold", [

@@ -123,7 +123,57 @@ def test_pathological_inputs_return_and_leave_the_batch_alone():
 
 
 def test_a_long_answer_equal_to_its_gold_is_correct():
+    """At the default limit, not `correct or timeout`: an honest long answer that times out is a failed answer."""
     long_sum = "+".join(["1"] * 2000)
     v = MathVerifier(workers=1)
-    assert v(rf"\boxed{{{long_sum}}}", {"answer": "2000"}).status in (Status.CORRECT, Status.TIMEOUT)
-    v.close()
+    try:
+        result = v(rf"\boxed{{{long_sum}}}", {"answer": "2000"})
+    finally:
+        v.close()
+    assert result.status is Status.CORRECT, result
+
+
+def test_a_sympy_failure_is_an_error_not_a_wrong_answer(monkeypatch):
+    """issue 51: an exception inside SymPy is a verifier failure; scoring it `incorrect` hides the bug."""
+    import sympy
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("simulated SymPy bug")
+
+    for name in ("expand", "radsimp", "simplify", "cancel"):
+        monkeypatch.setattr(sympy, name, broken)
+    v = MathVerifier(workers=0)  # in-process, so the patched SymPy is the one used
+    result = v(r"\boxed{\sqrt{2}+\sqrt{3}}", {"answer": r"\sqrt{5+2\sqrt{6}}"})
+    assert result.status is Status.ERROR and result.reward == 0.0, result
+    assert "simulated SymPy bug" in result.details["reason"]
+
+
+def test_an_exception_anywhere_in_the_worker_is_an_error(monkeypatch):
+    import rlvr.verifiers.math.symbolic as symbolic
+
+    class Uncomparable:
+        def __eq__(self, other):
+            raise TypeError("cannot compare")
+
+    monkeypatch.setattr(symbolic, "node_to_sympy", lambda node: Uncomparable())
+    result = MathVerifier(workers=0)(r"\boxed{\sqrt{2}}", {"answer": r"\sqrt{2}+0"})
+    assert result.status is Status.ERROR and "cannot compare" in result.details["reason"], result
+
+
+@pytest.mark.parametrize("completion, gold", [
+    ("So the total is 1.23e3", "1230"),  # read as 1230 once: a magnitude, paid as the answer
+    ("So the total is 1.23e3", "3"),  # nor its exponent
+    ("So the total is 1.23e3", "1.23"),  # nor its mantissa
+])
+def test_the_last_number_fallback_reads_no_exponent(completion, gold):
+    v = MathVerifier(workers=0, last_number=True, lenient=False)
+    assert v(completion, {"answer": gold}).status is not Status.CORRECT
+    assert v("So the total is 1230", {"answer": "1230"}).status is Status.CORRECT
+
+
+def test_the_shared_last_number_skips_scientific_notation():
+    from rlvr.verifiers.extract import extract_last_number
+
+    assert extract_last_number("we have 7 and then 3e5") == "7"
+    assert extract_last_number("we have 7 and then 1.5E-3 here") == "7"
+    assert extract_last_number("so 5-3 = 2, then 1,234.5") == "1,234.5"

@@ -11,7 +11,10 @@ OPEN, CLOSE = "<answer>", "</answer>"
 
 # A number: optional sign (not when glued to a preceding word or digit, so "5-3" yields 3),
 # digits with optional `,` thousands groups, optional decimals. `−` is the unicode minus.
-_NUMBER = re.compile(r"(?:(?<![\w)\]])[+\-\u2212])?(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?")
+# Scientific notation is no number here: `3e5` yields neither 3 nor 5 (the number is atomic, so a failed
+# `(?![eE][-+]?\d)` does not back off to "3", and digits right after `3e` / `3e-` never start one).
+_NUMBER = re.compile(r"(?:(?<![\w)\]])[+\-\u2212])?(?<!\d[eE])(?<!\d[eE][-+])"
+                     r"(?>(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?)(?![eE][-+]?\d)")
 
 
 def extract_answer_tag(text: str) -> str | None:

@@ -120,8 +120,9 @@ def equal(g, p, rules: Rules) -> bool:
             interval = _abs_chain_as_union(g) or rel_as_interval(g)
             return interval is not None and equal(interval, p, rules)
         return False
-    if isinstance(p, Rel):  # gold value, predicted "x = value" (or "2 + 3 = 5": the last side)
-        return all(op == "=" for op in p.ops) and equal(g, p.sides[-1], rules)
+    if isinstance(p, Rel):  # gold value, predicted "x = value" or "2 + 3 = 5": every member but a name is the value
+        values = p.sides[1:] if _names_something(p.sides[0]) else p.sides
+        return all(op == "=" for op in p.ops) and bool(values) and all(equal(g, side, rules) for side in values)
     if isinstance(g, Num) and isinstance(p, Num):
         return _num_equal(g, p, rules)
     if isinstance(g, (Num, Expr)) and isinstance(p, (Num, Expr)):
@@ -165,19 +166,18 @@ def _distinct(items) -> list:
 
 def numbers_equal(g: Fraction, g_approx: bool, g_places: int, p: Fraction, p_approx: bool, p_places: int,
                   rel_tol: float = 0.0, min_digits: int = 3) -> bool:
-    """The number rule of the module docstring: exact unless a side is a decimal, then its stated precision."""
+    """The number rule of the module docstring: two rational numbers are equal only when their values are.
+
+    Neither an exact gold nor a decimal gold takes a neighbour (`1.23e3` for 1234, `0.333` for 1/3, `0.54` for
+    0.5); an equal value written otherwise passes (`0.50` or `1/2` for 0.5, `1.2e5` for 120000). `rel_tol` > 0 is a
+    user's opt-in tolerance for decimals; `min_digits` binds only against irrational golds (symbolic.py)."""
     if g == p:
         return True
-    if not (g_approx or p_approx):
-        return False  # two exact values: no tolerance at all
+    if not (g_approx or p_approx) or not rel_tol:
+        return False
     if g_approx and p_approx and p_places < g_places:
         return False  # 0.3 does not stand for 0.33: the prediction is less precise than the gold
-    if rel_tol and abs(p - g) <= rel_tol * abs(g):
-        return True
-    places = g_places if g_approx else p_places  # the gold's stated precision binds when it has one
-    if not g_approx and _significant_digits(p, p_places) < min_digits:
-        return False  # 3.1 for pi, 0.3 for 1/3: too few digits to earn credit for an exact answer
-    return abs(p - g) * 2 * Fraction(10) ** places <= 1  # within half a unit in the last stated place
+    return abs(p - g) <= rel_tol * abs(g)
 
 
 def _num_equal(g: Num, p: Num, rules: Rules) -> bool:
@@ -246,6 +246,14 @@ def _is_label(node) -> bool:
     return False
 
 
+def _names_something(node) -> bool:
+    """The first member of a predicted chain names what it equals (`x`, `f(2)`, `2y`, `(p, q)`) rather than being
+    a value (`4`, `\\sqrt{2}`, `\\pi`): a letter remains once commands and subscripts are removed."""
+    if isinstance(node, Expr):
+        return bool(re.search(r"[a-zA-Z]", _COMMAND.sub("", re.sub(r"_\s*(?:\{[^{}]*\}|\w)", "", node.latex))))
+    return isinstance(node, Bracket) and bool(node.items) and all(_names_something(i) for i in node.items)
+
+
 def _named_values(coll: Coll):
     """The values of `p=5, q=2` (distinct bare names, in order), else None."""
     items = coll.items
@@ -255,15 +263,21 @@ def _named_values(coll: Coll):
     return tuple(i.sides[1] for i in items) if len(set(names)) == len(names) else None
 
 
-def _chain_ends(rel: Rel) -> Rel:
-    """`x = 5+5+1 = 7 = 11` answers `x = 11`: an equality chain counts by its first and last member."""
+def _chain_ends(rel: Rel, rules: Rules) -> Rel | None:
+    """`x = 5+5+1 = 11` answers `x = 11`: an equality chain counts by its first and last member, once every
+    member after the first equals the last (`x = 4 = 3` holds nothing: None)."""
     if len(rel.sides) > 2 and all(op == "=" for op in rel.ops):
-        return Rel(("=",), (rel.sides[0], rel.sides[-1]))
+        last = rel.sides[-1]
+        if not all(equal(last, side, rules) for side in rel.sides[1:-1]):
+            return None
+        return Rel(("=",), (rel.sides[0], last))
     return rel
 
 
 def _rel_equal(g: Rel, p: Rel, rules: Rules) -> bool:
-    g, p = _chain_ends(g), _chain_ends(p)
+    g, p = _chain_ends(g, rules) or g, _chain_ends(p, rules)
+    if p is None:
+        return False
     if len(g.sides) == 2 and len(p.sides) == 2:
         flipped = Rel((_FLIP[p.ops[0]],), (p.sides[1], p.sides[0]))
         for cand in (p, flipped):

@@ -58,8 +58,11 @@ _ANSWER_IS = re.compile(
 _LATEX_SPANS = re.compile(r"\$\$(.+?)\$\$|(?<![\\$])\$([^\n]+?)(?<!\\)\$|\\\(([^\n]+?)\\\)|\\\[(.+?)\\\]", re.DOTALL)
 # `(?<!\d)\$[ \t]*\n` is what `(?<![\d])[ \t]*\$[ \t]*\n` matched, less the quadratic retries inside a run of spaces
 _STRAY_DELIMITER = re.compile(r"\\\(|\\\)|(?<![\d\s])[ \t]*\$[ \t]*(?![\d\s])|(?<!\d)\$[ \t]*\n|\n[ \t]*\$")
+# Scientific notation is not read by the fallbacks (`3e5` gives neither 300000 nor 3 nor 5): the number is atomic, so
+# a failed `(?![eE][-+]?\d)` never backs off to a shorter one, and one glued to a letter before it never starts.
+_NO_EXPONENT = r"(?![eE][-+]?\d)"
 _LAST_NUMBER = re.compile(
-    r"(?<![\w.])[-\u2212]?(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?(?:/\d+)?(?:[eE][-+]?\d+)?\s*%?"
+    r"(?<![\w.])(?<!\d[eE][-+])[-\u2212]?(?>(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?(?:/\d+)?)" + _NO_EXPONENT + r"\s*%?"
 )
 
 
@@ -291,7 +294,7 @@ def extract_last_latex(text: str) -> list[str] | None:
 
 
 def extract_last_number(text: str) -> list[str] | None:
-    """The last number in the text (`-1,234.5`, `3/4`, `1.2e5`, `45%`)."""
+    """The last number in the text (`-1,234.5`, `3/4`, `45%`); one in scientific notation (`1.2e5`) is skipped."""
     last = None
     for m in _LAST_NUMBER.finditer(text):
         last = m
@@ -299,8 +302,8 @@ def extract_last_number(text: str) -> list[str] | None:
 
 
 _BARE_NUMBER = re.compile(
-    r"(?<![A-Za-z\d.,])[-\u2212]?(?:\\frac\{\d+\}\{\d+\}|(?:\d{1,3}(?:(?:,\d{3})+| (?=\d{3}(?!\d))\d{3}(?: \d{3})*)|\d+)"
-    r"(?:[.,]\d+)?(?:/\d+)?|\.\d+)(?:\s*(?:%|\\%|percent\b|pct\b))?"
+    r"(?<![A-Za-z\d.,])(?<!\d[eE][-+])[-\u2212]?(?>\\frac\{\d+\}\{\d+\}|(?:\d{1,3}(?:(?:,\d{3})+| (?=\d{3}(?!\d))\d{3}(?: \d{3})*)|\d+)"
+    r"(?:[.,]\d+)?(?:/\d+)?|\.\d+)" + _NO_EXPONENT + r"(?:\s*(?:%|\\%|percent\b|pct\b))?"
 )
 _CONCLUSION = re.compile(r"\b(?:therefore|thus|hence|so|final|answer|total|altogether|in all)\b", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"\.(?:\s|$)|\n")

@@ -42,10 +42,13 @@ def _is_range(text: str) -> bool:
     return False
 
 
-def is_hedge(completion: str, answers: list[str], gold: str) -> bool:
-    """True when `completion` (with its extracted `answers`) hedges against the single-answer `gold`."""
+def is_hedge(completion: str, answers: list[str], gold: str, gold_many: bool = False) -> bool:
+    """True when `completion` (with its extracted `answers`) hedges against the single-answer `gold`.
+
+    `gold_many`: the gold is itself several answers (`\\pm 3`, `2, 3`), so alternatives may be its answer."""
     region = answer_region(completion)
-    if _EMPTY_BOX.search(region) or _BOX_OR_BOX.search(region):
+    if _EMPTY_BOX.search(region):
         return True
-    gold_is_alternatives = bool(_OR_INSIDE.search(gold) or _is_range(gold))
-    return not gold_is_alternatives and any(_OR_INSIDE.search(a) or _is_range(a) for a in answers)
+    if gold_many or _OR_INSIDE.search(gold) or _is_range(gold):
+        return False
+    return bool(_BOX_OR_BOX.search(region)) or any(_OR_INSIDE.search(a) or _is_range(a) for a in answers)

@@ -18,6 +18,10 @@ class Unparsable(Exception):
         self.latex = latex
 
 
+class SympyFailure(Exception):
+    """SymPy raised where a verdict needed it: the item is `error` (a verifier failure), never `incorrect`."""
+
+
 @dataclass(frozen=True)
 class Rules:
     rel_tol: float = 0.0

@@ -9,14 +9,20 @@ import random
 import re
 from functools import lru_cache
 
-from rlvr.verifiers.math.rules import Rules, Unparsable, _num_values, _significant_digits
+from rlvr.verifiers.math.rules import Rules, SympyFailure, Unparsable, _num_values, _significant_digits
 from rlvr.verifiers.math.parse import Expr, Matrix, Num, Rel
 
 _DECIMAL_IN_LATEX = re.compile(r"(?<![\d.])\d*\.(\d+)")
 
 
-_POINTS = 3  # agreeing random points needed to call two expressions equal
+_POINTS = 4  # agreeing random points needed to call two expressions equal (two of each sign, see _points)
 _DIGITS = 30
+
+
+# A sum of plain integers (`1+1+...+1`, 2,000 terms): added here in linear time, since the ANTLR parser takes
+# about 2.6 s for 2,000 terms (past the default 3 s limit on a loaded machine): an honest long answer must not time out
+_PLAIN_SUM = re.compile(r"\s*[-+]?\s*\d{1,400}(?:\s*[-+]\s*\d{1,400})*\s*")
+_TERM = re.compile(r"([-+]?)\s*(\d+)")
 
 
 @lru_cache(maxsize=4096)
@@ -24,6 +30,9 @@ def to_sympy(latex: str):
     """SymPy object for a LaTeX string (cached: gold answers repeat G times per prompt)."""
     from latex2sympy2_extended.latex2sympy2 import ConversionConfig, NormalizationConfig, latex2sympy
     import sympy
+
+    if _PLAIN_SUM.fullmatch(latex):
+        return sympy.Integer(sum(-int(d) if sign == "-" else int(d) for sign, d in _TERM.findall(latex)))
 
     try:
         expr = latex2sympy(
@@ -61,21 +70,61 @@ def _stated_places(node) -> int | None:
 
 
 def sympy_equal(g, p, rules: Rules) -> bool:
+    """equal.py's rules where a side needs SymPy. Which tolerance applies depends on the gold:
+    - an exact rational gold (`1000`, `2^{10}`, `\\frac{1}{3}`) is matched by an exactly equal value only; a
+      prediction's decimals are read as the exact fractions they write (`1.2 \\times 10^{5}` is 120000, `0.333`
+      is not 1/3);
+    - a decimal gold (`0.866`) is matched by an equal value, or by an expression SymPy knows to be irrational
+      (`\\frac{\\sqrt{3}}{2}`: it has no decimal of its own) within half a unit of the gold's last place; never
+      by another rational (`0.8661`, `\\frac{433}{500}`);
+    - an irrational gold (`\\pi`, `\\sqrt{2}`) by a decimal with `min_digits` significant digits, written to at
+      least one decimal place (`3.14`; not `3.1`, nor the magnitude `1.26 \\times 10^{3}` for `400\\pi`), within half a unit."""
     import sympy
 
     gs, ps = node_to_sympy(g), node_to_sympy(p)
     if not isinstance(gs, sympy.Expr) or not isinstance(ps, sympy.Expr):
         return _structural_sympy_equal(gs, ps, rules)
     g_places, p_places = _stated_places(g), _stated_places(p)
-    if isinstance(p, Num) and p.approx and g_places is None and _significant_digits(p.value, p.places) < rules.min_digits:
-        return False  # as in numbers_equal: 0.3 does not stand for an exact gold
-    g_values = ([(sympy.Rational(v.numerator, v.denominator), places if g.approx else None)
-                 for v, places in _num_values(g, rules.percent)]
-                if isinstance(g, Num) else [(gs, g_places)])
-    p_values = ([(sympy.Rational(v.numerator, v.denominator), places if p.approx else None)
-                 for v, places in _num_values(p, rules.percent)]
-                if isinstance(p, Num) else [(ps, p_places)])
-    return any(_expr_equal(a, ap, b, bp, rules.rel_tol) for a, ap in g_values for b, bp in p_values)
+    g_exact, p_exact = _exact_sympy(g, gs), _exact_sympy(p, ps)
+    g_values = _values(g, g_exact, rules)
+    p_values = _values(p, p_exact, rules)
+    if rules.rel_tol and (g_places is not None or p_places is not None):  # a user's opt-in tolerance
+        return any(_expr_equal(a, g_places, b, p_places, rules.rel_tol) for a, _ in g_values for b, _ in p_values)
+    if g_places is None and g_exact.is_rational:  # an exact rational gold: exactly equal only
+        return any(_expr_equal(a, None, b, None) for a, _ in g_values for b, _ in p_values)
+    if g_places is not None:  # a decimal gold
+        if any(_expr_equal(a, None, b, None) for a, _ in g_values for b, _ in p_values):
+            return True
+        return p_places is None and p_exact.is_rational is False and any(
+            _expr_equal(a, places, b, None) for a, places in g_values for b, _ in p_values)
+    if p_places is None:  # an irrational gold against an exact prediction
+        return any(_expr_equal(a, None, b, None) for a, _ in g_values for b, _ in p_values)
+    if p_places < 1 or (isinstance(p, Num) and _significant_digits(p.value, p.places) < rules.min_digits):
+        return False  # 3.1 or 3.14e0 for pi: a rough guess or a magnitude, not the answer
+    return any(_expr_equal(a, None, b, places) for a, _ in g_values for b, places in p_values)
+
+
+def _values(node, exact, rules: Rules) -> list:
+    """(SymPy value, stated places or None) for each value `node` may stand for (a percent stands for two)."""
+    import sympy
+
+    if isinstance(node, Num):
+        return [(sympy.Rational(v.numerator, v.denominator), places if node.approx else None)
+                for v, places in _num_values(node, rules.percent)]
+    return [(exact, _stated_places(node))]
+
+
+def _exact_sympy(node, parsed):
+    """`parsed` with each decimal the LaTeX writes read as the exact fraction it writes (`0.333` is 333/1000)."""
+    if isinstance(node, Num) or _stated_places(node) is None:
+        return parsed
+    result = to_sympy(_DECIMAL_IN_LATEX.sub(_as_fraction, node.latex))
+    return parsed if isinstance(result, Unparsable) else result
+
+
+def _as_fraction(m: re.Match) -> str:
+    whole, digits = m.group(0).split(".")
+    return f"{{\\frac{{{int((whole or '0') + digits)}}}{{1{'0' * len(digits)}}}}}"
 
 
 def _structural_sympy_equal(gs, ps, rules: Rules) -> bool:
@@ -85,8 +134,8 @@ def _structural_sympy_equal(gs, ps, rules: Rules) -> bool:
         return gs.shape == ps.shape and all(_expr_equal(a, None, b, None, rules.rel_tol) for a, b in zip(gs, ps))
     try:
         return bool(gs == ps)
-    except Exception:
-        return False
+    except Exception as error:  # SymPy could not compare what it parsed: a verifier failure, not a wrong answer
+        raise SympyFailure(f"comparing {type(gs).__name__} with {type(ps).__name__}: {error}") from error
 
 
 def _expr_equal(gs, g_places: int | None, ps, p_places: int | None, rel_tol: float = 0.0) -> bool:
@@ -152,23 +201,32 @@ def _proved_zero(d, cheap: bool = False) -> bool:
     import sympy
 
     rewrites = (sympy.expand, sympy.cancel) if cheap else (sympy.expand, sympy.radsimp, sympy.simplify)
+    failures = []
     for rewrite in rewrites:  # never nsimplify: it rounds
         try:
             r = rewrite(d)
-        except Exception:
+        except Exception as error:
+            failures.append(f"{rewrite.__name__}: {type(error).__name__}: {error}")
             continue
         if r == 0:
             return True
+    if len(failures) == len(rewrites):  # no rewrite ran at all: nothing was shown, so no verdict is due
+        raise SympyFailure("every rewrite raised (" + "; ".join(failures)[:300] + ")")
     return False
 
 
 def _points(symbols, digits: int = _DIGITS):
-    """Deterministic pseudo-random positive points (positive: sqrt and log stay real)."""
+    """Deterministic pseudo-random points of both signs, alternating from one point to the next.
+
+    Both signs because an identity may fail off the positive reals: at positive points only, `|x|` and
+    `\\sqrt{x^2}` pass for `x` and `\\log(x^2)` for `2\\log x`. Off the domain of real roots and logs values are
+    complex (principal branches), which both sides of a true identity share (`\\sqrt{x}\\sqrt{x}` is `x`)."""
     import sympy
 
     rng = random.Random(0)
-    for _ in range(3 * _POINTS if symbols else 1):
-        yield {s: sympy.Float(rng.randint(300, 2700) / 1000 + rng.random() * 1e-3, digits) for s in symbols}
+    for k in range(4 * _POINTS if symbols else 1):
+        sign = 1 if k % 2 == 0 else -1
+        yield {s: sympy.Float(sign * (rng.randint(300, 2700) / 1000 + rng.random() * 1e-3), digits) for s in symbols}
 
 
 def _value(expr, point, digits: int = _DIGITS):

@@ -4,7 +4,8 @@ Pipeline per item: extract (extract.py) -> normalise and parse both sides to ans
 (parse.py) -> compare (equal.py). Status: correct, incorrect, unparsable (no answer found, or
 the model's answer is not valid math), timeout (SymPy overran `timeout`), error (the record's
 gold answer is missing or unparsable). `details` holds the extractor, the extracted text and the
-normalised forms of both sides; `details["hacks"] == ["hedge"]` marks a hedged answer (hedge.py).
+normalised forms of both sides; `details["hacks"] == ["hedge"]` marks a hedged answer (hedge.py), which is
+scored `incorrect` whatever its candidates (`B or C` for gold B earns nothing). A SymPy failure is `error`.
 
 Where the work runs (the hard time limit lives at a process boundary, never in `signal.alarm`,
 which works only on the main thread; verifiers/pool.py):
@@ -42,7 +43,7 @@ from rlvr.verifiers.math.equal import PERCENT_MODES, NeedsSympy, equal
 from rlvr.verifiers.math.rules import Rules
 from rlvr.verifiers.math.extract import DEFAULT_ORDER, EXTRACTORS, extract, extract_gold
 from rlvr.verifiers.math.hedge import is_hedge
-from rlvr.verifiers.math.parse import choice_letter, normalize, parse, parse_answers
+from rlvr.verifiers.math.parse import Coll, Union, choice_letter, normalize, parse, parse_answers
 from rlvr.verifiers.pool import PooledWorkers, default_workers
 from rlvr.errors import ConfigError
 from rlvr.verifiers.registry import register_verifier
@@ -147,13 +148,17 @@ class MathVerifier(PooledWorkers):
             return _result(Status.ERROR, {"error": f"completion must be a string, got {type(completion).__name__}"})
         gold_norm, gold_tree, letter = _gold(str(gold))
         found = extract(completion, self.order)
-        hedged = {"hacks": ["hedge"]} if is_hedge(completion, found[0] if found else [], str(gold)) else {}
-        if found is None:
-            return _result(Status.UNPARSABLE, {"gold": gold_norm, "reason": "no answer found", **hedged})
+        gold_many = isinstance(gold_tree, Union) or isinstance(gold_tree, Coll) and len(gold_tree.items) > 1
+        hedged = {"hacks": ["hedge"]} if is_hedge(completion, found[0] if found else [], str(gold), gold_many) else {}
+        if found is None:  # an empty box is a hedge too: incorrect, like any other
+            status = Status.INCORRECT if hedged else Status.UNPARSABLE
+            return _result(status, {"gold": gold_norm, "reason": "no answer found", **hedged})
         answers, extractor = found
         pred_norms = tuple(normalize(a) for a in answers)
         details = {"extractor": extractor, "extracted": answers[0] if len(answers) == 1 else answers,
                    "pred": pred_norms[0] if len(pred_norms) == 1 else list(pred_norms), "gold": gold_norm, **hedged}
+        if hedged:  # candidates offered as alternatives are not paid, even when one of them is right (hedge.py)
+            return _result(Status.INCORRECT, details)
         if letter is not None:  # multiple choice: only the letter counts
             got = [choice_letter(a) for a in answers]
             ok = len(got) == 1 and got[0] == letter

@@ -35,6 +35,8 @@ def check(gold_norm: str, pred_norms: tuple[str, ...], rules: Rules) -> tuple[st
         return "unparsable", str(error)
     except RecursionError:
         return "unparsable", "answer nested too deeply to parse"
+    except Exception as error:  # SymPy (or this code) failed: reported as `error`, never scored `incorrect`
+        return "error", f"{type(error).__name__}: {error}"[:500]
 
 
 def expr_leaves(norm: str) -> set[str]:
