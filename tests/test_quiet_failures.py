@@ -102,7 +102,7 @@ def test_a_reward_that_fails_on_the_reference_answers_stops_before_any_generatio
     """The dataset's answer column gives each row a reference completion; the reward fails on all of them, so the
     run stops before a model is loaded or a token generated, and leaves no run behind."""
     with pytest.raises(RewardFailed, match=rf"^reward '{function}' failed on all 2 of the reference answers of "
-                                           rf"dataset's train rows, scored before any generation, .*my_rewards:"
+                                           rf"dataset's train rows, before any generation \(status error.*my_rewards:"
                                            rf"{function} {error}"):
         api.train("env=dataset", "env.train_file=with_answers.jsonl", reward_funcs=[f"my_rewards:{function}"],
                   output_dir="run", log=lambda *a, **k: None, **small(tiny_lm))
@@ -151,8 +151,8 @@ def test_some_errors_warn_once_per_step_with_the_count_and_the_run_goes_on(workd
                                             "micro_batch_size": 4, "eval_prompts": 2}))
     warnings = [line for line in lines if line.startswith("warning: reward")]
     assert warnings == [
-        "warning: reward 'flaky_test' failed on 1 of 2 of the reference answers of dataset's train rows, scored "
-        "before any generation, (status error, reward 0); its first error: flaky_test broke on completion 1",
+        "warning: reward 'flaky_test' failed on 1 of 2 of the reference answers of dataset's train rows, before any "
+        "generation (status error, reward 0); its first error: flaky_test broke on completion 1",
         *[f"warning: reward 'flaky_test' failed on 2 of 4 of step {step}'s completions (status error, reward 0); its "
           f"first error: flaky_test broke on completion 1" for step in (1, 2)]]
     assert run.summary["steps"] == 2

@@ -212,7 +212,7 @@ def _check_references(cfg, env, log) -> None:
     rows = [row for row in env.rows("train", cfg.train.prompts_per_step, seed=cfg.seed) if row.get("reference")]
     if rows:
         check_reward_errors(env.score([row["reference"] for row in rows], rows), env,
-                            f"the reference answers of {env.name}'s train rows, scored before any generation,",
+                            f"the reference answers of {env.name}'s train rows, before any generation",
                             log)
 
 
