@@ -2,5 +2,5 @@
 
 verifier.py (registered as `math`) runs extract.py -> parse.py -> equal.py in the caller and sends what may run
 long to worker.py in `TimeLimitPool` workers; rules.py holds what equal.py and symbolic.py (the SymPy side)
-share; hedge.py flags answers that hedge between several.
+share; hedge.py flags answers that hedge between several (scored `incorrect`).
 """

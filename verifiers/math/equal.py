@@ -9,32 +9,40 @@ Rules (gold `g`, prediction `p`):
   grader) calls `\\frac{1}{2004!}` and `\\frac{1}{2006!}` equal. Two exact numbers are Fractions
   here; two exact SymPy constants must agree at 30 digits *and* SymPy must prove `g - p == 0`
   (expand, radsimp, simplify, under the worker's time limit); unproved counts as unequal.
-- A tolerance applies only when a side is written as a decimal, which states its own precision:
-  the decimal stands for every value within half a unit of its last place (`0.333` for 1/3, `1.4142`
-  for `\\sqrt{2}`, `3.14` for `\\pi`; `0.88` is not `\\sqrt{3}/2`). When the gold is the decimal its
-  precision binds and the prediction must be at least as precise (`16386.169` answers `16386.17`,
-  `0.3` does not answer `0.33`). A decimal standing for an exact gold it does not equal needs 3
-  significant digits (`3.14` for `\\pi`, not `3.1`; `0.333` for 1/3, not `0.33`): with fewer a
-  policy is paid for a rough numeric guess instead of the exact answer. Inside tuples, intervals
-  and matrices 2 digits suffice (`0.33` for 1/3 in `(0.33, 1]`), as such answers are often
-  written with rounded entries. Expressions holding decimals follow the same rule. `rel_tol`
-  (default 0) only widens it, for users who want a relative tolerance on decimals as well.
-- Expressions with free symbols: rejected as soon as they differ at one of 3 random positive
-  points at 30 digits; then equal when SymPy's cheap rewrites (expand, cancel) prove `g - p == 0`,
-  or else when they also agree at the points at 90 digits (probabilistic identity testing: it does
-  not give up on true identities that `simplify` misses, and a constant as small as `10^{-30}`
-  added to one side is still caught). PRM800K's grader skips SymPy for anything with `^`; this does not.
+- A rational gold, exact or decimal, and a gold in symbols (`x + 1`, `\\pi x`) are matched by an
+  equal value only (issue 50, class 5: a reward for something other than the answer is what a
+  policy learns). A decimal or scientific-notation value equal to it passes (`0.5` or `0.50` for `\\frac{1}{2}`, `1/2` for `0.5`, `1.2e5` or
+  `1.2 \\times 10^{5}` for 120000); a rounded one earns nothing, however many digits it has
+  (`0.333` for 1/3, `1.23e3` for 1234, `2.67` for 8/3 inside an interval). A decimal gold takes no
+  neighbour within half a unit of its last digit either (`0.54` or `\\frac{27}{50}` for `0.5`,
+  `16386.169` for `16386.17`); only an expression SymPy knows to be irrational, which has no
+  decimal of its own, may stand for it when it rounds to it (`\\frac{\\sqrt{3}}{2}` for `0.866`).
+- An irrational number (`\\pi`, `\\sqrt{2}`) can be written as a decimal only by rounding: a decimal
+  with 3 significant digits and at least one decimal place (2 digits inside tuples, intervals and
+  matrices) stands for it within half a unit of its last place (`3.14` for `\\pi`, `1.4142` for
+  `\\sqrt{2}`; not `3.1`, nor the magnitude `1.26 \\times 10^{3}` for `400\\pi`; `0.88` is not
+  `\\sqrt{3}/2`). Expressions holding decimals follow the same rules, their decimals read as the exact
+  fractions they write. `rel_tol` (default 0) is a user's opt-in relative tolerance on decimals.
+- Expressions with free symbols: rejected as soon as they differ at one of 12 pseudo-random points
+  of both signs at 30 digits (both signs: at positive points only `|x|` and `\\sqrt{x^2}` passed for
+  `x`; off the real domain of roots and logs both sides take principal complex values, so
+  `\\ln(x^2)` is not `2\\ln x` while `\\sqrt{x}\\sqrt{x}` is `x`); then equal when SymPy's cheap
+  rewrites (expand, cancel) prove `g - p == 0`, or else when they agree at 4 points, 2 of each
+  sign, at 90 digits (probabilistic identity testing: it does not give up on true identities that
+  `simplify` misses, and a constant as small as `10^{-30}` added to one side is still caught).
+  PRM800K's grader skips SymPy for anything with `^`; this does not. A SymPy exception is a
+  verifier failure, reported `error`, never `incorrect`.
 - Percent (`percent=`): "either" (default) lets a number written with % stand for itself or for
   its hundredth (`28\\%` matches 28 and 0.28); "ratio" only its hundredth; "strip" only itself.
   A number written *without* % is only itself: 28 never matches 0.28 (the Qwen2.5-Math grader's
   `[g/100, g, g*100]` rule accepts it).
-- Expressions: compared at random positive points at 30 digits (probabilistic identity testing),
-  which is faster than `simplify` and does not give up on true identities; `simplify(g - p) == 0`
-  only when no point evaluates. PRM800K's grader skips SymPy for anything with `^`; this does not.
+- Expressions without free symbols: equal at 30 digits at one point, then proved (`simplify(g - p) == 0`).
 - Relations: equations are equal when `lhs - rhs` of both are proportional (`2x = 4` is `x = 2`),
   inequalities when proportional by a positive factor with the same strictness; so
-  `3x-y+13=0` and `3x+4y+14=0` differ. An equality chain counts by its ends (`x = 5+5+1 = 11` is
-  `x = 11`; the parser already cut it at `\\approx`). A bare value matches `x = value` both ways,
+  `3x-y+13=0` and `3x+4y+14=0` differ. An equality chain counts by its ends once every member
+  holds (`x = 5+5+1 = 11` is `x = 11`; `x = 4 = 3` holds nothing and answers neither 3 nor `x = 3`;
+  the parser already cut it at `\\approx`). A predicted chain answers a value gold when every member
+  after a first that names something (`x`, `f(2)`, `2y`) equals it. A bare value matches `x = value` both ways,
   and a gold `name = value` (`f(x) = 1`, `(p, q) = (3, 2)`, `S_{ABC}:S = 7:32`) is answered by the
   value. A relation gold `2 < x < 5` is answered by the interval `(2, 5)`, but an interval gold is
   not answered by a relation (the question asked for the interval; math-verify's asymmetry too).

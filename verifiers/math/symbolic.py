@@ -71,13 +71,13 @@ def _stated_places(node) -> int | None:
 
 def sympy_equal(g, p, rules: Rules) -> bool:
     """equal.py's rules where a side needs SymPy. Which tolerance applies depends on the gold:
-    - an exact rational gold (`1000`, `2^{10}`, `\\frac{1}{3}`) is matched by an exactly equal value only; a
-      prediction's decimals are read as the exact fractions they write (`1.2 \\times 10^{5}` is 120000, `0.333`
-      is not 1/3);
+    - an exact rational gold (`1000`, `2^{10}`, `\\frac{1}{3}`) or one in symbols (`x + 1`, `\\pi x`) is matched
+      by an exactly equal value only; a prediction's decimals are read as the exact fractions they write
+      (`1.2 \\times 10^{5}` is 120000, `0.5x` is `\\frac{x}{2}`; `0.333` is not 1/3, `x + 1.04` is not `x + 1`);
     - a decimal gold (`0.866`) is matched by an equal value, or by an expression SymPy knows to be irrational
       (`\\frac{\\sqrt{3}}{2}`: it has no decimal of its own) within half a unit of the gold's last place; never
       by another rational (`0.8661`, `\\frac{433}{500}`);
-    - an irrational gold (`\\pi`, `\\sqrt{2}`) by a decimal with `min_digits` significant digits, written to at
+    - an irrational number (`\\pi`, `\\sqrt{2}`) by a decimal with `min_digits` significant digits, written to at
       least one decimal place (`3.14`; not `3.1`, nor the magnitude `1.26 \\times 10^{3}` for `400\\pi`), within half a unit."""
     import sympy
 
@@ -90,7 +90,7 @@ def sympy_equal(g, p, rules: Rules) -> bool:
     p_values = _values(p, p_exact, rules)
     if rules.rel_tol and (g_places is not None or p_places is not None):  # a user's opt-in tolerance
         return any(_expr_equal(a, g_places, b, p_places, rules.rel_tol) for a, _ in g_values for b, _ in p_values)
-    if g_places is None and g_exact.is_rational:  # an exact rational gold: exactly equal only
+    if g_places is None and (g_exact.is_rational or g_exact.free_symbols):  # exact, or in symbols: equal only
         return any(_expr_equal(a, None, b, None) for a, _ in g_values for b, _ in p_values)
     if g_places is not None:  # a decimal gold
         if any(_expr_equal(a, None, b, None) for a, _ in g_values for b, _ in p_values):
@@ -100,7 +100,7 @@ def sympy_equal(g, p, rules: Rules) -> bool:
     if p_places is None:  # an irrational gold against an exact prediction
         return any(_expr_equal(a, None, b, None) for a, _ in g_values for b, _ in p_values)
     if p_places < 1 or (isinstance(p, Num) and _significant_digits(p.value, p.places) < rules.min_digits):
-        return False  # 3.1 or 3.14e0 for pi: a rough guess or a magnitude, not the answer
+        return False  # 3.1 for pi, 1.26e3 for 400 pi: a rough guess or a magnitude, not the answer
     return any(_expr_equal(a, None, b, places) for a, _ in g_values for b, places in p_values)
 
 
