@@ -46,7 +46,7 @@ def test_stdin_stdout_exit_code(sandbox):
 def test_private_pid_namespace(sandbox):
     execution = sandbox.run("import os\nprint(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))")
     assert execution.ok
-    assert max(eval(execution.stdout)) < 10  # only this run's handful of processes are visible
+    assert len(eval(execution.stdout)) < 10  # only this run's handful of processes (pids are scrambled)
 
 
 def test_program_checker_and_supervisor_are_three_users_as_root(sandbox):
