@@ -19,11 +19,12 @@ for the machine's load. So the supervisor reads this clock every TICK_S while a 
   RLIMIT_CPU stays on every process.
 - `wall_s` counts the run's time except time it waited for a CPU. Per tick, the waiting the run's threads report
   (their schedstat run_delay, summed; the supervisor's own too, which a program blocked on a full pipe waits on) is
-  credited, but never more than the supervisor's own probe says a runnable thread waited on this machine right now
-  (`_probe_wait`: it spins for PROBE_S and reads its own run_delay): the program's threads are the program's, and a
-  thread it made idle-class, or pinned beside its own other threads, waits for a CPU by its own choice (round 4: a
-  SCHED_IDLE spinner made every tick look like waiting, and a program past its limit ran to the backstop). Threads
-  at SCHED_IDLE or a positive nice are not credited at all. So a loaded machine still stretches a run (by at most
+  credited, but never more than the supervisor's own probe says a runnable thread waits on this machine now
+  (`_probe_wait`: it spins for PROBE_S and reads its own run_delay; the highest of its last PROBES readings, as
+  one short spin is noisy and an honest thread's credit should not lose to the noise): the program's threads are
+  the program's, and a thread it made idle-class, or pinned beside its own other threads, waits for a CPU by its
+  own choice (round 4: a SCHED_IDLE spinner made every tick look like waiting, and a program past its limit ran
+  to the backstop). Threads at SCHED_IDLE or a positive nice are not credited at all. So a loaded machine still stretches a run (by at most
   1 / (1 - the probe's share of waiting)); a program alone cannot. A program that sleeps or blocks ends at `wall_s`.
   The clock starts when the program is forked.
 - A backstop: at BACKSTOP x `wall_s` of plain elapsed time any run ends, whatever it waited for, or at the job's
@@ -41,6 +42,7 @@ TICK_S = 0.1  # how often the clock is read while a program runs
 BACKSTOP = 10  # a run ends at BACKSTOP x wall_s of elapsed time, whatever it waited for
 PROBE_S = 0.01  # the supervisor's probe spins this long in a tick whose threads reported waiting
 PROBE_FROM = 0.02  # ... when they reported more than this share of the tick (an idle machine costs no probe)
+PROBES = 3  # waiting is credited up to the highest of this many last probe readings
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
 _SCHED_IDLE = 5
 
@@ -55,6 +57,7 @@ class RunClock:
             self.backstop_s = min(self.backstop_s, float(limits["deadline_s"]))
         self.start = self.last = start
         self.counted = 0.0  # seconds counted against wall_s
+        self.probes = []  # the supervisor's last probe readings
         self.cpu = 0.0  # the run's CPU seconds, the highest seen
         self.not_program = set(not_program)  # pids whose CPU is not the program's (the checker)
         self.me = os.getpid()
@@ -73,8 +76,9 @@ class RunClock:
         """Read the run's tasks; True when a limit is reached (CPU, counted wall time or the backstop)."""
         dt, self.last = now - self.last, now
         waited = min(dt, self._waited(dt))
-        if waited > PROBE_FROM * dt:
-            waited = min(waited, dt * _probe_wait())
+        if waited > PROBE_FROM * dt:  # the highest of the last PROBES readings: one short spin is noisy, and the
+            self.probes = self.probes[1 - PROBES:] + [_probe_wait()]  # load it sees is the machine's, not the program's
+            waited = min(waited, dt * max(self.probes))
         self.counted += dt - waited
         self.run_cpu()
         elapsed = max(now, time.monotonic()) - self.start  # the probe took time too

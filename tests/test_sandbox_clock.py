@@ -136,9 +136,9 @@ def _fake_run(monkeypatch, probe: float, reaped=lambda k: 0.0):
 
 def test_waiting_is_credited_only_up_to_what_the_supervisors_probe_measured(monkeypatch):
     """The thread reports waiting all of every tick; the machine made the probe wait a quarter of its time: a
-    quarter of each tick is credited, so the 1 s wall limit ends the run after 1 / 0.75 s (tick 14). With the
+    quarter of each tick is credited, so the 1 s wall limit ends the run after about 1 / 0.75 s. With the
     program's report trusted (a probe that always waited), it would run to the backstop (100 ticks)."""
-    assert _fake_run(monkeypatch, probe=0.25)[0] == 14
+    assert _fake_run(monkeypatch, probe=0.25)[0] in (13, 14)  # 0.1 (new thread) + 12 x 0.075 = 1.0, or a float under
     assert _fake_run(monkeypatch, probe=1.0)[0] == 100
 
 
