@@ -45,6 +45,7 @@ PROBE_FROM = 0.02  # ... when they reported more than this share of the tick (an
 PROBES = 3  # waiting is credited up to the highest of this many last probe readings
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
 _SCHED_IDLE = 5
+_CGROUP_FILE = {}  # supervisor pid -> its cgroup's CPU file (None: none)
 
 
 class RunClock:
@@ -61,7 +62,9 @@ class RunClock:
         self.cpu = 0.0  # the run's CPU seconds, the highest seen
         self.not_program = set(not_program)  # pids whose CPU is not the program's (the checker)
         self.me = os.getpid()
-        self.cgroup = _cgroup_cpu_file(self.me)
+        if self.me not in _CGROUP_FILE:  # a supervisor's cgroup is fixed: looked up once, not per run
+            _CGROUP_FILE[self.me] = _cgroup_cpu_file(self.me)
+        self.cgroup = _CGROUP_FILE[self.me]
         self.checker_high = 0.0
         self.base = self._others()  # CPU of the sandbox, init, us and the checker at the start
         mine = _task_sample("self", self.me) or ("R", 0.0, 0.0, True)
