@@ -128,3 +128,11 @@ def test_the_dry_run_is_bounded_in_calls_and_in_cpu():
     assert len(_forecast("    while candidate(0):\n        pass\n", max_calls=50)) == 50
     spin = "    x = candidate(5)\n    while x > 0:\n        try:\n            x -= 1\n        except BaseException:\n            pass\n"
     assert len(_forecast(spin, cpu_s=0.05)) == 1  # AGREE - 1 is AGREE, and AGREE > 0 forever: the timer ends it
+
+
+def test_an_honest_program_still_passes_a_test_that_searches(verifier):
+    """A search loop in the test is foreseen up to the dry run's bound (AGREE < 10 holds forever): 2,000 calls are
+    made before the test runs, the test uses the first 7 of them, and an honest answer is still `correct`."""
+    search = _tests("    n = 0\n    while candidate(n) < 10:\n        n += 1\n    assert n == 7\n")
+    result = verifier("```python\ndef f(n):\n    return n + 3\n```", {"tests": search})
+    assert result.status is Status.CORRECT, result.details

@@ -19,9 +19,9 @@ module's, which the checker seeds alike for both runs, a path only a wrong answe
 MAX_CALLS or past CPU_S of the checker's CPU), that call is made live, as before: only those can still tell
 the candidate anything about its answers.
 
-Departures: a call foreseen but never made in the real run still reaches the candidate (a search loop
-`while candidate(n): n += 1` is foreseen up to MAX_CALLS calls), so an honest solution may do more work than
-the test needs. A dry run that loops without calling the candidate (`while answer > 0: answer -= 1`) is
+Departures: the test's own code (and the prompt's prefix) runs twice, once dry. A call foreseen but never made
+in the real run still reaches the candidate (a search loop `while candidate(n) < 10: n += 1` is foreseen up to
+MAX_CALLS calls), so an honest solution may do more work than the test needs. A dry run that loops without calling the candidate (`while answer > 0: answer -= 1`) is
 stopped by the CPU timer at its next use of the stand-in or of AGREE, as often as the test swallows that.
 """
 
