@@ -119,6 +119,7 @@ def _fake_run(monkeypatch, probe: float, reaped=lambda k: 0.0):
 
     tick = [0]
     monkeypatch.setattr(agent_clock, "_cgroup_cpu_file", lambda me: None)
+    monkeypatch.setattr(agent_clock, "_CGROUP_FILE", {})  # nothing this process looked up before
     monkeypatch.setattr(agent_clock, "_run_cpu", lambda skip: 0.0)
     monkeypatch.setattr(agent_clock, "_stat_cpu", lambda pid: (0.0, reaped(tick[0]) if pid == 1 else 0.0))
     monkeypatch.setattr(agent_clock, "_run_tasks", lambda skip: [("7", "7")])
