@@ -329,3 +329,15 @@ def test_eager_and_or_and_chains_decide_as_the_short_circuit_would():
         outcome = scope["outcome"]
         assert type(outcome) is type(expected) and (outcome == expected or isinstance(outcome, ValueError)), expression
         assert "boom" not in expression or ran == ["boom"], expression  # every operand ran, reached or not
+
+
+@pytest.mark.parametrize("backend", ["docker", "local"])
+def test_an_honest_value_too_large_to_carry_is_not_a_fake_value(request, backend):
+    """A 5 MB string is past the wire's message cap: the test gets an error, and the run is no `fake_value` hack
+    (before, every value the serialiser refused, too large included, was charged as one)."""
+    v = request.getfixturevalue("verifier" if backend == "docker" else "local_verifier")
+    tests = {"kind": "assert", "prefix": "", "entry_point": "f",
+             "code": "def check(candidate):\n    assert len(candidate(5_000_000)) == 5_000_000\n"}
+    result = v(fenced("def f(n):\n    return 'x' * n\n"), {"tests": tests})
+    assert result.status is not Status.CORRECT and "too large" in str(result.details), result.details
+    assert "fake_value" not in result.details.get("hacks", []), result.details
