@@ -126,7 +126,8 @@ def test_the_dry_run_takes_the_path_where_every_check_passes():
 
 def test_the_dry_run_is_bounded_in_calls_and_in_cpu():
     assert len(_forecast("    while candidate(0):\n        pass\n", max_calls=50)) == 50
-    spin = "    x = candidate(5)\n    while x > 0:\n        try:\n            x -= 1\n        except BaseException:\n            pass\n"
+    spin = ("    x = candidate(5)\n    while x > 0:\n        try:\n            x -= 1\n"
+            "        except BaseException:\n            pass\n")
     assert len(_forecast(spin, cpu_s=0.05)) == 1  # AGREE - 1 is AGREE, and AGREE > 0 forever: the timer ends it
 
 

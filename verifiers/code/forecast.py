@@ -21,8 +21,9 @@ the candidate anything about its answers.
 
 Departures: the test's own code (and the prompt's prefix) runs twice, once dry. A call foreseen but never made
 in the real run still reaches the candidate (a search loop `while candidate(n) < 10: n += 1` is foreseen up to
-MAX_CALLS calls), so an honest solution may do more work than the test needs. A dry run that loops without calling the candidate (`while answer > 0: answer -= 1`) is
-stopped by the CPU timer at its next use of the stand-in or of AGREE, as often as the test swallows that.
+MAX_CALLS calls), so an honest solution may do more work than the test needs. A dry run that loops without
+calling the candidate (`while answer > 0: answer -= 1`) is stopped by the CPU timer at its next use of the
+stand-in or of AGREE, as often as the test swallows that.
 """
 
 MAX_CALLS = 2000  # calls foreseen; beyond them the dry run stops and the rest of the test's calls are made live

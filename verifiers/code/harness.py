@@ -33,15 +33,16 @@ without solving the task. So the checker rewrites each `assert` of the tests (_r
 its outcome and go on, evaluates an assert's message whether it held or not (HumanEval/77's
 messages call the candidate again), makes the tests' `all` and `any` consume their whole iterable
 before deciding, and gives the verdict of the first assert that did not hold once `check` returns.
-`call` cases are all called before anything is compared, on the host. What still ends a test early:
-an exception outside an assert (a candidate's raise in a plain statement, which the candidate chose),
-a test that raises on its own, and the test's own control flow outside asserts (an `if` on an answer, an
-explicit `raise AssertionError`); so before an `assert` test runs, its calls are foreseen by a dry run whose
-stand-in answers agree with every check, and made, in order (forecast.py): the test's calls are answered
-from those replies, and only a call the dry run did not foresee is made live. Inside an assert, `and`, `or` and chained comparisons are made eager
-(_rlvr_eager): every operand runs before the short-circuit's result is taken, since a red-team oracle used
-`assert f(11) == True and f(12) == False ...` with a counter that outlives a warm container's run. A test whose assert guarded a loop's end (assert
-i < 100 inside a search) now runs that loop to the time limit: timeout, reward 0.
+`call` cases are all called before anything is compared, on the host. What still ends a test early: an exception
+outside an assert (a candidate's raise in a plain statement, which the candidate chose), a test that raises on
+its own, and the test's own control flow outside asserts (an `if` on an answer, an explicit `raise
+AssertionError`); so before an `assert` test runs, its calls are foreseen by a dry run whose stand-in answers
+agree with every check, and made, in order (forecast.py): the test's calls are answered from those replies, and
+only a call the dry run did not foresee is made live. Inside an assert, `and`, `or` and chained comparisons are
+made eager (_rlvr_eager): every operand runs before the short-circuit's result is taken, since a red-team oracle
+used `assert f(11) == True and f(12) == False ...` with a counter that outlives a warm container's run. A test
+whose assert guarded a loop's end (assert i < 100 inside a search) now runs that loop to the time limit:
+timeout, reward 0.
 
 What the candidate still controls: its own answers, and whether it raises: the checker raises the
 first of the exception's type and its built-in bases that the wire lets cross (wire.py's
