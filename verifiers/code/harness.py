@@ -82,10 +82,9 @@ def _rlvr_sender(fd):
     was written while the swap happened. A program that keeps no descriptor of the real pipe sends no reply."""
     import _thread
     lock, dumps, write, fstat, limit = _thread.allocate_lock(), _json.dumps, _os.write, _os.fstat, MAX_MESSAGE
-    try:
-        top = min(_os.sysconf("SC_OPEN_MAX"), 1 << 16)
-    except (OSError, ValueError):
-        top = 1024
+    import resource
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]  # no descriptor can ever be above it: the program
+    top = hard if 0 < hard < 1 << 20 else 1 << 20        # may lower it, never raise it (the sandbox sets 256)
 
     def identity(d):
         try:
