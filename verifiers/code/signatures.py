@@ -49,7 +49,8 @@ sys.modules and called through a library or a thread pool, and code compiled und
 (the harness knows its own code by identity and the program's forged file names: _rlvr_watch); an argument whose
 __repr__ or __eq__ would run the program's code inside the hook. Not done: `stdio` tests have no checker or
 harness, so their runs are not classified. The candidate owns its process: a completion that reads our source
-can still blind the hook through steps it does not see (`sys.modules['__main__']`; a forked child holding the
+can still blind the hook through steps it does not see (`sys.modules['__main__']`, whose names the handlers
+look up at run time, builtins included; json's encoder and posixpath, which they call; a forked child holding the
 only descriptor of the real pipe while the parent filters; another thread swapping the descriptor back and forth
 around the sender's checks), load code objects under a standard-library name from marshalled bytes (no compile
 event), hand work to a trampoline on the main thread that runs after its last frame (weakref.finalize at exit),
