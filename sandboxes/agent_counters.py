@@ -21,7 +21,8 @@ What is done, before every run (`_scramble`), with counts drawn uniformly with o
 - The pid counter (and with it the host's fork count and pidfs inode numbers) by [0, SPREAD) threads created
   and joined in C (pthread_create with getpid as the start routine: no Python in the thread). Docker only,
   where the namespaces live as long as the container: every tmpfs place by [0, SPREAD) O_TMPFILE inodes, and the
-  SysV ids of message queues, segments and semaphore sets by [0, SPREAD) objects made and removed. The local
+  SysV ids of message queues, segments and semaphore sets by [0, SPREAD) objects made and removed, each at the
+  first run and after a run that moved it (`_before_run`). The local
   backend runs every program in fresh pid and IPC namespaces on fresh tmpfs mounts, whose counters start from
   the same values each run.
 
@@ -51,25 +52,39 @@ _IPC_KINDS = ("msg", "shm", "sem")
 
 
 def _before_run(config: dict):
-    """Scramble every counter; in a warm container, return their values to compare after the run (else None)."""
+    """Scramble the counters; in a warm container, return their values to compare after the run (else None).
+
+    A container counter (a tmpfs place's, a SysV kind's) is scrambled at the first run and then only after a run
+    that moved it: one no program moved still holds the last scramble's draw plus the supervisor's own steps,
+    which say nothing about any run. Host-wide counters, and the pid counter (which moves the host's fork count
+    too), are scrambled before every run: another sandbox's program may have moved them."""
     places = [path for path in (config["workdir"], *STATE_DIRS) if os.path.isdir(path)]
     container = not config.get("fresh_namespaces")  # the local backend's namespaces and tmpfs are the run's own
-    _scramble(places, container)
-    return (places, _counters(places)) if container and not config.get("one_job") else None
+    _scramble(places, container, config.get("stale_counters"))
+    if not container or config.get("one_job"):
+        return None
+    config["stale_counters"] = set()
+    return places, _counters(places), config
 
 
 def _after_run(before) -> list:
-    """What the run moved too far (the container is then replaced); nothing when there was no `before`."""
-    return [] if before is None else _moved(before[1], before[0])
+    """What the run moved too far (the container is then replaced); nothing when there was no `before`. Notes in
+    the supervisor's config which counters the run moved at all, to scramble before the next run."""
+    if before is None:
+        return []
+    places, values, config = before
+    far, config["stale_counters"] = _moved(values, places)
+    return far
 
 
 def _draw(spread: int = SPREAD) -> int:
     return int.from_bytes(os.urandom(2), "little") % spread  # both spreads divide 65536: exactly uniform
 
 
-def _scramble(places, container: bool) -> None:
+def _scramble(places, container: bool, stale=None) -> None:
     """Move every counter a program can read by a fresh random count; raises OSError when one cannot be moved
-    (the run is then an error and the sandbox replaced: never a run on an unscrambled counter)."""
+    (the run is then an error and the sandbox replaced: never a run on an unscrambled counter). `stale`: the
+    container counters to move (places and SysV kinds by name), None for all."""
     cpus = os.sched_getaffinity(0)
     here = _C.sched_getcpu()
     try:  # the CPU we are on first, the rest after (one migration fewer), the others' counters on the last
@@ -82,10 +97,10 @@ def _scramble(places, container: bool) -> None:
                     os.close(fd)
         _burn_pids(_draw())  # pinned: each thread starts and ends on this CPU, no waiting for another one
         if container:
-            for place in places:
+            for place in (p for p in places if stale is None or p in stale):
                 for _ in range(_draw()):
                     os.close(os.open(place, os.O_TMPFILE | os.O_RDWR, 0o600))
-            for kind in _IPC_KINDS:
+            for kind in (k for k in _IPC_KINDS if stale is None or k in stale):
                 for _ in range(_draw()):
                     _ipc_remove(kind, _ipc_make(kind))
     finally:
@@ -140,18 +155,23 @@ def _counters(places) -> dict:
     return values
 
 
-def _moved(before: dict, places) -> list:
-    """The counters the run moved by more than SPREAD since `before`, as short descriptions (never raises)."""
+def _moved(before: dict, places):
+    """(the counters the run moved by more than SPREAD since `before`, as short descriptions; the names of those it
+    moved at all, None when unreadable: all). Never raises."""
     try:
         after = _counters(places)
         with open("/proc/sys/kernel/pid_max") as f:
             ring = int(f.read())
     except (OSError, StopIteration, ValueError) as error:
-        return [f"counters unreadable after the run ({error})"]
-    slack = SPREAD + 16  # the supervisor's own processes, descriptors and probes between the two readings
-    moved = [f"{name} counter moved by {after[name] - before[name]}" for name in (*places, *_IPC_KINDS)
-             if not 0 <= after[name] - before[name] <= slack]
+        return [f"counters unreadable after the run ({error})"], None
+    # the supervisor's own steps between the readings: the second reading's probe, and the run directory and
+    # main.py on the workdir's tmpfs (agent_reset._make_run_dir)
+    own = {name: 1 for name in (*places, *_IPC_KINDS)}
+    own[places[0]] = 3
+    slack = SPREAD + 16  # and processes: the checker's and the program's own
+    far = [f"{name} counter moved by {after[name] - before[name]}" for name in own
+           if not 0 <= after[name] - before[name] <= slack]
     if (after["pid"] - before["pid"]) % ring > slack or after["forks"] - before["forks"] > ring // 2:
-        moved.append(f"pid counter moved by {(after['pid'] - before['pid']) % ring} "
-                     f"({after['forks'] - before['forks']} forks on the host)")
-    return moved
+        far.append(f"pid counter moved by {(after['pid'] - before['pid']) % ring} "
+                   f"({after['forks'] - before['forks']} forks on the host)")
+    return far, {name for name in own if after[name] - before[name] != own[name]}
