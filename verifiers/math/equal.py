@@ -11,12 +11,13 @@ Rules (gold `g`, prediction `p`):
   (expand, radsimp, simplify, under the worker's time limit); unproved counts as unequal.
 - A rational gold, exact or decimal, and a gold in symbols (`x + 1`, `\\pi x`) are matched by an
   equal value only (issue 50, class 5: a reward for something other than the answer is what a
-  policy learns). A decimal or scientific-notation value equal to it passes (`0.5` or `0.50` for `\\frac{1}{2}`, `1/2` for `0.5`, `1.2e5` or
-  `1.2 \\times 10^{5}` for 120000); a rounded one earns nothing, however many digits it has
-  (`0.333` for 1/3, `1.23e3` for 1234, `2.67` for 8/3 inside an interval). A decimal gold takes no
-  neighbour within half a unit of its last digit either (`0.54` or `\\frac{27}{50}` for `0.5`,
-  `16386.169` for `16386.17`); only an expression SymPy knows to be irrational, which has no
-  decimal of its own, may stand for it when it rounds to it (`\\frac{\\sqrt{3}}{2}` for `0.866`).
+  policy learns). A decimal or scientific-notation value equal to it passes (`0.5` or `0.50` for
+  `\\frac{1}{2}`, `1/2` for `0.5`, `1.2e5` or `1.2 \\times 10^{5}` for 120000); a rounded one earns
+  nothing, however many digits it has (`0.333` for 1/3, `1.23e3` for 1234, `2.67` for 8/3 inside an
+  interval). A decimal gold takes no neighbour within half a unit of its last digit either (`0.54`
+  or `\\frac{27}{50}` for `0.5`, `16386.169` for `16386.17`); only an expression SymPy knows to be
+  irrational, which has no decimal of its own, may stand for it when it rounds to it
+  (`\\frac{\\sqrt{3}}{2}` for `0.866`).
 - An irrational number (`\\pi`, `\\sqrt{2}`) can be written as a decimal only by rounding: a decimal
   with 3 significant digits and at least one decimal place (2 digits inside tuples, intervals and
   matrices) stands for it within half a unit of its last place (`3.14` for `\\pi`, `1.4142` for
@@ -68,7 +69,7 @@ from dataclasses import replace
 from fractions import Fraction
 
 from rlvr.verifiers.math.parse import Bracket, Coll, Expr, Matrix, Num, Rel, Text, Union
-from rlvr.verifiers.math.rules import Rules, _num_values, _significant_digits
+from rlvr.verifiers.math.rules import Rules, _num_values
 
 PERCENT_MODES = ("either", "ratio", "strip")
 _BARE_SYMBOL = re.compile(r"[a-zA-Z](?:_\{?[\w]+\}?)?|\\(?:alpha|beta|gamma|theta|lambda|mu|phi|omega)")

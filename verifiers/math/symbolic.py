@@ -78,7 +78,8 @@ def sympy_equal(g, p, rules: Rules) -> bool:
       (`\\frac{\\sqrt{3}}{2}`: it has no decimal of its own) within half a unit of the gold's last place; never
       by another rational (`0.8661`, `\\frac{433}{500}`);
     - an irrational number (`\\pi`, `\\sqrt{2}`) by a decimal with `min_digits` significant digits, written to at
-      least one decimal place (`3.14`; not `3.1`, nor the magnitude `1.26 \\times 10^{3}` for `400\\pi`), within half a unit."""
+      least one decimal place (`3.14`; not `3.1`, nor the magnitude `1.26 \\times 10^{3}` for `400\\pi`),
+      within half a unit."""
     import sympy
 
     gs, ps = node_to_sympy(g), node_to_sympy(p)
