@@ -82,7 +82,7 @@ class NeedsSympy(Exception):
 
 
 def _entries(rules: Rules) -> Rules:
-    """Rules for the entries of a tuple, interval or matrix: `0.33` may stand for 1/3 there."""
+    """Rules for the entries of a tuple, interval or matrix: `0.87` may stand for `\\frac{\\sqrt{3}}{2}` there."""
     return replace(rules, min_digits=min(rules.min_digits, 2))
 
 

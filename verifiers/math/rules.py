@@ -27,7 +27,7 @@ class Rules:
     rel_tol: float = 0.0
     percent: str = "either"
     allow_sympy: bool = True
-    min_digits: int = 3  # significant digits a decimal needs to stand for an exact gold it does not equal
+    min_digits: int = 3  # significant digits a decimal needs to stand for an irrational gold (symbolic.py)
 
 
 def _num_values(n: Num, percent: str) -> tuple[tuple[Fraction, int], ...]:
