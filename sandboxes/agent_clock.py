@@ -15,8 +15,8 @@ for the machine's load. So the supervisor reads this clock every TICK_S while a 
   and the checker's own CPU. A sum over /proc misses processes that are gone: a grandchild whose parent exits at
   once is reaped by init and its CPU leaves the sum (round 4 of the hostile set spent its work there). Where no
   cgroup is readable (the local backend without root) the sum over live processes plus what init reaped since the
-  run began is what counts; it misses only CPU of a process not yet reaped whose /proc entry is already gone.
-  RLIMIT_CPU stays on every process.
+  run began is what counts; it misses children the kernel reaped itself (their parent ignored SIGCHLD), whose CPU
+  no process is credited with. RLIMIT_CPU stays on every process.
 - `wall_s` counts the run's time except time it waited for a CPU. Per tick, the waiting the run's threads report
   (their schedstat run_delay, summed; the supervisor's own too, which a program blocked on a full pipe waits on) is
   credited, but never more than the supervisor's own probe says a runnable thread waits on this machine now
