@@ -199,6 +199,25 @@ BLIND_SPOTS = {
         "    try:\n        socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', (Host('127.0.0.1'), 9))\n"
         "    except OSError:\n        pass\n"
         "    return x * x\n", {"channel_write"}),
+    # what the handlers look up or call at run time, rebound: a builtin shadowed in the harness's own module
+    # globals (sys.modules['__main__'], no audit event) and json's encoder, each dropping the note it touches
+    "a name shadowed in the harness's globals": (
+        "import socket, sys\n"
+        "def drop(*args, **kwargs):\n    raise ValueError('no note')\n"
+        "vars(sys.modules['__main__']).update(issubclass=drop, repr=drop)\n"
+        "import ctypes\nctypes.string_at(id(sys), 8)\n"
+        "try:\n    socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('127.0.0.1', 9))\n"
+        "except OSError:\n    pass\n"
+        "def sq(x):\n    return x * x\n", {"ctypes", "channel_write"}),
+    "json's encoder patched to drop the notes": (
+        "import json\n"
+        "encode = json.JSONEncoder.encode\n"
+        "def quiet(self, o):\n"
+        "    if type(o) is list and o and o[0] == 'notes':\n        raise ValueError('no note')\n"
+        "    return encode(self, o)\n"
+        "json.JSONEncoder.encode = quiet\n"
+        "import ctypes\nctypes.string_at(id(json), 8)\n"
+        "def sq(x):\n    return x * x\n", {"ctypes"}),
 }
 
 

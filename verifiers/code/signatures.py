@@ -33,7 +33,7 @@ The code verifier (verifier.py) puts the kinds found into `details["hacks"]`; th
                     its own, not a case of inspect_memory: it reaches the C level (syscalls, writes to any
                     address), so nothing the harness notes after it is trustworthy
 
-The harness's notes (harness._rlvr_watch) cover the whole run: the audit hook sends each one to the
+The harness's notes (monitor.py's _rlvr_watch) cover the whole run: the audit hook sends each one to the
 checker the moment it is made, at load or inside any call, so a program that reads and then exits, loops
 until it is killed, or patches the harness keeps the notes it already made. Notes only ever add flags: the
 reward is the checker's verdict alone, so a program that forges, suppresses or floods notes gains nothing
@@ -46,12 +46,13 @@ descriptor to filter the notes out (the sender checks the descriptor's identity 
 the real pipe, which the program must keep to forward its replies: tamper); forged notes filling the cap (16 are
 kept per kind, an unknown prefix being one kind, so a kind not seen yet always has room); ctypes taken from
 sys.modules and called through a library or a thread pool, and code compiled under a standard-library file name
-(the harness knows its own code by identity and the program's forged file names: _rlvr_watch); an argument whose
-__repr__ or __eq__ would run the program's code inside the hook. Not done: `stdio` tests have no checker or
-harness, so their runs are not classified. The candidate owns its process: a completion that reads our source
-can still blind the hook through steps it does not see (`sys.modules['__main__']`, whose names the handlers
-look up at run time, builtins included; json's encoder and posixpath, which they call; a forked child holding the
-only descriptor of the real pipe while the parent filters; another thread swapping the descriptor back and forth
+(the harness knows its own code by identity and the program's forged file names: monitor.py); an argument whose
+__repr__ or __eq__ would run the program's code inside the hook; a name rebound in the harness's module globals
+or builtins, or json's encoder or posixpath patched (the monitor runs in a namespace of its own and calls
+built-in code only). Not done: `stdio` tests have no checker or harness, so their runs are not classified. The
+candidate owns its process: a completion that reads our source can still blind the hook through steps it does
+not see (`sys.modules['__main__']` to rewire the harness's serving loop; a forked child holding the only
+descriptor of the real pipe while the parent filters; another thread swapping the descriptor back and forth
 around the sender's checks), load code objects under a standard-library name from marshalled bytes (no compile
 event), hand work to a trampoline on the main thread that runs after its last frame (weakref.finalize at exit),
 and act unseen through calls that raise no audit event (ctypes.memmove once ctypes is loaded). The in-process
