@@ -27,6 +27,7 @@ def _spawn(argv, env, cwd, limits, uid, fds: dict, inline: str | None = None):
     `inline`: instead of exec, run this trusted source in the forked interpreter (a checker: it
     saves a Python start per job). The child drops to `uid` before any of it runs and stays
     non-dumpable; what it inherits of our memory is ours, never a program's."""
+    compiled = _compiled(inline) if inline is not None else None
     pid = os.fork()
     if pid == 0:  # child: never returns
         try:
@@ -53,7 +54,7 @@ def _spawn(argv, env, cwd, limits, uid, fds: dict, inline: str | None = None):
                 _drop_capabilities()
             os.chdir(cwd)
             if inline is not None:
-                _run_inline(inline)
+                _run_inline(inline, compiled)
             os.execve(argv[0], argv, env)
         except BaseException as error:  # noqa: BLE001 - the child must never fall back into the supervisor
             try:
@@ -63,12 +64,27 @@ def _spawn(argv, env, cwd, limits, uid, fds: dict, inline: str | None = None):
     return pid
 
 
-def _run_inline(source: str) -> None:
-    """Run `source` as __main__ in this (forked) interpreter and exit with its status; never returns."""
+_INLINE = {}  # the last inline source -> its code: a warm supervisor compiles the checker once, not per job
+
+
+def _compiled(source: str):
+    """`source` compiled (cached for the next job), or None if it does not compile: the child then reports it."""
+    if source not in _INLINE:
+        _INLINE.clear()
+        try:
+            _INLINE[source] = compile(source, "checker.py", "exec")
+        except BaseException:  # noqa: BLE001 - compiled again in the child, which reports the error
+            return None
+    return _INLINE[source]
+
+
+def _run_inline(source: str, code_object=None) -> None:
+    """Run `source` (or its `code_object`) as __main__ in this (forked) interpreter and exit with its status;
+    never returns."""
     code = 0
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)  # as in a fresh interpreter: EPIPE raises, it does not kill
     try:
-        code_object = compile(source, "checker.py", "exec")
+        code_object = code_object or compile(source, "checker.py", "exec")
         exec(code_object, {"__name__": "__main__", "__builtins__": __builtins__})  # noqa: S102 - trusted, from the host
     except SystemExit as stop:
         code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
