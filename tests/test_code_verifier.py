@@ -94,6 +94,18 @@ def _short(value) -> str:
     return repr(value)[:24]
 
 
+def test_a_returned_range_is_never_listed_past_the_cap(monkeypatch):
+    """A range crosses the wire as three ints, so the host must not list range(10**18) to compare it (it never
+    returned): past MAX_RANGE_ITEMS a range equals nothing; up to it, the list it spells."""
+    from rlvr.verifiers.code import compare
+
+    assert not values_equal(range(10 ** 18), [0, 1, 2], None)
+    assert not values_equal([range(10 ** 30)], [[0]], None)  # len() itself overflows on this one
+    monkeypatch.setattr(compare, "MAX_RANGE_ITEMS", 5)
+    assert values_equal(range(5), [0, 1, 2, 3, 4], None)
+    assert not values_equal(range(6), [0, 1, 2, 3, 4, 5], None)
+
+
 @pytest.mark.parametrize("got, expected, tol, equal", [
     (1234568, 1234567, 1e-6, False),  # exact ints compare exactly, whatever the tolerance
     (float(FACT_25), FACT_25, 1e-6, False),  # a float's rounding of an exact int is not that int
