@@ -10,6 +10,7 @@ import pytest
 
 import rlvr.verifiers.code.verifier as code_verifier
 from rlvr.verifiers.code.verifier import extract_code, fenced_blocks
+from tests.counting_text import CountingText
 
 # The pattern extraction used before: findall backtracked quadratically on completion text (100 kB of backticks:
 # about 6 s). Kept here as the reference for what honest text yields, run on short inputs only.
@@ -37,15 +38,6 @@ def test_the_scan_finds_what_the_pattern_found_on_random_text():
         assert fenced_blocks(text) == OLD_FENCE.findall(text), text
 
 
-class _CountingText(str):
-    """A completion that counts the characters each `find` examines."""
-
-    scanned = 0
-
-    def find(self, sub, start=0, end=None):
-        found = str.find(self, sub, start, end)
-        type(self).scanned += (found + len(sub) if found >= 0 else len(self)) - start
-        return found
 
 
 HOSTILE = {
@@ -73,9 +65,9 @@ def test_a_hostile_completion_is_scanned_in_one_pass(name, monkeypatch):
             return lang.match(string, pos, endpos)
 
     monkeypatch.setattr(code_verifier, "_FENCE_LANG", Recorder())
-    _CountingText.scanned = 0
-    code = extract_code(_CountingText(text))
-    assert _CountingText.scanned == len(text)
+    CountingText.scanned = 0
+    code = extract_code(CountingText(text))
+    assert CountingText.scanned == len(text)
     assert sum(spans) <= len(text)
     expected = {"backticks": text, "fence and a long word": text, "fences and words": text,
                 "fences and spaces": text, "empty blocks": "", "one line per fence": "a\n" * 49_999}

@@ -8,6 +8,7 @@ import random
 import pytest
 
 from rlvr.verifiers.reasoning_gym import last_tagged
+from tests.counting_text import CountingText
 
 rg_utils = pytest.importorskip("reasoning_gym.utils")
 
@@ -30,13 +31,6 @@ def test_the_scan_gives_what_reasoning_gym_gives_on_random_text():
             assert last_tagged(text, tag) == rg_utils.extract_answer(text, tag_name=tag), (text, tag)
 
 
-class _CountingText(str):
-    scanned = 0
-
-    def find(self, sub, start=0, end=None):
-        found = str.find(self, sub, start, end)
-        type(self).scanned += (found + len(sub) if found >= 0 else len(self)) - start
-        return found
 
 
 @pytest.mark.parametrize("text,answer", [("<answer>" * 12_500, None), ("<answer>" * 12_500 + "</answer>", "<answer>" * 12_499),
@@ -44,7 +38,7 @@ class _CountingText(str):
                          ids=["openings", "openings then one closing", "pairs", "closings"])
 def test_a_hostile_completion_is_read_once(text, answer):
     """Each character is examined by `find` at most once (the pattern retried the text from every opening tag)."""
-    _CountingText.scanned = 0
-    assert last_tagged(_CountingText(text), "answer") == answer
-    assert _CountingText.scanned <= len(text)
-    assert _CountingText.scanned >= len(text) - len("</answer>")
+    CountingText.scanned = 0
+    assert last_tagged(CountingText(text), "answer") == answer
+    assert CountingText.scanned <= len(text)
+    assert CountingText.scanned >= len(text) - len("</answer>")
