@@ -38,8 +38,6 @@ def test_the_scan_finds_what_the_pattern_found_on_random_text():
         assert fenced_blocks(text) == OLD_FENCE.findall(text), text
 
 
-
-
 HOSTILE = {
     "backticks": "`" * 100_000,
     "fence and a long word": "```" + "a" * 100_000,

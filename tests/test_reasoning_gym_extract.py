@@ -31,8 +31,6 @@ def test_the_scan_gives_what_reasoning_gym_gives_on_random_text():
             assert last_tagged(text, tag) == rg_utils.extract_answer(text, tag_name=tag), (text, tag)
 
 
-
-
 @pytest.mark.parametrize("text,answer", [("<answer>" * 12_500, None), ("<answer>" * 12_500 + "</answer>", "<answer>" * 12_499),
                                          ("<answer>x</answer>" * 5_000, "x"), ("</answer>" * 11_000, None)],
                          ids=["openings", "openings then one closing", "pairs", "closings"])
