@@ -57,9 +57,11 @@ class TrainResult:
 
 def train(*overrides: str | Sequence[str], reward_funcs: Sequence[Callable | str] | None = None,
           reward_weights: Sequence[float] | None = None, log: Callable[..., None] | None = None,
-          **config: Any) -> TrainResult:
+          callbacks: Sequence[Any] | None = None, **config: Any) -> TrainResult:
     """`rlvr train` with these overrides (see the module docstring); `log` receives the run's log lines
-    (default: printed, and appended to RUN_DIR/train.log as the command does)."""
+    (default: printed, and appended to RUN_DIR/train.log as the command does); `callbacks`: objects with
+    `on_step`, `on_eval` and/or `on_end` methods, called by the loop, any of the first two able to stop the run
+    by returning True (trainer/callbacks.py)."""
     from rlvr.trainer.checkpoint import latest_checkpoint
     from rlvr.trainer.run import train as run_training
     from rlvr.trainer.run_dir import tee_log
@@ -67,7 +69,7 @@ def train(*overrides: str | Sequence[str], reward_funcs: Sequence[Callable | str
     args = to_overrides(overrides, config, TRAIN_GROUPS) + reward_override(reward_funcs, reward_weights)
     cfg = train_config(args)
     run_dir = Path(cfg.resume or cfg.output_dir).resolve()  # absolute: a notebook may change directory later
-    summary = run_training(cfg, log=log or tee_log(run_dir / "train.log"))
+    summary = run_training(cfg, log=log or tee_log(run_dir / "train.log"), callbacks=callbacks)
     metrics_path = run_dir / "metrics.jsonl"
     metrics = [json.loads(line) for line in metrics_path.read_text().splitlines()] if metrics_path.exists() else []
     return TrainResult(run_dir, latest_checkpoint(run_dir), summary, metrics)

@@ -8,6 +8,8 @@ checkpoint, whose weights and tokenizer it loads (the base model only where LoRA
 the steps after that checkpoint are run again (their log lines are dropped first), with the same data and
 the same RNG.
 A new run refuses an `output_dir` that already holds a run unless `overwrite=true` (trainer/run_dir.py).
+`callbacks` (trainer/callbacks.py) are called after each step, each eval and at the end, and may stop the run
+after a step (evaluated, checkpointed and summarised as a last step is).
 `train(cfg)` trains `cfg` as given; `rlvr train resume=DIR` builds it from the run's saved config.yaml
 with the command line's overrides on top (trainer/resume_config.py).
 """
@@ -23,7 +25,8 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from rlvr.trainer.checkpoint import save_checkpoint
+from rlvr.trainer.callbacks import Callbacks
+from rlvr.trainer.checkpoint import latest_checkpoint, save_checkpoint
 from rlvr.trainer.evaluation.evaluate import evaluate_greedy
 from rlvr.trainer.experience.async_rollouts import start_async_rollouts
 from rlvr.trainer.model_card import checkpoint_files
@@ -32,11 +35,15 @@ from rlvr.trainer.setup import Run, build_run
 from rlvr.trainer.truncation import truncation_warning
 
 
-def train(cfg, log=print) -> dict:
+def train(cfg, log=print, callbacks=None) -> dict:
+    hooks = Callbacks(callbacks)  # a callback with none of the hooks is refused before the run starts
     run = build_run(cfg, log)  # trainer/setup.py: checks, environment, models, optimizer, engine, run directory
     ctx, files, parallel = run.ctx, run.files, run.parallel
+    hooks.callbacks = hooks.callbacks if parallel.is_main else []  # hooks run on rank 0; the stop reaches every rank
     if run.start_step == 0:
-        files.log_metrics({"step": 0, **held_out_eval(run)})
+        results = held_out_eval(run)
+        files.log_metrics({"step": 0, **results})
+        hooks.on_eval(0, results)
     if cfg.rollout.max_staleness:  # the producer samples ahead with its own engine (experience/async_rollouts.py)
         start_async_rollouts(ctx, run.start_step, cfg.train.steps)  # ctx.engine becomes the trainer's side of it
     started, quiet_until = time.time(), 0
@@ -49,16 +56,23 @@ def train(cfg, log=print) -> dict:
         metrics = parallel.reduce_metrics(metrics, completions_per_rank(cfg, parallel))  # over ranks
         if run.curriculum is not None:  # on the reduced metrics: every rank moves alike
             metrics.update(run.curriculum.observe(metrics))
-        if step % cfg.train.eval_every == 0 or step == cfg.train.steps:
-            metrics.update(held_out_eval(run))
+        hooks.on_step(step, metrics, samples)
+        stop = hooks.should_stop()
+        if step % cfg.train.eval_every == 0 or step == cfg.train.steps or stop:
+            results = held_out_eval(run)
+            metrics.update(results)
+            hooks.on_eval(step, results)
+            stop = hooks.should_stop()
         files.log_metrics(metrics)
         files.log_samples(samples)
         if run.resumed and step == run.start_step + 1:  # the resume works: later resumes start from its config
             files.write_config(cfg)
         quiet_until = warn_if_truncated(run, metrics, step, quiet_until)
         bar.set_postfix(progress(metrics), refresh=False)
-        if step % cfg.train.save_every == 0 or step == cfg.train.steps:
+        if step % cfg.train.save_every == 0 or step == cfg.train.steps or stop:
             save(run, step)
+        if stop:
+            break
     bar.close()
     run.env.shutdown()  # the sandboxes' warm containers and the verifiers' workers go now, not at interpreter exit
     ctx.engine.shutdown()  # vLLM tears down its process groups: before ours goes, not at exit after it
@@ -66,10 +80,15 @@ def train(cfg, log=print) -> dict:
     if not parallel.is_main:
         return {}
     files.close()
-    summary = summarise(files.read_metrics(), time.time() - started, run.run_dir,
-                        steps_this_session=cfg.train.steps - run.start_step)
+    history = files.read_metrics()
+    last_step = max([run.start_step] + [m["step"] for m in history])  # below train.steps when a callback stopped it
+    summary = summarise(history, time.time() - started, run.run_dir,
+                        steps_this_session=last_step - run.start_step)
+    if hooks.stopped_by is not None:
+        summary["stopped_by"] = hooks.stopped_by
     (run.run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     log(format_summary(summary))
+    hooks.on_end(summary, latest_checkpoint(run.run_dir))
     return summary
 
 
@@ -199,5 +218,6 @@ def format_summary(s: dict) -> str:
     ran = s.get("steps_this_session")
     ran = s["steps"] if ran is None else ran
     resumed = f" (of {s['steps']}; the rest before a resume)" if ran != s["steps"] else ""
-    return "\n".join(lines) + (f"\n{ran} steps{resumed} in {s['seconds_this_session']:.0f} s; "
+    stopped = f" (stopped by the callback {s['stopped_by']})" if s.get("stopped_by") else ""
+    return "\n".join(lines) + (f"\n{ran} steps{resumed}{stopped} in {s['seconds_this_session']:.0f} s; "
                                 f"run directory {s['run_dir']}")
