@@ -116,3 +116,15 @@ def test_packing_without_a_token_budget_is_refused(compose_train, overrides, mat
 
     with pytest.raises(ConfigError, match=match):
         validate_train_config(compose_train(overrides))
+
+
+def test_a_packed_step_runs_each_micro_batch_as_one_row(tiny_lm_sft, compose_train):
+    """Packing engaged: under a 48-token packed budget the 8 completions run as a few single-row forward passes,
+    each at most 48 columns, not as 8 padded rows. (The equality tests above pass even when packing is ignored.)"""
+    from tests.forward_spy import grad_forwards
+
+    with grad_forwards(type(tiny_lm_sft.model())) as forwards:
+        step_gradients(compose_train, tiny_lm_sft, ["algo=grpo", "train.max_tokens_per_micro_batch=48",
+                                                    "train.pack_sequences=true"])
+    assert 2 <= len(forwards) < 8, forwards
+    assert all(rows == 1 and width <= 48 for rows, width in forwards), forwards

@@ -62,3 +62,21 @@ def test_bad_budgets_are_refused(compose_train, overrides, match):
 
     with pytest.raises(ConfigError, match=match):
         validate_train_config(compose_train(overrides))
+
+
+def test_a_budgeted_step_runs_the_planned_micro_batches(tiny_lm_sft, compose_train):
+    """The budget engaged: 8 rows of ~20 tokens under a 48-token budget run as several trimmed forward passes,
+    each within the budget, where micro_batch_size=8 alone runs one. (The equality tests above pass even when the
+    budget is ignored; this one does not.)"""
+    from tests.forward_spy import grad_forwards
+
+    model_class = type(tiny_lm_sft.model())
+    with grad_forwards(model_class) as plain:
+        step_gradients(compose_train, tiny_lm_sft, ["algo=grpo", "train.micro_batch_size=8"])
+    with grad_forwards(model_class) as budgeted:
+        step_gradients(compose_train, tiny_lm_sft, ["algo=grpo", "train.micro_batch_size=8",
+                                                    "train.max_tokens_per_micro_batch=48"])
+    assert [rows for rows, _ in plain] == [8], plain
+    assert len(budgeted) >= 3 and sum(rows for rows, _ in budgeted) == 8, budgeted
+    for rows, width in budgeted:
+        assert rows * width <= 48 or rows == 1, budgeted

@@ -12,6 +12,7 @@ from rlvr.errors import ConfigError
 from rlvr.trainer.algos.grpo import accumulate_gradients
 from rlvr.trainer.models.logprobs import pack
 from rlvr.trainer.validate import validate_train_config
+from tests.forward_spy import grad_forwards
 
 
 def test_fast_sets_the_token_budget_and_nothing_else(compose_train):
@@ -36,21 +37,27 @@ def test_fast_gives_the_plain_paths_loss_and_gradients(tiny_lm_sft, compose_trai
                    for _ in prompts]
     batch = pack(prompts, completions, pad_id=0)
     advantages = torch.randn(len(batch), generator=torch.Generator().manual_seed(1))
-    results = {}
+    results, forwards = {}, {}
     for name, overrides in (("plain", ["model=smollm2", "train.micro_batch_size=8"]),
                             ("fast", ["model=smollm2", "train.micro_batch_size=8", "train=fast",
                                       "train.max_tokens_per_micro_batch=256"])):  # the budget scaled to the batch
         cfg = compose_train(overrides)
         model = tiny_lm_sft.model()
         algo = SimpleNamespace(**OmegaConf.to_container(cfg.algo))
-        metrics = accumulate_gradients(model, batch, advantages, None, None, algo,
-                                       micro_batch_size=cfg.train.micro_batch_size, temperature=1.0, max_tokens=40,
-                                       token_budget=cfg.train.max_tokens_per_micro_batch,
-                                       pack=cfg.train.pack_sequences)
+        with grad_forwards(type(model)) as forwards[name]:
+            metrics = accumulate_gradients(model, batch, advantages, None, None, algo,
+                                           micro_batch_size=cfg.train.micro_batch_size, temperature=1.0,
+                                           max_tokens=40, token_budget=cfg.train.max_tokens_per_micro_batch,
+                                           pack=cfg.train.pack_sequences)
         results[name] = (metrics["loss"], torch.cat([p.grad.flatten() for p in model.parameters()]))
     (plain_loss, plain_grad), (fast_loss, fast_grad) = results["plain"], results["fast"]
     assert fast_loss == pytest.approx(plain_loss, abs=1e-6)
     torch.testing.assert_close(fast_grad, plain_grad, rtol=1e-4, atol=1e-6)
+    # the preset engaged (equal gradients alone hold when it does nothing): 4 forward passes of 8 padded rows
+    # against more, smaller ones, each within the budget
+    assert [rows for rows, _ in forwards["plain"]] == [8, 8, 8, 8], forwards["plain"]
+    assert len(forwards["fast"]) > 4 and sum(rows for rows, _ in forwards["fast"]) == 32, forwards["fast"]
+    assert all(rows * width <= 256 or rows == 1 for rows, width in forwards["fast"]), forwards["fast"]
 
 
 def test_a_resume_with_fast_takes_its_keys_and_keeps_the_runs_others(compose_train, tmp_path):
