@@ -23,6 +23,11 @@ Columns (`columns`: the data's column name for each; null: none):
 A mapped column missing from a row stops the load with one line naming the column, its `env.columns` key, the
 row's number and the file.
 
+Rows in memory (`rlvr.train(train_dataset=..., eval_dataset=...)`, rlvr/data_args.py): a `datasets.Dataset` or a
+list of dicts, checked row by row under the same mapping with the same message (`row 3 of train_dataset: ...`,
+`check_rows`), then saved into the run directory with `save_to_disk` and read from there as a file is, so the
+run's config.yaml names real data that `resume=` and `rlvr eval` of the run read again.
+
 Records: a row is the record the verifiers read: every column of the data under its own name (so a plugin's
 verifier finds its fields), then rlvr's `id`, `messages`, `answer`, `reference` and `tests`, plus `prompt` (the
 data's prompt as it is) and `columns` (the data's row without the prompt), which `verifier=python` hands to your
@@ -67,6 +72,30 @@ def check_columns(columns: Any) -> dict[str, str | None]:
     if merged["prompt"] is None:
         raise ConfigError("dataset: env.columns.prompt must name the column that holds the prompt")
     return merged
+
+
+def in_memory_rows(data: Any, argument: str) -> list[dict]:
+    """A `datasets.Dataset` or a list of dicts as a list of dicts; TypeError naming what else was given (a
+    DatasetDict: which split), ConfigError naming a row that is not a mapping or an empty list."""
+    try:
+        import datasets
+    except ModuleNotFoundError:
+        datasets = None
+    if datasets is not None and isinstance(data, (datasets.DatasetDict, datasets.IterableDatasetDict)):
+        raise TypeError(f"{argument}: a DatasetDict holds the splits {', '.join(data)}; give one: {argument}=ds['train']")
+    if datasets is not None and isinstance(data, datasets.Dataset):
+        rows = data.to_list()
+    elif isinstance(data, (list, tuple)):
+        rows = list(data)
+    else:
+        raise TypeError(f"{argument}: a datasets.Dataset or a list of dicts, got {type(data).__name__}")
+    if not rows:
+        raise ConfigError(f"dataset: {argument} has no rows")
+    for i, row in enumerate(rows, start=1):
+        if not isinstance(row, Mapping):
+            raise ConfigError(f"dataset: row {i} of {argument}: a {type(row).__name__}, not a mapping of column "
+                              f"names to values")
+    return [dict(r) for r in rows]
 
 
 def as_text(value: Any) -> str:
@@ -132,6 +161,15 @@ class DatasetEnv(DataEnv):
                              "set env.test_file or env.test_fraction > 0")
         return super().problems(split)
 
+    def check_rows(self, rows: list[dict], source: str) -> None:
+        """Each row through the column mapping, as a file's are on load: a ConfigError with the same message
+        (`row N of SOURCE: ...`) for the first bad one."""
+        for i, raw in enumerate(rows, start=1):
+            try:
+                self._row(raw)
+            except RowError as error:
+                raise ConfigError(f"{self.name}: row {i} of {source}: {error}") from None
+
     def messages(self, row: dict) -> list[dict]:
         """The row's messages; `system_prompt` first unless the row has a system message of its own."""
         if row["messages"] and row["messages"][0].get("role") == "system":
@@ -168,7 +206,8 @@ class DatasetEnv(DataEnv):
             return None
         if name not in raw or raw[name] is None:
             if required and (name not in raw or key != "system"):
-                raise RowError(f"has no column {name!r} (env.columns.{key}); its columns: {', '.join(raw) or 'none'}")
+                held = [c for c, v in raw.items() if v is not None]  # a file's other rows' keys are nulls here
+                raise RowError(f"has no column {name!r} (env.columns.{key}); its columns: {', '.join(held) or 'none'}")
             return None
         return raw[name]
 

@@ -57,17 +57,37 @@ class TrainResult:
 
 def train(*overrides: str | Sequence[str], reward_funcs: Sequence[Callable | str] | None = None,
           reward_weights: Sequence[float] | None = None, log: Callable[..., None] | None = None,
-          callbacks: Sequence[Any] | None = None, **config: Any) -> TrainResult:
+          callbacks: Sequence[Any] | None = None, train_dataset: Any = None, eval_dataset: Any = None,
+          trl_config: Any = None, **config: Any) -> TrainResult:
     """`rlvr train` with these overrides (see the module docstring); `log` receives the run's log lines
     (default: printed, and appended to RUN_DIR/train.log as the command does); `callbacks`: objects with
     `on_step`, `on_eval` and/or `on_end` methods, called by the loop, any of the first two able to stop the run
-    by returning True (trainer/callbacks.py)."""
+    by returning True (trainer/callbacks.py); `train_dataset` / `eval_dataset`: rows in memory (a
+    `datasets.Dataset` or a list of dicts) for env=dataset, saved into the run directory (rlvr/data_args.py)."""
+    from rlvr.data_args import InMemoryData
     from rlvr.trainer.checkpoint import latest_checkpoint
     from rlvr.trainer.run import train as run_training
     from rlvr.trainer.run_dir import tee_log
 
-    args = to_overrides(overrides, config, TRAIN_GROUPS) + reward_override(reward_funcs, reward_weights)
+    # trl_config: a trl.GRPOConfig, a dict of its fields or a YAML of them (trainer/trl_keys.py,
+    # docs/training/from-trl.md); the overrides and keywords given here win over what it translates
+    args = to_overrides(overrides, config, TRAIN_GROUPS)
+    if trl_config is not None:
+        from rlvr.trainer.trl_keys import translate
+
+        translated = translate(trl_config)
+        given = {o.lstrip("+~").split("=", 1)[0] for o in args}
+        args = [o for o in translated.overrides if o.split("=", 1)[0] not in given] + args
+        if reward_weights is None and reward_funcs is not None:
+            reward_weights = translated.reward_weights
+    args += reward_override(reward_funcs, reward_weights)
+    data = InMemoryData(train_dataset, eval_dataset)
+    if data.rows:  # the rows become the env's data files in the run directory
+        args = data.env_override(args) + args
+        args += data.overrides(train_config(args))
     cfg = train_config(args)
+    if data.rows:
+        data.check_and_save(cfg)
     run_dir = Path(cfg.resume or cfg.output_dir).resolve()  # absolute: a notebook may change directory later
     summary = run_training(cfg, log=log or tee_log(run_dir / "train.log"), callbacks=callbacks)
     metrics_path = run_dir / "metrics.jsonl"
