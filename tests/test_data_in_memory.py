@@ -65,3 +65,25 @@ def test_rows_in_memory_refuse_what_conflicts(tmp_path, monkeypatch):
         rlvr.train(train_dataset=datasets.DatasetDict({"train": datasets.Dataset.from_list(ROWS)}))
     with pytest.raises(ConfigError, match=r"^dataset: row 2 of eval_dataset: a str, not a mapping"):
         rlvr.train(train_dataset=ROWS, eval_dataset=[ROWS[0], "2+2="])
+
+
+def test_samples_show_the_mapped_gold_or_null(tiny_lm, tmp_path, monkeypatch):
+    """samples.jsonl's `answer`: the mapped gold column's value; null (not "") when no column holds the gold, with
+    the row's columns that a python reward reads beside it."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "zero_reward.py").write_text("def zero(completions, solution, **kwargs):\n"
+                                             "    return [0.0 for _ in completions]\n")
+    mapped = small(tiny_lm, tmp_path, train_dataset=ROWS)
+    unmapped = rlvr.train(env={"columns": {"prompt": "question", "answer": None}}, reward_funcs=["zero_reward:zero"],
+                          model={"name": "hf", "name_or_path": str(tiny_lm.path)},
+                          rollout={"name": "hf", "max_new_tokens": 8}, output_dir=str(tmp_path / "unmapped"),
+                          train={"steps": 1, "prompts_per_step": 2, "completions_per_prompt": 2, "eval_prompts": 2},
+                          train_dataset=ROWS, log=lambda *a, **k: None)
+    gold = {r["question"]: r["solution"] for r in ROWS}
+    samples = {run.run_dir.name: [json.loads(line) for line in (run.run_dir / "samples.jsonl").read_text().splitlines()]
+               for run in (mapped, unmapped)}
+    assert [s["answer"] for s in samples["run"]] == [gold[s["prompt"][-1]["content"]] for s in samples["run"]]
+    assert [s["answer"] for s in samples["unmapped"]] == [None, None]  # not "": no column holds the gold
+    for sample in samples["run"] + samples["unmapped"]:
+        assert sample["columns"]["solution"] == gold[sample["prompt"][-1]["content"]]

@@ -63,7 +63,10 @@ def step_metrics_and_samples(ctx, step: int, sampled, timings: dict, update_metr
         return logged
 
     samples = [
-        {"step": step, "prompt": ctx.env.messages(rows[i]), "answer": rows[i].get("answer"),
+        # no gold mapped (env=dataset whose reward reads another column): null, not a "" that reads as an empty
+        # gold; the row's data columns, which a python reward reads, go with it (as `rlvr eval` writes them)
+        {"step": step, "prompt": ctx.env.messages(rows[i]), "answer": rows[i].get("answer") or None,
+         **({"columns": rows[i]["columns"]} if "columns" in rows[i] else {}),
          "completions": [completion(i * group_size + j) for j in range(group_size)]}
         for i in range(min(cfg.train.logged_prompts_per_step, len(rows)))
     ]
