@@ -8,19 +8,22 @@ not recorded."""
 from __future__ import annotations
 
 import contextlib
+import functools
 
 import torch
 
 
 @contextlib.contextmanager
-def grad_forwards(model_class):
-    """Yields a list that collects `input_ids.shape` of each `model_class.forward` call made with grad enabled."""
+def grad_forwards(model_class, grad_only: bool = True):
+    """Yields a list that collects `input_ids.shape` of each `model_class.forward` call made with grad enabled
+    (`grad_only=False`: of every call, generation's included)."""
     shapes: list[tuple[int, ...]] = []
     original = model_class.forward
 
+    @functools.wraps(original)  # generate reads the forward's signature (which arguments it takes)
     def forward(self, *args, **kwargs):
         ids = kwargs.get("input_ids", args[0] if args else None)
-        if torch.is_grad_enabled() and ids is not None:
+        if (torch.is_grad_enabled() or not grad_only) and ids is not None:
             shapes.append(tuple(ids.shape))
         return original(self, *args, **kwargs)
 

@@ -8,6 +8,7 @@ from rlvr.trainer.models.logprobs import pack, token_logprobs
 from rlvr.trainer.rollout.prompts import render_prompts
 from rlvr.trainer.rollout.types import SamplingParams
 from rlvr.trainer.rollout.hf import HFEngine, _completion_length
+from tests.forward_spy import grad_forwards
 
 
 def _prompts_of_different_lengths(tokenizer):
@@ -98,11 +99,16 @@ def test_one_prefill_per_prompt_samples_what_every_copy_prefilled_does(tiny_lm, 
     model, tok = lm.model(), lm.tokenizer
     prompts = _prompts_of_different_lengths(tok)
     params = SamplingParams(n=4, max_new_tokens=16, temperature=0.9)
-    rollouts = []
+    rollouts, prefills = [], []
     for prefill_once in (True, False):
         torch.manual_seed(0)
-        rollouts.append(HFEngine(model, tok, prefill_once=prefill_once).generate(prompts, params))
+        with grad_forwards(type(model), grad_only=False) as forwards:
+            rollouts.append(HFEngine(model, tok, prefill_once=prefill_once).generate(prompts, params))
+        prefills.append([rows for rows, columns in forwards if columns > 1])  # the passes over prompt positions
     once, every = rollouts
+    # the setting engaged (equal samples alone hold when it does nothing): the prompts' positions run through the
+    # model once for the 3 prompts, not for their 12 copies; the decoding steps then see one position per row
+    assert prefills == [[3], [12]], prefills
     assert once.completion_ids == every.completion_ids and once.prompt_ids == every.prompt_ids
     assert once.truncated == every.truncated
     for a, b in zip(once.logprobs, every.logprobs):
