@@ -179,12 +179,16 @@ def save(run: Run, step: int) -> None:
 
 
 def summarise(history: list[dict], seconds: float, run_dir: Path, steps_this_session: int | None = None) -> dict:
+    """summary.json. The train reward's before and after are the means of its first and last `train_reward_window`
+    steps: 10, or half the steps on a run under 20, so the two windows never share a step (under 2 steps: none;
+    the keys keep their `_10` names, which scripts read)."""
     evals = [m for m in history if "eval/accuracy" in m]
     train = [m for m in history if "reward/mean" in m]
     first, last = evals[0], evals[-1]
+    k = min(10, len(train) // 2)
 
-    def window(rows):  # mean training reward over up to 10 steps
-        return sum(m["reward/mean"] for m in rows) / len(rows) if rows else None  # offline dpo samples nothing
+    def window(rows):  # mean training reward over the window
+        return sum(m["reward/mean"] for m in rows) / len(rows) if k else None  # offline dpo samples nothing
 
     return {
         "run_dir": str(run_dir),
@@ -192,10 +196,11 @@ def summarise(history: list[dict], seconds: float, run_dir: Path, steps_this_ses
         "steps_this_session": steps_this_session,  # after a resume: the steps this process ran
         "seconds_this_session": round(seconds, 1),
         "eval_prompts": last["eval/n"],
+        "train_reward_window": k or None,
         "before": {"step": first["step"], "accuracy": first["eval/accuracy"], "reward_mean": first["eval/reward_mean"],
-                   "hack_rate": first.get("eval/hack_rate"), "train_reward_first_10": window(train[:10])},
+                   "hack_rate": first.get("eval/hack_rate"), "train_reward_first_10": window(train[:k])},
         "after": {"step": last["step"], "accuracy": last["eval/accuracy"], "reward_mean": last["eval/reward_mean"],
-                  "hack_rate": last.get("eval/hack_rate"), "train_reward_last_10": window(train[-10:])},
+                  "hack_rate": last.get("eval/hack_rate"), "train_reward_last_10": window(train[len(train) - k:])},
     }
 
 
@@ -211,7 +216,9 @@ def format_summary(s: dict) -> str:
         rows.append(("held-out hack rate", f"{b['hack_rate'] or 0:.1%}", f"{a['hack_rate'] or 0:.1%}",
                      f"{100 * ((a['hack_rate'] or 0) - (b['hack_rate'] or 0)):+.1f} pts"))
     if b["train_reward_first_10"] is not None:
-        rows.append(("train reward (10-step mean)", f"{b['train_reward_first_10']:.3f}",
+        k = s.get("train_reward_window") or 10  # a summary.json from before the window was recorded: 10
+        label = "train reward (10-step mean)" if k == 10 else f"train reward (first/last {k} steps' mean)"
+        rows.append((label, f"{b['train_reward_first_10']:.3f}",
                      f"{a['train_reward_last_10']:.3f}", f"{a['train_reward_last_10'] - b['train_reward_first_10']:+.3f}"))
     header = f"| metric ({s['eval_prompts']} test prompts) | before (step {b['step']}) | after (step {a['step']}) | change |"
     lines = [header, "|---|---|---|---|"] + [f"| {m} | {x} | {y} | {d} |" for m, x, y, d in rows]
