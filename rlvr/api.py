@@ -78,7 +78,7 @@ def train(*overrides: str | Sequence[str], reward_funcs: Sequence[Callable | str
         translated = translate(trl_config)
         given = {o.lstrip("+~").split("=", 1)[0] for o in args}
         args = [o for o in translated.overrides if o.split("=", 1)[0] not in given] + args
-        if reward_weights is None and reward_funcs is not None:
+        if reward_weights is None:  # the config's weights weigh reward_funcs (refused without them)
             reward_weights = translated.reward_weights
     args += reward_override(reward_funcs, reward_weights)
     data = InMemoryData(train_dataset, eval_dataset)

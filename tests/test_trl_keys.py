@@ -174,3 +174,10 @@ def test_train_runs_two_steps_from_a_grpo_config(tmp_path, tiny_lm, monkeypatch)
     config = (run.run_dir / "config.yaml").read_text()
     assert "completions_per_prompt: 2" in config and "prompts_per_step: 1" in config
     assert "max_new_tokens: 8" in config and "device: cpu" in config
+
+
+def test_reward_weights_without_reward_funcs_are_refused(monkeypatch):
+    """TRL weighs its reward_funcs; with none given rlvr runs the env's reward, which the weights cannot weigh."""
+    monkeypatch.setattr(api, "train_config", lambda args: pytest.fail(f"composed a run from {args}"))
+    with pytest.raises(ConfigError, match="reward_weights without reward_funcs"):
+        api.train(trl_config={"reward_weights": [1.0, 2.0]})
