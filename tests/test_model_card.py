@@ -124,3 +124,15 @@ def test_the_command_line_is_what_was_typed(monkeypatch):
     assert session_command() == "rlvr train resume=run 'env.note=a b' " + " ".join(added)
     monkeypatch.setattr(sys, "argv", ["pytest", "tests"])  # train(cfg) called from Python: no command line
     assert session_command() is None
+
+
+def test_the_card_gives_the_eval_command_that_reads_the_run(tiny_lm, compose_train):
+    """`rlvr eval model.name_or_path=FOLDER` takes the run's env, columns, reward and lengths from the folder's
+    rlvr_config.yaml (trainer/evaluation/run_config.py): the card says so instead of asking for them retyped."""
+    from rlvr.trainer.model_card import model_card
+
+    cfg = compose_train(["env=dataset", "env.train_file=data.jsonl", "env.columns.prompt=question"])
+    use = model_card(cfg, 5, None, [], None, tiny_lm.model()).split("## Use\n", 1)[1]
+    assert "`rlvr eval model.name_or_path=path/to/this/folder` scores it again" in use
+    assert "reads the environment, prompt, reward and lengths from `rlvr_config.yaml`" in use
+    assert "env.*` values" not in use and "folder model.kind" not in use.split("rlvr train")[0]

@@ -175,7 +175,10 @@ def _use_lines(cfg, base_model: str | None, adapter: bool) -> list[str]:
     return ["```python", "from transformers import AutoModelForCausalLM, AutoTokenizer", "",
             "model = AutoModelForCausalLM.from_pretrained(\"path/to/this/folder\")",
             "tokenizer = AutoTokenizer.from_pretrained(\"path/to/this/folder\")", "```", "",
-            f"{template}, as in training. With rlvr, `rlvr eval model.name_or_path=path/to/this/folder{kind} "
-            f"env={cfg.env.name}` scores it again (pass@k, maj@k; add the run's `env.*` values from "
-            f"`{CONFIG_FILE}` for the same task), and `rlvr train model=hf model.name_or_path=path/to/this/folder"
-            f"{kind}{plain} env={cfg.env.name}` starts a new run from it."]
+            # rlvr eval reads the environment, prompt, reward and lengths from the folder's config itself
+            # (trainer/evaluation/run_config.py): the command needs nothing of the run retyped
+            f"{template}, as in training. With rlvr, `rlvr eval model.name_or_path=path/to/this/folder` scores "
+            f"it again (pass@k, maj@k) on the task it was trained on: it reads the environment, prompt, reward and "
+            f"lengths from `{CONFIG_FILE}` beside the weights (`env=NAME` or `env.KEY=V` on the command line "
+            f"changes them), and `rlvr train model=hf model.name_or_path=path/to/this/folder{kind}{plain} "
+            f"env={cfg.env.name}` starts a new run from it."]
