@@ -1,5 +1,6 @@
 """Completions cut at rollout.max_new_tokens: each environment's own length, no correct-answer reward for a cut
-completion by default (arithmetic and countdown keep their scores exactly), and a loud warning when most are cut."""
+completion by default (arithmetic and countdown keep their scores exactly), and a loud warning when most are cut;
+driven through a whole training step and a whole `rlvr eval` with a stand-in engine that returns cut correct answers."""
 
 import json
 import sys
@@ -119,3 +120,83 @@ def test_train_and_eval_say_when_the_model_context_cuts_completions(tiny_lm, tmp
     longest = max(r["response_tokens"] for r in completions)
     assert longest < 120, "stopped at the context (128 positions less the prompt), not at max_new_tokens"
     assert all(r["truncated"] for r in completions if r["response_tokens"] == longest)  # cut there, not finished
+
+
+class AnswersEveryPrompt:
+    """A stand-in engine: every sample of a prompt `a+b=` (or -, *) is the correct, well-formed answer, and samples
+    whose index is in `cut` are reported as cut at max_new_tokens, the case where only the truncation rule (not the
+    format gate) decides the reward: a whole answer that ends at the limit."""
+
+    def __init__(self, tokenizer, cut: set[int]):
+        self.tokenizer, self.cut = tokenizer, cut
+
+    def generate(self, prompts, params):
+        import re
+
+        import torch
+
+        from rlvr.trainer.rollout.types import Rollout
+
+        texts, truncated = [], []
+        for prompt in prompts:
+            a, op, b = re.search(r"(\d+)([-+*])(\d+)=", prompt).groups()
+            answer = {"+": int(a) + int(b), "-": int(a) - int(b), "*": int(a) * int(b)}[op]
+            for j in range(params.n):
+                texts.append(f"<think></think><answer>{answer}</answer>")
+                truncated.append(j in self.cut)
+        encode = getattr(self.tokenizer, "encode", None)
+        ids = [encode(t, add_special_tokens=False) if encode else [0, 1] for t in texts]
+        prompt_ids = [encode(p, add_special_tokens=False) if encode else [0] for p in prompts for _ in range(params.n)]
+        return Rollout(prompt_ids, ids, texts, [torch.zeros(len(i)) for i in ids], truncated)
+
+    def sync_weights(self, model):
+        pass
+
+    def shutdown(self):
+        pass
+
+
+@pytest.mark.parametrize("mode,expected", [("zero", [1.0, 0.0, 1.0, 0.0]), ("keep", [1.0, 1.0, 1.0, 1.0])])
+def test_a_training_step_pays_nothing_for_a_cut_correct_answer(tiny_lm_sft, compose_train, mode, expected):
+    """Driven through a whole GRPO step: samples 1 and 3 of each prompt are correct but cut at max_new_tokens;
+    with truncated_reward=zero the step's rewards (and its mean) give them nothing, with keep full credit."""
+    from rlvr.trainer.algorithms import ALGORITHMS
+    from tests.test_algorithm_steps import _context
+    from tests.test_trainer_step import STEP_OVERRIDES
+
+    cfg = compose_train(STEP_OVERRIDES + ["algo=grpo", f"rollout.truncated_reward={mode}"])
+    ctx = _context(cfg, tiny_lm_sft)
+    ctx.env = build_env(cfg.env)  # the real arithmetic env (the context's stand-in alternates its rewards)
+    ctx.engine = AnswersEveryPrompt(tiny_lm_sft.tokenizer, cut={1, 3})
+    metrics, samples = ALGORITHMS["grpo"].step(ctx, step=1)
+    assert metrics["reward/mean"] == pytest.approx(sum(expected) / 4), metrics
+    assert len(samples) == 2
+    for sample in samples:
+        assert [c["reward"] for c in sample["completions"]] == pytest.approx(expected), sample
+
+
+class _PlainTokenizer:
+    chat_template = "plain"
+
+    def apply_chat_template(self, messages, tokenize=False, add_generation_prompt=True):
+        return messages[-1]["content"]
+
+
+@pytest.mark.parametrize("mode,pass_at_1", [("zero", 0.5), ("keep", 1.0)])
+def test_rlvr_eval_pays_nothing_for_a_cut_correct_answer(tmp_path, mode, pass_at_1):
+    """`rlvr eval` end to end with a stand-in engine: of each prompt's 2 correct samples the second is cut at
+    max_new_tokens; truncated_reward=zero reads reward 0 for it (pass@1 0.5), keep reads 1 (pass@1 1.0)."""
+    from rlvr.trainer.evaluation.eval_config import compose_eval_config
+    from rlvr.trainer.evaluation.eval_run import run_eval
+
+    engine = AnswersEveryPrompt(_PlainTokenizer(), cut={1})
+    out = tmp_path / "eval"
+    cfg = compose_eval_config([f"models=[{tmp_path / 'policy'}]", "env=arithmetic", "n_prompts=3", "n_samples=2",
+                               "temperature=1.0", f"rollout.truncated_reward={mode}", f"output_dir={out}"])
+    results = run_eval(cfg, log=lambda *_: None, engine_factory=lambda model: engine)
+    assert results["results"][0]["pass@1"] == pytest.approx(pass_at_1), results["results"][0]
+    records = [json.loads(line) for line in (out / "completions.jsonl").read_text().splitlines()]
+    assert len(records) == 6
+    for record in records:
+        assert record["truncated"] == (record["sample"] == 1)
+        assert record["reward"] == (0.0 if record["truncated"] and mode == "zero" else 1.0), record
