@@ -18,6 +18,8 @@ Arguments, in the command's terms (the same config, checks and one-line errors):
   environment's reward in place of its default (`env.reward=[{verifier: python, params: {function: ...}}, ...]`,
   verifiers/python/verifier.py), weighted by `reward_weights` (default 1 each). They run in worker processes, which
   import them by name, so each must live in an importable module, not in the notebook or the `__main__` script.
+- `trl_config` (train): a `trl.GRPOConfig`, a dict of its fields or a YAML file of them, each field set translated
+  into rlvr's keys and every one it cannot honour refused by name (trainer/trl_keys.py, docs/training/from-trl.md).
 
 `train` returns a `TrainResult` (the run directory, its last checkpoint, summary.json, metrics.jsonl);
 `evaluate` returns what `rlvr eval` writes to results.json (per model and environment: pass@k, maj@k, mean
