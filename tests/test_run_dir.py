@@ -159,3 +159,25 @@ def test_a_resume_that_fails_in_its_first_step_leaves_the_config_as_it_was(tiny_
     code, out = rlvr("train", "resume=run", "train.steps=2", "optim.lr=0.5")
     assert code not in (0, None) and "step failed" in out
     assert (tmp_path / "run" / "config.yaml").read_text() == saved
+
+
+def test_samples_jsonl_is_strict_json_whatever_the_rewards_hold(tmp_path):
+    """A NaN or infinite reward or detail is written as the string "NaN" / "Infinity" (verifiers/batch.py's
+    jsonl_line), never the bare NaN that strict JSON readers refuse."""
+    from rlvr.trainer.run_dir import RunFiles
+
+    def strict(constant):
+        raise ValueError(f"not strict JSON: {constant}")
+
+    files = RunFiles(tmp_path)
+    files.log_samples([{"step": 1, "completions": [{"text": "x", "reward": float("nan"),
+                                                   "details": {"score": float("inf")}}]},
+                       {"step": 1, "completions": [{"text": "y", "reward": 1.0},
+                                                   {"text": "z", "reward": 0.0, "details": {"seen": {1, 2}}}]}])
+    lines = (tmp_path / "samples.jsonl").read_text().splitlines()
+    first, second = (json.loads(line, parse_constant=strict) for line in lines)
+    assert first["completions"][0]["reward"] == "NaN" and first["completions"][0]["details"]["score"] == "Infinity"
+    assert second["completions"][0] == {"text": "y", "reward": 1.0}
+    # a detail JSON has no form for (a set) is replaced by a note in its own completion; the rest is kept
+    assert second["completions"][1] == {"text": "z", "reward": 0.0, "details": {
+        "error": "this record's details could not be written as JSON"}}

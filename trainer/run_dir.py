@@ -28,6 +28,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from rlvr.errors import ConfigError
+from rlvr.verifiers.batch import jsonl_line
 
 # what `rlvr train` writes into a run directory (besides Hydra's .hydra/ and train.log)
 RUN_FILES = ("config.yaml", "metrics.jsonl", "samples.jsonl", "summary.json", "checkpoints", "tensorboard", "wandb",
@@ -89,8 +90,15 @@ class RunFiles:
         self.loggers = []
 
     def log_samples(self, samples: list[dict]) -> None:
-        for sample in samples:
-            _append(self.samples_path, sample)
+        """Strict JSON, as `rlvr verify` writes its records (`jsonl_line`): a NaN reward or detail is the string
+        "NaN", not the bare NaN that json.dumps writes and strict readers (jq, JSON.parse) refuse. Each completion
+        goes through it on its own, so details JSON has no form for are replaced by a note in that completion
+        alone, not the whole sample."""
+        with self.samples_path.open("a") as f:
+            for sample in samples:
+                if isinstance(sample.get("completions"), list):
+                    sample = {**sample, "completions": [json.loads(jsonl_line(c)) for c in sample["completions"]]}
+                f.write(jsonl_line(sample))
 
     def read_metrics(self) -> list[dict]:
         if not self.metrics_path.exists():
