@@ -61,3 +61,20 @@ def test_bootstrap_ci_brackets_the_mean_and_is_seeded():
     assert lo < 0.7 < hi and 0.5 < lo and hi < 0.9
     assert bootstrap_ci(values, seed=1) == (lo, hi)
     assert bootstrap_ci([1.0] * 5) == (1.0, 1.0)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_bootstrap_ci_is_the_percentile_interval_derived_by_hand(seed):
+    """4 prompts, two solved: a resampled mean is Binomial(4, 1/2) / 4, so P(0, .25, .5, .75, 1) = (1, 4, 6, 4, 1)/16
+    and its CDF is .0625, .3125, .6875, .9375, 1. The percentile interval of R = 1000 sorted resampled means at
+    level L takes index floor((1-L)/2 * 999) and ceil((1+L)/2 * 999):
+      L = 0.95: indices 24 and 975; about 62.5 of the 1000 means are 0 and 937.5 are below 1 (sd sqrt(1000 p (1-p))
+                about 7.7, both about 5 sd from the index), so the interval is (0, 1) for any seed;
+      L = 0.50: indices 249 and 750 against 312.5 means at or below .25 and 687.5 at or below .5 (sd 14.7, 4.3 sd
+                away): (0.25, 0.75).
+    A loose bracket accepts any level from about 50% to 99%; this pins the level the report's `pass@1_ci95` names."""
+    values = [0.0, 1.0, 0.0, 1.0]
+    lo, hi = bootstrap_ci(values, seed=seed)
+    assert (lo, hi) == (pytest.approx(0.0, abs=1e-6), pytest.approx(1.0, abs=1e-6))
+    lo, hi = bootstrap_ci(values, seed=seed, level=0.5)
+    assert (lo, hi) == (pytest.approx(0.25, abs=1e-6), pytest.approx(0.75, abs=1e-6))
