@@ -82,7 +82,8 @@ def in_memory_rows(data: Any, argument: str) -> list[dict]:
     except ModuleNotFoundError:
         datasets = None
     if datasets is not None and isinstance(data, (datasets.DatasetDict, datasets.IterableDatasetDict)):
-        raise TypeError(f"{argument}: a DatasetDict holds the splits {', '.join(data)}; give one: {argument}=ds['train']")
+        raise TypeError(f"{argument}: a DatasetDict holds the splits {', '.join(data)}; "
+                        f"give one: {argument}=ds['train']")
     if datasets is not None and isinstance(data, datasets.Dataset):
         rows = data.to_list()
     elif isinstance(data, (list, tuple)):
