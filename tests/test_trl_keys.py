@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -181,3 +182,9 @@ def test_reward_weights_without_reward_funcs_are_refused(monkeypatch):
     monkeypatch.setattr(api, "train_config", lambda args: pytest.fail(f"composed a run from {args}"))
     with pytest.raises(ConfigError, match="reward_weights without reward_funcs"):
         api.train(trl_config={"reward_weights": [1.0, 2.0]})
+
+
+def test_without_trl_a_config_is_refused_with_the_install_line(monkeypatch):
+    monkeypatch.setitem(sys.modules, "trl", None)  # `import trl` raises ImportError, as where TRL is not installed
+    with pytest.raises(ConfigError, match=r"needs TRL \(pip install"):
+        translate({"num_generations": 4})

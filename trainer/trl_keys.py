@@ -120,11 +120,12 @@ class Translation:
     reward_weights: list[float] | None
 
 
-def _trl_fields() -> dict[str, dataclasses.Field] | None:
+def _trl_fields() -> dict[str, dataclasses.Field]:
+    """GRPOConfig's fields: their names check a dict's keys, their defaults fill what a dict leaves out."""
     try:
         from trl import GRPOConfig
-    except ImportError:  # a dict or YAML still translates; unknown names cannot then be told from typos
-        return None
+    except ImportError:
+        raise ConfigError("trl_config: reading a GRPOConfig needs TRL (pip install 'trl>=1.16,<1.17')") from None
     return {f.name: f for f in dataclasses.fields(GRPOConfig)}
 
 
@@ -149,11 +150,11 @@ def set_fields(trl_config: Any) -> dict[str, Any]:
         if not isinstance(trl_config, Mapping):
             raise ConfigError(f"trl_config: {path} holds no mapping of GRPOConfig fields")
     if isinstance(trl_config, Mapping):
-        unknown = sorted(k for k in trl_config if fields is not None and k not in fields)
+        unknown = sorted(k for k in trl_config if k not in fields)
         if unknown:
             raise ConfigError(f"trl_config: not GRPOConfig fields: {', '.join(unknown)}")
         return dict(trl_config)
-    if not dataclasses.is_dataclass(trl_config) or fields is None or not all(
+    if not dataclasses.is_dataclass(trl_config) or not all(
             hasattr(trl_config, name) for name in fields):
         raise ConfigError(f"trl_config: a trl.GRPOConfig, a dict of its fields or a YAML path, "
                           f"got {type(trl_config).__name__}")
@@ -172,8 +173,8 @@ def translate(trl_config: Any) -> Translation:
     from rlvr.api import override_value
 
     given = set_fields(trl_config)
-    fields = _trl_fields() or {}
-    value = lambda name: given[name] if name in given else _default(fields[name]) if name in fields else None  # noqa: E731
+    fields = _trl_fields()
+    value = lambda name: given[name] if name in given else _default(fields[name])  # noqa: E731
     out: dict[str, Any] = {}
     refused: dict[str, str] = {}
     weights = None
