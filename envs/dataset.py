@@ -23,7 +23,7 @@ Columns (`columns`: the data's column name for each; null: none):
 A mapped column missing from a row stops the load with one line naming the column, its `env.columns` key, the
 row's number and the file.
 
-Rows in memory (`rlvr.train(train_dataset=..., eval_dataset=...)`, rlvr/data_args.py): a `datasets.Dataset` or a
+Rows in memory (`rlvr.train(train_dataset=..., eval_dataset=...)`, trainer/data_args.py): a `datasets.Dataset` or a
 list of dicts, checked row by row under the same mapping with the same message (`row 3 of train_dataset: ...`,
 `check_rows`), then saved into the run directory with `save_to_disk` and read from there as a file is, so the
 run's config.yaml names real data that `resume=` and `rlvr eval` of the run read again.

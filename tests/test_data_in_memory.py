@@ -1,4 +1,4 @@
-"""`rlvr.train(train_dataset=..., eval_dataset=...)` (rlvr/data_args.py, envs/dataset.py): rows in memory, a list of
+"""`rlvr.train(train_dataset=..., eval_dataset=...)` (trainer/data_args.py, envs/dataset.py): rows in memory, a list of
 dicts or a `datasets.Dataset`, train under `env.columns` as a file's rows do, are saved into the run directory that
 config.yaml names, and a bad row gets the message a file's gets."""
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.errors import ConfigError
+from rlvr.trainer.override_text import override_value
 
 
 @dataclass(frozen=True)
@@ -170,8 +171,6 @@ def set_fields(trl_config: Any) -> dict[str, Any]:
 
 def translate(trl_config: Any) -> Translation:
     """The overrides for the fields set in `trl_config`; one ConfigError naming every field it refuses and why."""
-    from rlvr.api import override_value
-
     given = set_fields(trl_config)
     fields = _trl_fields()
     value = lambda name: given[name] if name in given else _default(fields[name])  # noqa: E731
