@@ -1,0 +1,157 @@
+"""Mutation check: switch each listed behaviour off with a one-line change and require its tests to fail.
+
+A test of an optimisation or a rule that only compares with the plain path passes when the behaviour does nothing
+(issue 52). Each entry below names one user-facing behaviour, the line that engages it, a line that switches it off,
+and the tests that must then fail. Run by hand before claiming a behaviour (not part of `make test`: pytest does not
+collect this file):
+
+    .venv/bin/python tests/mutation_check.py            # every entry
+    .venv/bin/python tests/mutation_check.py -k chunk   # entries whose name contains "chunk"
+
+It never edits the working tree (others may be working in it): it extracts the committed HEAD into a temporary
+folder (`git archive HEAD`), links the package layout pyproject.toml's `package-dir` maps (rlvr.trainer is
+trainer/, ...) under that copy's rlvr/, and runs pytest there with the copy first on PYTHONPATH, so `import rlvr`
+reads the copy, not the editable install. It first runs every entry's tests unchanged (they must pass: a broken
+copy would make every mutant look caught), then each mutant alone, where every listed test (each parametrization)
+must fail. Exit status 1 when a baseline test fails, a
+listed line is not found exactly once, or a mutant survives.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Mutation:
+    name: str
+    file: str  # repository path
+    original: str  # the whole line, indentation included, found exactly once in the file
+    mutant: str  # the line that switches the behaviour off
+    tests: tuple[str, ...]  # pytest node ids (or files) that must fail under the mutant
+
+
+MUTATIONS = (
+    Mutation("token budget ignored (train.max_tokens_per_micro_batch, train=fast)", "trainer/algos/update.py",
+             "    if max_tokens <= 0:", "    if True:",
+             ("tests/test_token_budget.py::test_a_budgeted_step_runs_the_planned_micro_batches",
+              "tests/test_train_presets.py::test_fast_gives_the_plain_paths_loss_and_gradients")),
+    Mutation("packing ignored (train.pack_sequences)", "trainer/algos/update.py",
+             "    return Counts(sequences, tokens, micro_batches, micro_batch_size, plan, pack)",
+             "    return Counts(sequences, tokens, micro_batches, micro_batch_size, plan, False)",
+             ("tests/test_packing.py::test_a_packed_step_runs_each_micro_batch_as_one_row",)),
+    Mutation("chunked logprobs never taken (train.logprob_chunk_tokens)", "trainer/models/logprobs.py",
+             "    if chunk_tokens > 0:", "    if False:",
+             ("tests/test_chunked_logprobs.py::test_token_logprobs_chunked_equals_plain",
+              "tests/test_chunked_logprobs.py::test_a_step_with_chunked_logprobs_equals_the_plain_step")),
+    Mutation("prompt prefilled G times (rollout.hf.prefill_once)", "trainer/rollout/hf.py",
+             "        if self.prefill_once and returns > 1 and width > 1:", "        if False:",
+             ("tests/test_rollout_hf.py::test_one_prefill_per_prompt_samples_what_every_copy_prefilled_does",)),
+    Mutation("truncation rule off in the training step (rollout.truncated_reward)", "trainer/experience/rewards.py",
+             "        results = no_credit_when_truncated(results, rollout.truncated, cfg.rollout.truncated_reward)",
+             "        results = results",
+             ("tests/test_truncation.py::test_a_training_step_pays_nothing_for_a_cut_correct_answer[zero-expected0]",)),
+    Mutation("truncation rule off in rlvr eval (rollout.truncated_reward)", "trainer/evaluation/evaluate.py",
+             "    results = no_credit_when_truncated(scored, rollout.truncated, truncated_reward)",
+             "    results = scored",
+             ("tests/test_truncation.py::test_rlvr_eval_pays_nothing_for_a_cut_correct_answer[zero-0.5]",)),
+    Mutation("pass@1_ci95 a 50% interval", "trainer/evaluation/passk.py",
+             "    tail = (1.0 - level) / 2", "    tail = 0.25",
+             ("tests/test_passk.py::test_bootstrap_ci_is_the_percentile_interval_derived_by_hand",)),
+)
+
+PYTEST = ("-q", "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "no:xdist")
+
+
+def extract_head(into: Path) -> None:
+    """The committed HEAD as files (the working tree and its uncommitted edits are never touched)."""
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", "HEAD"], capture_output=True, check=True,
+                             timeout=120).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True, timeout=120)
+
+
+def link_packages(copy: Path) -> None:
+    """Make `import rlvr.X` resolve inside the copy as pyproject.toml's package-dir maps it
+    (rlvr.trainer is trainer/)."""
+    mapping = tomllib.loads((copy / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
+    for package, folder in mapping.items():
+        if package == "rlvr":
+            if folder != "rlvr":
+                raise SystemExit(f"package-dir maps rlvr to {folder!r}; this script expects rlvr/")
+            continue
+        link = copy / "rlvr" / package.removeprefix("rlvr.").replace(".", "/")
+        link.symlink_to(copy / folder, target_is_directory=True)
+
+
+def run_tests(copy: Path, tests: tuple[str, ...], timeout_s: int) -> tuple[int, str]:
+    path = os.pathsep.join([str(copy), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env = {**os.environ, "PYTHONPATH": path}
+    try:
+        done = subprocess.run([sys.executable, "-m", "pytest", *PYTEST, *tests], cwd=copy, env=env,
+                              capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return -1, f"timed out after {timeout_s} s"
+    lines = (done.stdout + done.stderr).strip().splitlines()
+    return done.returncode, lines[-1] if lines else ""  # pytest's summary line
+
+
+def check_import(copy: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(copy)}
+    where = subprocess.run([sys.executable, "-c", "import rlvr.trainer.algos.update as m; print(m.__file__)"], cwd=copy,
+                           env=env, capture_output=True, text=True, check=True, timeout=120).stdout.strip()
+    if not Path(where).resolve().is_relative_to(copy.resolve()):
+        raise SystemExit(f"rlvr imports from {where}, not from the copy {copy}")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("-k", default="", help="only the entries whose name contains this")
+    parser.add_argument("--timeout", type=int, default=900, help="seconds per pytest run")
+    args = parser.parse_args(argv)
+    chosen = [m for m in MUTATIONS if args.k in m.name]
+    if not chosen:
+        raise SystemExit(f"no entry's name contains {args.k!r}")
+    failures = []
+    with tempfile.TemporaryDirectory(prefix="rlvr-mutation-") as tmp:
+        copy = Path(tmp) / "repo"
+        copy.mkdir()
+        extract_head(copy)
+        link_packages(copy)
+        check_import(copy)
+        baseline = tuple(dict.fromkeys(t for m in chosen for t in m.tests))
+        code, last = run_tests(copy, baseline, args.timeout)
+        print(f"baseline ({len(baseline)} tests unchanged): {'pass' if code == 0 else 'FAIL'}  {last}", flush=True)
+        if code != 0:
+            return 1
+        for m in chosen:
+            path = copy / m.file
+            text = path.read_text()
+            lines = text.split("\n")
+            if lines.count(m.original) != 1:
+                print(f"SKIPPED {m.name}: {m.file} holds the line {lines.count(m.original)} times, not once")
+                failures.append(m.name)
+                continue
+            path.write_text("\n".join(m.mutant if line == m.original else line for line in lines))
+            code, last = run_tests(copy, m.tests, args.timeout)
+            path.write_text(text)
+            # every listed test must fail (pytest's exit 1, none passed); 2-5 (usage, collection, none) prove nothing
+            caught = code == 1 and " passed" not in last
+            verdict = "caught  " if caught else "SURVIVED"
+            print(f"{verdict} {m.name}: {m.file}: {m.mutant.strip()!r}  {last}", flush=True)
+            if not caught:
+                failures.append(m.name)
+    print(f"{len(chosen) - len(failures)} of {len(chosen)} mutants caught")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
