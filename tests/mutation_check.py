@@ -67,6 +67,21 @@ MUTATIONS = (
     Mutation("pass@1_ci95 a 50% interval", "trainer/evaluation/passk.py",
              "    tail = (1.0 - level) / 2", "    tail = 0.25",
              ("tests/test_passk.py::test_bootstrap_ci_is_the_percentile_interval_derived_by_hand",)),
+    # the rules of issue 50's round-4 hostile set that need no sandbox
+    Mutation("format reward paid for an empty <answer>", "verifiers/format.py",
+             '    if not text[positions[-2] + len("<answer>"): positions[-1]].strip():', "    if False:",
+             ("tests/test_verifiers_format.py::test_an_empty_answer_is_not_the_format",
+              "tests/test_verifiers_format.py::test_no_environment_pays_anything_for_an_empty_answer")),
+    Mutation("a hedged math answer paid", "verifiers/math/verifier.py",
+             "        if hedged:  # candidates offered as alternatives are not paid, even when one of them is right "
+             "(hedge.py)", "        if False:",
+             ("tests/test_math_hedge.py::test_hedges_are_not_paid_even_when_a_candidate_is_right"
+              "[The answer is B or C.-B]",  # the other rows' last candidate is wrong anyway
+              "tests/test_math_hedge.py::test_hedges_are_not_paid_even_when_a_candidate_is_right"
+              "[\\\\boxed{B \\\\text{ or } C}-B]")),
+    Mutation("keys chosen to share one hash decoded (the host's time)", "verifiers/code/wire.py",
+             "        if hashes[i] == hashes[i - MAX_SAME_HASH]:", "        if False:",
+             ("tests/test_code_wire.py::test_keys_chosen_to_share_one_hash_are_refused_before_anything_is_built",)),
 )
 
 PYTEST = ("-q", "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "no:xdist")
