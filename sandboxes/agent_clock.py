@@ -24,8 +24,8 @@ for the machine's load. So the supervisor reads this clock every TICK_S while a 
   one short spin is noisy and an honest thread's credit should not lose to the noise): the program's threads are
   the program's, and a thread it made idle-class, or pinned beside its own other threads, waits for a CPU by its
   own choice (round 4: a SCHED_IDLE spinner made every tick look like waiting, and a program past its limit ran
-  to the backstop). Threads at SCHED_IDLE or a positive nice are not credited at all. So a loaded machine still stretches a run (by at most
-  1 / (1 - the probe's share of waiting)); a program alone cannot. A program that sleeps or blocks ends at `wall_s`.
+  to the backstop). Threads at SCHED_IDLE or a positive nice are not credited at all. So a loaded machine still
+  stretches a run (by at most 1 / (1 - the probe's share of waiting)); a program alone cannot. A program that sleeps or blocks ends at `wall_s`.
   The clock starts when the program is forked.
 - A backstop: at BACKSTOP x `wall_s` of plain elapsed time any run ends, whatever it waited for, or at the job's
   `deadline_s` when that is sooner (a tool call's share of its turn's budget). Only a machine that gives a run less

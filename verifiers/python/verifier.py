@@ -37,8 +37,8 @@ with `details["batch_error"]` saying why they were scored alone (a function that
 only one completion there). These calls run a few at a time (one per worker) and stop starting once they have
 taken `timeout` seconds, so a batch of completions that each hang costs at most about twice `timeout`, not one
 `timeout` each; a completion not reached is `error`, saying so. A call that overruns (status `timeout`, not made
-again: each completion could overrun in turn) or returns the wrong number of values gives each of its completions that status, never a
-silent 0.
+again: each completion could overrun in turn) or returns the wrong number of values gives each of its completions
+that status, never a silent 0.
 
 Name: the component is named after the function (`reward/accuracy` in the metrics, as TRL's `rewards/accuracy`),
 unless the reward entry gives a `name`; a `gate` refers to that name.
