@@ -178,13 +178,12 @@ def translate(trl_config: Any) -> Translation:
     refused: dict[str, str] = {}
     weights = None
     for name in given:
-        if name not in _HANDLERS and name not in _BATCH and name not in ("epsilon_high", "adam_beta2", "vllm_mode"):
+        if name not in _HANDLERS and name not in _BATCH and name not in _COMPANIONS:
             refused[name] = REFUSED.get(name, _GENERIC)
     if any(name in given for name in _BATCH):
         _batch(value, out, refused)
     for name, handler in _HANDLERS.items():
-        if name in given or (name == "epsilon" and "epsilon_high" in given) or (
-                name == "adam_beta1" and "adam_beta2" in given) or (name == "use_vllm" and "vllm_mode" in given):
+        if name in given or any(_COMPANIONS.get(field) == name for field in given):
             result = handler(value)
             if isinstance(result, str):
                 refused[name] = result
@@ -283,6 +282,10 @@ _HANDLERS: dict[str, Callable[[Callable[[str], Any]], dict | str | list]] = {
     "disable_tqdm": lambda v: {},
     "log_completions": lambda v: {},
 }
+# A field that only completes its row's first one (epsilon_high beside epsilon, adam_beta2, vllm_mode): setting it
+# runs that field's handler, which reads both.
+_COMPANIONS = {field: row.trl[0] for row in ROWS if row.trl[0] in _HANDLERS
+               for field in row.trl[1:] if field not in _HANDLERS}
 
 
 def markdown_table() -> str:
