@@ -74,7 +74,8 @@ TRAIN = (
 )
 
 EVAL = (
-    Section("What to evaluate", "what", ("model.name_or_path", "models", "model.kind", "env.*", "envs", "n_prompts")),
+    Section("What to evaluate", "what", ("model.name_or_path", "models", "model.kind", "env.*", "envs", "n_prompts"),
+            ("model.prompt_format",)),
     Section("Sampling", "sampling",
             ("n_samples", "temperature", "top_p", "top_k", "rollout.max_new_tokens", "rollout.stop", "seed"),
             ("rollout.truncated_reward",)),

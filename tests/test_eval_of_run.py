@@ -127,6 +127,7 @@ def test_run_eval_from_python_without_overrides_keeps_a_composed_env(dataset_run
     taken = adopt_run_config(cfg, None)
     assert cfg.env.name == "countdown" and cfg.rollout.max_new_tokens == 5 and cfg.model.kind == "instruct"
     assert "rollout.max_new_tokens" in taken.overridden and taken.taken == {"model.kind": "instruct",
+                                                                          "model.prompt_format": "chat",
                                                                           "rollout.truncated_reward": "zero",
                                                                           "rollout.stop": []}
     with pytest.raises(ConfigError, match="no env.name"):

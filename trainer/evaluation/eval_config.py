@@ -30,6 +30,8 @@ class EvalModelConfig:
     """base | instruct: which prompt the built-in environments give the models.
 
     `env.prompt` follows it unless set (envs/base.py PromptStyle); instruct for a chat model such as smollm2."""
+    prompt_format: str = "chat"
+    """chat | plain: prompts through the tokenizer's chat template, or as plain text (rlvr train's key)."""
 
 
 @dataclass

@@ -219,7 +219,9 @@ def settings_of(cfg, lengths: dict | None = None) -> dict:
     return {"n_samples": cfg.n_samples, "temperature": cfg.temperature, "top_p": cfg.top_p, "top_k": cfg.top_k,
             "max_new_tokens": max_new_tokens, "stop": list(cfg.rollout.stop), "seed": cfg.seed,
             "batch_prompts": cfg.batch_prompts, "engine": "endpoint" if cfg.get("endpoint") else cfg.rollout.engine,
-            **({"endpoint": cfg.endpoint} if cfg.get("endpoint") else {})}
+            **({"endpoint": cfg.endpoint} if cfg.get("endpoint") else {}),
+            # other prompts draw other samples; named only when plain, so evals written before the key still resume
+            **({"prompt_format": "plain"} if cfg.model.get("prompt_format") == "plain" else {})}
 
 
 def _validate(cfg) -> None:
@@ -230,6 +232,8 @@ def _validate(cfg) -> None:
     if cfg.model.kind not in ("base", "instruct"):
         raise ConfigError(f"model.kind={cfg.model.kind!r} must be base or instruct (which prompt the built-in "
                           f"environments give the models)")
+    if cfg.model.prompt_format not in ("chat", "plain"):
+        raise ConfigError(f"model.prompt_format={cfg.model.prompt_format!r}; choose one of chat, plain")
     if cfg.n_samples < 1:
         raise ConfigError(f"n_samples must be >= 1, got {cfg.n_samples}")
     if cfg.temperature < 0:
@@ -287,6 +291,14 @@ def _load_done(path: Path, n_samples: int) -> set[tuple[str, str, str]]:
     return done
 
 
+def tokenizer_format(cfg) -> dict:
+    """`load_tokenizer`'s keywords for `model.prompt_format`: plain puts the plain-text template in place of the
+    tokenizer's own, as rlvr train did (a run's checkpoints saved it; its base model, evaluated beside them, did not);
+    chat keeps the tokenizer's template."""
+    plain = cfg.model.prompt_format == "plain"
+    return {"chat": plain, "prompt_format": cfg.model.prompt_format}
+
+
 def _endpoint_factory(cfg):
     """`endpoint=URL`: the server samples; the checkpoint at `model.name_or_path` gives the tokenizer."""
     def factory(model: ModelSpec):
@@ -294,7 +306,7 @@ def _endpoint_factory(cfg):
         from rlvr.trainer.rollout.server import ServerEngine
 
         try:
-            tokenizer = load_tokenizer(model.path)
+            tokenizer = load_tokenizer(model.path, **tokenizer_format(cfg))
         except (OSError, ValueError) as error:
             raise ConfigError(f"endpoint={cfg.endpoint}: the tokenizer of model {model.path!r} does not load "
                               f"(prompts are sent as its token ids): {error}") from None
@@ -310,7 +322,7 @@ def _hf_factory(cfg, envs: dict, rows: dict, lengths: dict):
         from rlvr.trainer.rollout.factory import build_engine
 
         try:
-            tokenizer, policy = load_tokenizer(model.path), load_policy(model.path)
+            tokenizer, policy = load_tokenizer(model.path, **tokenizer_format(cfg)), load_policy(model.path)
         except (OSError, ValueError) as error:
             raise ConfigError(f"model {model.path!r} does not load: {error}") from None
         options = {**OmegaConf.to_container(cfg.rollout, resolve=True), "seed": cfg.seed,

@@ -8,8 +8,10 @@ printed a confident table of the wrong task. So the run's config supplies, unles
 - `env`: the whole environment mapping (name, files, columns, reward, prompt, system prompt, ...). `env=NAME` or
   `envs=[...]` on the command line replaces it; `env.KEY=V` alone changes that key of the run's environment.
   `env.split` stays eval's (default test): the split is what eval measures, not how the run trained.
-- `model.kind` (the prompt style of the built-in environments), `rollout.max_new_tokens`,
-  `rollout.truncated_reward` and `rollout.stop`: how the run generated and what a cut completion earned.
+- `model.kind` (the prompt style of the built-in environments), `model.prompt_format` (chat template or plain
+  text: a run's checkpoints carry its tokenizer's template, the base model beside them does not),
+  `rollout.max_new_tokens`, `rollout.truncated_reward` and `rollout.stop`: how the run generated and what a cut
+  completion earned.
 
 Sampling (`temperature`, `top_p`, `top_k`) stays eval's own: its default is greedy, the trainer's held-out eval.
 
@@ -32,7 +34,7 @@ from rlvr.errors import ConfigError
 
 CHECKPOINT_CONFIG = "rlvr_config.yaml"  # trainer/model_card.py's CONFIG_FILE; not imported: eval sits below it
 RUN_CONFIG = "config.yaml"  # a run directory's (trainer/run_dir.py)
-TAKEN_KEYS = ("model.kind", "rollout.max_new_tokens", "rollout.truncated_reward", "rollout.stop")
+TAKEN_KEYS = ("model.kind", "model.prompt_format", "rollout.max_new_tokens", "rollout.truncated_reward", "rollout.stop")
 
 
 @dataclass
