@@ -2,10 +2,13 @@
 weights as one process with the same global batch; metrics combine over ranks as one process
 would log them; torchrun runs end to end (FSDP2, a vLLM engine per rank); the README's commands compose.
 
-Rollouts must not depend on how prompts are split over ranks, so the parity runs generate with
-`PerPromptSeededEngine`: the real HF engine, one prompt at a time, seeded from the prompt's text
-and the sampling call (a test-only wrapper: the shipped engines draw one batch from one RNG, so
-a 2-process run samples differently from a 1-process one, though from the same distribution).
+Rollouts must not depend on how prompts are split over ranks. Since 2026-11-30 training gives each prompt a
+sampling seed of its own (`rollout.seed_per_prompt`, on by default), the same on every rank
+(test_each_rank_draws_and_seeds_its_prompts_as_one_process_would), and vLLM samples from it; HF generate ignores
+the seeds and draws each batch from torch's one RNG, so a 2-process `rollout=hf` run samples differently from a
+1-process one, though from the same distribution. The parity runs therefore generate with
+`PerPromptSeededEngine`: the real HF engine, one prompt at a time, seeded from the prompt's text and the
+sampling call (a test-only wrapper).
 """
 
 from __future__ import annotations

@@ -7,8 +7,10 @@ own checks: `rlvr.api.train_config` for `rlvr train` (misspelt keys, bad types, 
 algorithm family's keys, then validation), the eval schema for `rlvr eval`, the verify schema for `rlvr verify`.
 Placeholders (`DIR`, `RUN_DIR`, `ENV`, `N`...) are replaced by values of their kind first. What this does not
 do is run them: a command that composes can still fail at its first step (data it cannot find, a test split
-too small); the commands whose runs matter most are run by their own tests (tests/test_api.py runs the
-README's Python example; tests/test_guess_number_warm_start.py, the multi-turn quick start).
+too small). tests/test_api.py runs the README's Python example as written. The multi-turn quick start
+(`rlvr train env=guess_number rollout=hf train.steps=10`) is not run by any test; its parts are:
+tests/test_guess_number_warm_start.py checks that its warm start's transcripts are games the environment plays
+out, and tests/test_multi_turn_envs.py runs one training step on a guess_number environment.
 
 A command is skipped only for a reason listed in SKIPPED (a plugin that is not installed here, a run
 directory that must exist), and a skip that no longer matches a command fails, so the list cannot rot.
