@@ -68,7 +68,7 @@ def train(*overrides: str | Sequence[str], reward_funcs: Sequence[Callable | str
     from rlvr.trainer.data_args import InMemoryData
     from rlvr.trainer.checkpoint import latest_checkpoint
     from rlvr.trainer.run import train as run_training
-    from rlvr.trainer.run_dir import tee_log
+    from rlvr.trainer.run_dir import log_stop, stop_line, tee_log
 
     # trl_config: a trl.GRPOConfig, a dict of its fields or a YAML of them (trainer/trl_keys.py,
     # docs/training/from-trl.md); the overrides and keywords given here win over what it translates
@@ -90,7 +90,12 @@ def train(*overrides: str | Sequence[str], reward_funcs: Sequence[Callable | str
     if data.rows:
         data.check_and_save(cfg)
     run_dir = Path(cfg.resume or cfg.output_dir).resolve()  # absolute: a notebook may change directory later
-    summary = run_training(cfg, log=log or tee_log(run_dir / "train.log"), callbacks=callbacks)
+    try:
+        summary = run_training(cfg, log=log or tee_log(run_dir / "train.log"), callbacks=callbacks)
+    except (Exception, KeyboardInterrupt) as error:
+        if log is None:  # the run's train.log ends with why it stopped, as the command's does
+            log_stop(run_dir / "train.log", stop_line(cfg, error, error.__traceback__))
+        raise
     metrics_path = run_dir / "metrics.jsonl"
     metrics = [json.loads(line) for line in metrics_path.read_text().splitlines()] if metrics_path.exists() else []
     return TrainResult(run_dir, latest_checkpoint(run_dir), summary, metrics)

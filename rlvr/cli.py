@@ -187,17 +187,22 @@ def _train(overrides: list[str]) -> int:
         from hydra.core.hydra_config import HydraConfig
 
         from rlvr.trainer.run import train  # torch loads here, so `rlvr train --help` stays fast
-        from rlvr.trainer.run_dir import interrupted_message, stop_on_sigterm, tee_log
+        from rlvr.trainer.run_dir import log_stop, stop_line, stop_on_sigterm, tee_log
 
         if cfg.resume:  # the saved run's config.yaml, with this command line's overrides on top
             from rlvr.trainer.resume_config import resumed_config
 
             cfg = resumed_config(cfg, [o for o in HydraConfig.get().overrides.task if o != resumed_algo])
+        log_path = Path(cfg.resume or cfg.output_dir) / "train.log"
         try:
             with stop_on_sigterm():  # a preempted job says where its last checkpoint is, as Ctrl-C does
-                train(cfg, log=tee_log(Path(cfg.resume or cfg.output_dir) / "train.log"))
-        except KeyboardInterrupt as error:  # Ctrl-C, or SIGTERM's Terminated
-            raise SystemExit(interrupted_message(cfg, sys.exc_info()[2], error)) from None
+                train(cfg, log=tee_log(log_path))
+        except (Exception, KeyboardInterrupt) as error:  # train.log ends with why, as the console does
+            line = stop_line(cfg, error, sys.exc_info()[2])
+            log_stop(log_path, line)
+            if isinstance(error, KeyboardInterrupt):  # Ctrl-C, or SIGTERM's Terminated: two lines, no traceback
+                raise SystemExit(line) from None
+            raise
 
     return _run_hydra("train", overrides, task, (ConfigError, UnknownNameError))
 

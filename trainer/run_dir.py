@@ -11,13 +11,16 @@ holds no run, and a new run there removes them and goes on, so a failed start ne
 
 `rlvr train` and `rlvr.train()` settle the directory from the command line before Hydra creates it
 (`settle_run_dir`), write the run's log to its train.log (`tee_log`), and on Ctrl-C or SIGTERM (`stop_on_sigterm`)
-name the last checkpoint and the command that continues the run from it (`interrupted_message`).
+name the last checkpoint and the command that continues the run from it (`interrupted_message`). Whatever stops a
+run (a failed reward, a refusal, Ctrl-C, an error) ends its train.log with the line the console printed
+(`stop_line`, `log_stop`).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 import signal
 import threading
@@ -208,3 +211,26 @@ def tee_log(path: Path):
             print(*args, file=f)
 
     return log
+
+
+def stop_line(cfg, error: BaseException, trace) -> str:
+    """Why the run stopped, as the console says it: a refusal or a failed reward (`RewardFailed`) as the command's
+    one line, Ctrl-C and SIGTERM as `interrupted_message`, anything else by its type and message (its traceback
+    stays on the console)."""
+    from rlvr.errors import UnknownNameError
+
+    if isinstance(error, KeyboardInterrupt):
+        return interrupted_message(cfg, trace, error)
+    if isinstance(error, (ConfigError, UnknownNameError)):
+        return f"rlvr train: {error}"
+    return f"rlvr train: stopped by {type(error).__name__}: {error} (the traceback is on the console)"
+
+
+def log_stop(path: Path, line: str) -> None:
+    """Append why the run stopped to its train.log, the file a user reads afterwards (the console has said it).
+    Rank 0 alone, as the run's log (trainer/setup.py): a torchrun's other ranks would repeat the line."""
+    if int(os.environ.get("RANK", "0")) != 0:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as f:
+        print(line, file=f)
