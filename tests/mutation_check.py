@@ -82,6 +82,11 @@ MUTATIONS = (
     Mutation("keys chosen to share one hash decoded (the host's time)", "verifiers/code/wire.py",
              "        if hashes[i] == hashes[i - MAX_SAME_HASH]:", "        if False:",
              ("tests/test_code_wire.py::test_keys_chosen_to_share_one_hash_are_refused_before_anything_is_built",)),
+    Mutation("threads=auto blind to other processes (the machine's load)", "trainer/threads.py",
+             "    return max(1, TORCH_DEFAULT - others), others", "    return TORCH_DEFAULT, others",
+             ("tests/test_threads.py::test_auto_leaves_the_cores_other_processes_run_on",
+              "tests/test_threads.py::test_before_each_step_the_count_follows_the_load_and_says_so",
+              "tests/test_threads.py::test_beside_a_busy_process_per_core_auto_takes_one_thread")),
 )
 
 PYTEST = ("-q", "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "no:xdist")

@@ -52,6 +52,8 @@ def train(cfg, log=print, callbacks=None) -> dict:
                mininterval=0.2 if sys.stderr.isatty() else 15.0,  # a log file gets a line every 15 s
                disable=not parallel.is_main)
     for step in bar:
+        if line := run.threads.before_step():  # threads=auto: the cores other processes leave (trainer/threads.py)
+            log(line)
         metrics, samples = take_step(run, step)  # collect -> update -> schedule -> sync -> metrics (trainer/step.py)
         metrics = parallel.reduce_metrics(metrics, completions_per_rank(cfg, parallel))  # over ranks
         if run.curriculum is not None:  # on the reduced metrics: every rank moves alike

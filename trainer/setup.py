@@ -55,7 +55,7 @@ from rlvr.trainer.rollout.prompts import prompt_lengths
 from rlvr.trainer.rollout.types import Engine, SamplingParams
 from rlvr.trainer.rollout.weights import PolicyEngine
 from rlvr.trainer.run_dir import RunFiles, prepare_new_run_dir
-from rlvr.trainer.threads import set_model_threads, set_start_threads
+from rlvr.trainer.threads import ModelThreads, set_model_threads, set_start_threads
 from rlvr.trainer.truncation import context_warning, resolve_rollout_lengths
 from rlvr.trainer.validate import validate_multi_turn, validate_train_config, validate_world_size
 
@@ -98,6 +98,7 @@ class Run:
     base_model: str | None  # what each checkpoint records (rlvr eval RUN_DIR reads it)
     commands: list[dict]  # each session's command line, as far as this one: every checkpoint's model card lists them
     log: Callable  # print on rank 0, nothing elsewhere
+    threads: ModelThreads  # threads=auto: looked at again before every step (trainer/threads.py)
 
 
 def build_run(cfg, log=print) -> Run:
@@ -131,8 +132,9 @@ def build_run(cfg, log=print) -> Run:
     saved = saved_entries(checkpoint, "base_model", "commands") if checkpoint else {}
     tokenizer, model, plain, reference, critic, base_model = _models(cfg, env, algorithm, checkpoint, saved, parallel,
                                                                      device, log)
-    if line := set_model_threads(cfg.threads, plain):  # threads=auto: by the policy's size
-        log(line)
+    threads = set_model_threads(cfg.threads, plain)  # threads=auto: by the policy's size and the machine's load
+    if threads.line:
+        log(threads.line)
     params = list(model.parameters()) + (list(critic.parameters()) if critic is not None else [])
     optimizer = torch.optim.AdamW(params, lr=cfg.optim.lr, betas=tuple(cfg.optim.betas),
                                   weight_decay=cfg.optim.weight_decay)
@@ -163,7 +165,7 @@ def build_run(cfg, log=print) -> Run:
     ctx = RunContext(parallel.local_config(cfg), parallel.shard_env(train_env), tokenizer, model, reference, engine,
                      sampling, optimizer, scheduler, critic, algo_state, log=log)
     run = Run(cfg, ctx, algorithm, parallel, files, run_dir, env, test_rows, curriculum, start_step, bool(checkpoint),
-              base_model, commands, log)
+              base_model, commands, log, threads)
     _log_start(run, device, plain)
     return run
 
