@@ -172,8 +172,10 @@ class PhaseClock:
         return timed
 
 
-def trl_trainer(args, model_path: str, rows: list[dict], env, out_dir: str, max_steps: int, callbacks, clock=None):
-    """TRL's GRPOTrainer set up to do what `rlvr train` does with the same arguments."""
+def trl_trainer(args, model_path: str, rows: list[dict], env, out_dir: str, max_steps: int, callbacks, clock=None,
+                settings: dict | None = None):
+    """TRL's GRPOTrainer set up to do what `rlvr train` does with the same arguments; `settings` replaces GRPOConfig
+    fields on top (bench_trl_best.py: `bf16=True`, TRL's vLLM mode)."""
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
@@ -200,7 +202,7 @@ def trl_trainer(args, model_path: str, rows: list[dict], env, out_dir: str, max_
             clock.add("score", time.perf_counter() - start)
         return rewards
 
-    config = GRPOConfig(
+    config = GRPOConfig(**{**dict(
         output_dir=out_dir, use_cpu=True, bf16=False, seed=args.seed, report_to="none", save_strategy="no",
         logging_steps=1, disable_tqdm=True, max_steps=max_steps, shuffle_dataset=False,
         per_device_train_batch_size=args.prompts * args.group, gradient_accumulation_steps=1,
@@ -208,7 +210,7 @@ def trl_trainer(args, model_path: str, rows: list[dict], env, out_dir: str, max_
         temperature=args.temperature, top_k=0, top_p=1.0, beta=args.beta, loss_type="grpo",
         scale_rewards="group", epsilon=0.2, learning_rate=args.lr, lr_scheduler_type="constant",
         warmup_steps=0, weight_decay=0.0, max_grad_norm=1.0, gradient_checkpointing=False,
-    )
+    ), **(settings or {})})
     trainer = GRPOTrainer(model=load_policy(model_path), reward_funcs=rlvr_env_score, args=config,
                           train_dataset=dataset, processing_class=tokenizer, callbacks=callbacks)
     if clock:
@@ -264,7 +266,7 @@ def worker_rlvr(args, system: str) -> dict:
     return {"steps": steps}
 
 
-def worker_trl(args) -> dict:
+def worker_trl(args, settings: dict | None = None) -> dict:
     from transformers import TrainerCallback
 
     from rlvr.trainer.env_config import build_env
@@ -290,7 +292,7 @@ def worker_trl(args) -> dict:
     env = build_env(compose(preset_overrides(args)).env)
     with tempfile.TemporaryDirectory() as out:
         trainer = trl_trainer(args, args.model, step_rows(env, args.seed, total, args.prompts), env, out, total,
-                              [Timer()], clock)
+                              [Timer()], clock, settings)
         trainer.train()
     return {"steps": steps}
 
