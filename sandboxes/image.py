@@ -1,11 +1,13 @@
-"""The sandbox image: Debian bookworm with python3 and numpy, tagged by the content of its recipe.
+"""The sandbox image: Debian bookworm with python3, numpy and pandas, tagged by the content of its recipe.
 
-numpy is there because real solutions use it and return its values (the verifier carries numpy scalars and
-arrays across its wire; an image without it would fail those solutions as runtime errors).
+numpy and pandas are there because real solutions and real tests use them (the verifier carries numpy scalars
+and arrays across its wire; tests of data tasks build DataFrames and compare with `.equals`); an image without
+them would fail those solutions as runtime errors. Debian's packages, not PyPI's: pandas 1.5.3 and numpy 1.24
+from bookworm, no recommends (matplotlib, scipy, numba stay out): 237 MB against 169 MB for python3 + numpy.
 Two ways to build the same thing. Where a registry is reachable, the Dockerfile beside this file
-(`FROM debian:bookworm-slim` + python3, python3-numpy). Where none is (these machines), offline:
-`debootstrap --variant=minbase --include=python3,python3-numpy bookworm ROOTFS` from the Debian mirror apt
-already uses, trimmed, then `tar -C ROOTFS -c . | docker import`. The tag is a hash of both
+(`FROM debian:bookworm-slim` + python3, python3-numpy, python3-pandas). Where none is (these machines), offline:
+`debootstrap --variant=minbase --include=python3,python3-numpy,python3-pandas bookworm ROOTFS` from the Debian
+mirror apt already uses (no PyPI), trimmed, then `tar -C ROOTFS -c . | docker import`. The tag is a hash of both
 recipes, so an image is rebuilt only when a recipe changes; `ensure_image` reuses a present one.
 """
 
@@ -22,7 +24,7 @@ from pathlib import Path
 
 REPOSITORY = "rlvr-sandbox"
 SUITE = "bookworm"
-DEBOOTSTRAP_ARGS = ("--variant=minbase", "--include=python3,python3-numpy")
+DEBOOTSTRAP_ARGS = ("--variant=minbase", "--include=python3,python3-numpy,python3-pandas")
 TRIM = ("var/cache/apt/archives", "var/lib/apt/lists", "usr/share/doc", "usr/share/man", "usr/share/locale",
         "usr/share/info")
 BUILD_VERSION = "1"  # bump when the build steps below change what ends up in the image

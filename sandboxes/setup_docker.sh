@@ -2,7 +2,8 @@
 # Make a Docker engine available for the sandbox: install Debian's docker.io (and debootstrap,
 # which builds the sandbox image offline) when missing, then start dockerd when it is not
 # answering, and wait until `docker info` works. Also installs bubblewrap, which the local
-# backend runs every program under, and numpy for the Python it runs them with (/usr/bin/python3). Idempotent; `make docker` and CI run it.
+# backend runs every program under, and numpy and pandas for the Python it runs them with
+# (/usr/bin/python3), as the image has them. Idempotent; `make docker` and CI run it.
 #
 # The engine runs with --iptables=false --bridge=none: sandbox containers use --network none,
 # so no bridge or NAT rule is ever needed (and this machine's kernel may lack the modules).
@@ -14,6 +15,7 @@ LOG="${RLVR_DOCKERD_LOG:-/tmp/rlvr-dockerd.log}"
 need=()
 command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
 /usr/bin/python3 -c 'import numpy' >/dev/null 2>&1 || need+=(python3-numpy)  # the local backend's interpreter
+/usr/bin/python3 -c 'import pandas' >/dev/null 2>&1 || need+=(python3-pandas)
 running=0
 docker info >/dev/null 2>&1 && running=1
 if [ "$running" = 0 ]; then
