@@ -90,6 +90,14 @@ def _rlvr_raised(error):
     return [type(error).__name__[:100], message, bases]
 
 
+def _rlvr_processor():
+    """platform's cached processor set before the hook, as `uname -p` gives it on Debian (its "unknown" is '' in
+    platform), so no library's platform.uname()[i] starts a program. Only for code that names pandas: importing
+    platform costs about 2 ms, which the other runs are spared."""
+    import platform
+    vars(platform.uname()).setdefault("processor", "")
+
+
 def _rlvr_serve():
     cfg = _json.loads(_sys.stdin.readline())
     _sys.stdin.close()
@@ -109,6 +117,8 @@ def _rlvr_serve():
         except BaseException:
             send(["syntax", describe(error)])
             return
+    if "pandas" in cfg["code"]:  # Debian's pandas reads platform.uname()[4] on import, which runs `uname -p`:
+        _rlvr_processor()  # a program started, noted as read_files, for every honest `import pandas`
     # watched from here: compiling runs none of the program's code, but a SyntaxError makes CPython open
     # "solution.py" for the line's text, which the hook would note as the program reading a file
     seen = watch(send)
