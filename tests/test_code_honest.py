@@ -4,10 +4,12 @@ Each row is a solution a careful programmer might write: standard-library return
 OrderedDict, defaultdict, deque, named tuples, Fraction, Decimal, sets, bytes, huge ints, generators and
 iterators, complex numbers, ranges, dates, times and time deltas), scratch files (tempfile, the working
 directory), numpy values and arrays whose shape and dtype the test reads, tests that import numpy
-themselves, the usual printing styles for `stdio` tests, and exceptions a test expects. pandas is not a
-row: the sandbox image and the local backend's interpreter carry numpy only. A verifier that fails them teaches a
-policy to avoid the standard library and counts honest answers as `fake_value` hacks. Every row runs
-on both backends, the whole table in one batch per backend.
+themselves, pandas used by the solution (groupby, pivot, read_csv of a file it wrote, NaN, Timestamps) or by
+the test (`.equals` on what it builds from the answer), the usual printing styles for `stdio` tests, and exceptions
+a test expects. A pandas object itself (Series, DataFrame, Timestamp) does not cross the wire between candidate and
+checker, in either direction, so the pandas rows hand plain data across, as an honest test of a function returning
+`.tolist()` or `.to_dict()` does. A verifier that fails them teaches a policy to avoid the standard library and counts
+honest answers as `fake_value` hacks. Every row runs on both backends, the whole table in one batch per backend.
 """
 
 from __future__ import annotations
@@ -218,6 +220,57 @@ NUMPY: list[tuple[str, str, dict]] = [
 ]
 
 
+PD = "import pandas as pd\n"
+PANDAS: list[tuple[str, str, dict]] = [
+    ("pandas groupby sum to a dict", PD + "def f(keys, values):\n"
+     "    return pd.DataFrame({'k': keys, 'v': values}).groupby('k')['v'].sum().to_dict()\n",
+     call([([["a", "b", "a"], [1, 2, 3]], {"a": 4, "b": 2})])),
+    ("pandas groupby mean of several columns", PD + "def f(rows):\n    df = pd.DataFrame(rows, columns=['g', 'x', 'y'])\n"
+     "    return df.groupby('g').mean().round(2).values.tolist()\n",
+     check("assert candidate([['a', 1, 2], ['a', 2, 3], ['b', 5, 5]]) == [[1.5, 2.5], [5.0, 5.0]]")),
+    ("a Series' values compared with Series.equals by the test", PD + "def f(xs):\n    return pd.Series(xs).cumsum().tolist()\n",
+     check("assert pd.Series(candidate([1, 2, 3])).equals(pd.Series([1, 3, 6]))", prefix=PD)),
+    ("records compared as a DataFrame by the test", PD + "def f(names, ages):\n"
+     "    df = pd.DataFrame({'name': names, 'age': ages}).sort_values('age')\n    return df.to_dict('records')\n",
+     check("got = pd.DataFrame(candidate(['b', 'a'], [40, 30]))",
+           "assert got.equals(pd.DataFrame({'name': ['a', 'b'], 'age': [30, 40]}))", prefix=PD)),
+    ("pd.Timestamp month end as a date", PD + "def f(s):\n    return (pd.Timestamp(s) + pd.offsets.MonthEnd(0)).date()\n",
+     check("assert candidate('2024-02-10') == date(2024, 2, 29)",
+           "assert pd.Timestamp(candidate('2023-12-01')) == pd.Timestamp('2023-12-31')",
+           prefix="from datetime import date\n" + PD)),
+    ("pd.to_datetime day names and a date range", PD + "def f(days):\n"
+     "    return pd.to_datetime(days).day_name().tolist(), len(pd.date_range(days[0], days[-1], freq='D'))\n",
+     call([([["2024-01-01", "2024-01-03"]], [["Monday", "Wednesday"], 3])])),
+    ("read_csv of a scratch file the solution wrote", PD + "def f(text):\n    with open('data.csv', 'w') as w:\n"
+     "        w.write(text)\n    df = pd.read_csv('data.csv')\n    return float(df['x'].mean()), list(df.columns)\n",
+     call([(["x,y\n1,a\n3,b\n"], [2.0, ["x", "y"]])])),
+    ("read_csv of a NamedTemporaryFile", PD + "import tempfile\ndef f(rows):\n"
+     "    with tempfile.NamedTemporaryFile('w', suffix='.csv', delete=False) as t:\n"
+     "        pd.DataFrame(rows, columns=['a', 'b']).to_csv(t.name, index=False)\n"
+     "    return pd.read_csv(t.name)['b'].sum()\n", call([([[[1, 2], [3, 4]]], 6)])),
+    ("NaN filled and counted", PD + "def f(xs):\n    s = pd.Series(xs, dtype=float)\n"
+     "    return int(s.isna().sum()), s.fillna(s.mean()).tolist()\n",
+     call([([[1, None, 3]], [1, [1.0, 2.0, 3.0]])])),
+    ("a NaN returned and read with math.isnan", PD + "def f(xs):\n    return pd.Series(xs, dtype=float).rolling(2).mean().tolist()\n",
+     check("r = candidate([1, 2, 4])", "assert math.isnan(r[0]) and r[1:] == [1.5, 3.0]", prefix="import math\n")),
+    ("dropna then describe", PD + "def f(xs):\n    d = pd.Series(xs).dropna().describe()\n"
+     "    return {k: float(d[k]) for k in ('count', 'mean', 'max')}\n",
+     call([([[2, None, 4]], {"count": 2.0, "mean": 3.0, "max": 4.0})])),
+    ("a pivot_table as nested lists", PD + "def f(rows):\n    df = pd.DataFrame(rows, columns=['r', 'c', 'v'])\n"
+     "    p = df.pivot_table(index='r', columns='c', values='v', aggfunc='sum', fill_value=0)\n"
+     "    return list(p.index), list(p.columns), p.values.tolist()\n",
+     call([([[["x", "p", 1], ["x", "q", 2], ["y", "p", 3], ["x", "p", 4]]], [["x", "y"], ["p", "q"], [[5, 2], [3, 0]]])])),
+    ("a pivot's ndarray whose shape the test reads", PD + "def f(rows):\n"
+     "    return pd.DataFrame(rows, columns=['r', 'c', 'v']).pivot(index='r', columns='c', values='v').to_numpy()\n",
+     check("a = candidate([['x', 'p', 1], ['x', 'q', 2], ['y', 'p', 3], ['y', 'q', 4]])",
+           "assert a.shape == (2, 2) and a.tolist() == [[1, 2], [3, 4]]")),
+    ("merge of two tables", PD + "def f(left, right):\n    a = pd.DataFrame(left, columns=['id', 'x'])\n"
+     "    b = pd.DataFrame(right, columns=['id', 'y'])\n    return a.merge(b, on='id').values.tolist()\n",
+     call([([[[1, "a"], [2, "b"]], [[2, "B"], [3, "C"]]], [[2, "b", "B"]])])),
+    ("value_counts as a dict", PD + "def f(words):\n    return pd.Series(words).value_counts().to_dict()\n",
+     call([([["a", "b", "a"]], {"a": 2, "b": 1})])),
+]
+
 @pytest.fixture(scope="module", params=["docker", "local"])
 def judged(request):
     """`(backend, {row name: result})` for the whole table, scored in one batch on each backend."""
@@ -225,23 +278,23 @@ def judged(request):
         pytest.skip("RLVR_SKIP_DOCKER=1")
     verifier = CodeVerifier(backend=request.param, timeout_s=5, workers=2)
     try:
-        rows = HONEST + NUMPY
+        rows = HONEST + NUMPY + PANDAS
         results = verifier.verify_batch([f"```python\n{code}```" for _n, code, _t in rows], [{"tests": t} for _n, _c, t in rows])
-        numpy_ok = verifier("```python\nimport numpy\n```", {"tests": stdio(("", ""))}).status is Status.CORRECT
+        ok = {lib: verifier(f"```python\nimport {lib}\n```", {"tests": stdio(("", ""))}).status is Status.CORRECT
+              for lib in ("numpy", "pandas")}
     finally:
         verifier.close()
-    yield request.param, {name: result for (name, _c, _t), result in zip(rows, results)}, numpy_ok
+    yield request.param, {name: result for (name, _c, _t), result in zip(rows, results)}, ok
 
 
 def test_the_table_is_large_and_its_names_distinct():
-    names = [name for name, _c, _t in HONEST]
-    assert len(HONEST) >= 40 and len(set(names)) == len(names)
-    assert len(HONEST) + len(NUMPY) >= 84 and len(set(names + [name for name, _c, _t in NUMPY])) == len(HONEST) + len(NUMPY)
+    names = [name for name, _c, _t in HONEST + NUMPY + PANDAS]
+    assert len(HONEST) >= 40 and len(PANDAS) >= 6 and len(names) >= 110 and len(set(names)) == len(names)
 
 
 @pytest.mark.parametrize("name", [row[0] for row in HONEST])
 def test_honest_solution_is_correct_with_no_hack_flag(judged, name):
-    backend, results, _numpy = judged
+    backend, results, _ok = judged
     result = results[name]
     assert result.status is Status.CORRECT and result.reward == 1.0, (backend, result.details)
     assert "hacks" not in result.details
@@ -249,8 +302,17 @@ def test_honest_solution_is_correct_with_no_hack_flag(judged, name):
 
 @pytest.mark.parametrize("name", [row[0] for row in NUMPY])
 def test_numpy_return_values_are_correct_with_no_hack_flag(judged, name):
-    backend, results, numpy_ok = judged
-    assert numpy_ok, f"the {backend} sandbox's Python has no numpy: run `make docker` (it installs python3-numpy)"
+    backend, results, ok = judged
+    assert ok["numpy"], f"the {backend} sandbox's Python has no numpy: run `make docker` (it installs python3-numpy)"
+    result = results[name]
+    assert result.status is Status.CORRECT and result.reward == 1.0, (backend, result.details)
+    assert "hacks" not in result.details
+
+
+@pytest.mark.parametrize("name", [row[0] for row in PANDAS])
+def test_pandas_solutions_and_tests_are_correct_with_no_hack_flag(judged, name):
+    backend, results, ok = judged
+    assert ok["pandas"], f"the {backend} sandbox's Python has no pandas: run `make docker` (it installs python3-pandas)"
     result = results[name]
     assert result.status is Status.CORRECT and result.reward == 1.0, (backend, result.details)
     assert "hacks" not in result.details
