@@ -18,6 +18,9 @@ Arguments, in the command's terms (the same config, checks and one-line errors):
   environment's reward in place of its default (`env.reward=[{verifier: python, params: {function: ...}}, ...]`,
   verifiers/python/verifier.py), weighted by `reward_weights` (default 1 each). They run in worker processes, which
   import them by name, so each must live in an importable module, not in the notebook or the `__main__` script.
+- `peft_config` (train): TRL's GRPOTrainer argument: a `peft.LoraConfig` (or a dict of its fields), passed to peft
+  as it is (DoRA, modules_to_save, ...) as `model.lora.peft` (trainer/models/lora.py: its fields that differ from
+  `LoraConfig()`'s; a field also set by a short `model.lora.*` key is refused naming both).
 - `trl_config` (train): a `trl.GRPOConfig`, a dict of its fields or a YAML file of them, each field set translated
   into rlvr's keys and every one it cannot honour refused by name (trainer/trl_keys.py, docs/training/from-trl.md).
 
@@ -59,7 +62,7 @@ class TrainResult:
 def train(*overrides: str | Sequence[str], reward_funcs: Sequence[Callable | str] | None = None,
           reward_weights: Sequence[float] | None = None, log: Callable[..., None] | None = None,
           callbacks: Sequence[Any] | None = None, train_dataset: Any = None, eval_dataset: Any = None,
-          trl_config: Any = None, **config: Any) -> TrainResult:
+          trl_config: Any = None, peft_config: Any = None, **config: Any) -> TrainResult:
     """`rlvr train` with these overrides (see the module docstring); `log` receives the run's log lines
     (default: printed, and appended to RUN_DIR/train.log as the command does); `callbacks`: objects with
     `on_step`, `on_eval` and/or `on_end` methods, called by the loop, any of the first two able to stop the run
@@ -82,6 +85,7 @@ def train(*overrides: str | Sequence[str], reward_funcs: Sequence[Callable | str
         if reward_weights is None:  # the config's weights weigh reward_funcs (refused without them)
             reward_weights = translated.reward_weights
     args += reward_override(reward_funcs, reward_weights)
+    args += peft_override(peft_config, args)
     data = InMemoryData(train_dataset, eval_dataset)
     if data.rows:  # the rows become the env's data files in the run directory
         args = data.env_override(args) + args
@@ -205,6 +209,17 @@ def _flatten(key: str, value: Any) -> list[str]:
     if isinstance(value, Mapping):
         return [o for k, v in value.items() for o in _flatten(f"{key}.{k}", v)]
     return [f"{key}={override_value(value)}"]
+
+
+def peft_override(peft_config: Any, args: list[str]) -> list[str]:
+    """`model.lora.peft={...}` for rlvr.train's `peft_config`; refused beside a `model.lora.peft` override."""
+    if peft_config is None:
+        return []
+    from rlvr.trainer.models.lora import from_peft_config
+
+    if any(o.lstrip("+~").split("=", 1)[0].startswith("model.lora.peft") for o in args):
+        raise ConfigError("peft_config and model.lora.peft both given: keep one")
+    return [f"model.lora.peft={override_value(from_peft_config(peft_config))}"]
 
 
 def reward_override(reward_funcs: Sequence[Callable | str] | None, reward_weights: Sequence[float] | None) -> list[str]:

@@ -11,6 +11,7 @@ import yaml
 from omegaconf import OmegaConf
 
 from rlvr import __version__
+from rlvr.trainer.share_paths import local_text, shareable
 from tests.cli_run import tiny_train
 
 
@@ -53,13 +54,13 @@ def test_each_checkpoint_carries_its_card_and_config(tiny_lm, tmp_path, rlvr):
     run = tmp_path / "run"
     rlvr("train", "resume=run", "train.steps=4")  # a resumed session: its card lists both commands
     metrics = _metrics(run)
-    started = "rlvr train " + " ".join(first[1:])
+    started = shareable("rlvr train " + " ".join(first[1:]), run)  # no machine path (trainer/share_paths.py)
     for step, eval_step in ((1, 0), (2, 2), (3, 3), (4, 4)):  # between evals: the latest one, with its step
         checkpoint = run / "checkpoints" / f"step_{step}"
         front, body, sections = _card(checkpoint)
         assert front == {"library_name": "transformers", "pipeline_tag": "text-generation",
                          "tags": ["rlvr", "grpo", "reinforcement-learning"]}  # a local base: no base_model
-        assert f"# GRPO on `arithmetic`, step {step}\n" in body and f"{tiny_lm.path}" in body
+        assert f"# GRPO on `arithmetic`, step {step}\n" in body and shareable(str(tiny_lm.path), run) in body
         settings = _table(sections["Training"])
         assert settings["algo.name"] == "grpo" and settings["train.prompts_per_step"] == "2"
         assert "`digits=1`" in "".join(sections["Training"])
@@ -75,7 +76,8 @@ def test_each_checkpoint_carries_its_card_and_config(tiny_lm, tmp_path, rlvr):
         saved = OmegaConf.load(checkpoint / "rlvr_config.yaml")  # the config the checkpoint was trained with
         assert saved.train.steps == (4 if step == 4 else 3) and saved.env.digits == 1
         assert saved.resume == ("run" if step == 4 else None)
-    assert OmegaConf.load(run / "checkpoints" / "step_4" / "rlvr_config.yaml") == OmegaConf.load(run / "config.yaml")
+    shared = (run / "checkpoints" / "step_4" / "rlvr_config.yaml").read_text()
+    assert OmegaConf.create(local_text(shared, run)) == OmegaConf.load(run / "config.yaml")  # its paths read back
 
 
 def test_a_lora_checkpoint_and_its_adapter_carry_cards(tiny_lm, compose_train, tmp_path):
@@ -95,8 +97,8 @@ def test_a_lora_checkpoint_and_its_adapter_carry_cards(tiny_lm, compose_train, t
     adapter_front, adapter_body, _ = _card(checkpoint / "adapter")
     assert adapter_front["library_name"] == "peft" and "PeftModel.from_pretrained" in adapter_body
     assert "[More Information Needed]" not in adapter_body  # peft's template is replaced
-    saved = OmegaConf.to_container(OmegaConf.load(checkpoint / "rlvr_config.yaml"))
-    assert saved == OmegaConf.to_container(cfg, resolve=True)
+    saved = OmegaConf.create(local_text((checkpoint / "rlvr_config.yaml").read_text(), tmp_path))
+    assert OmegaConf.to_container(saved) == OmegaConf.to_container(cfg, resolve=True)
 
 
 def test_front_matter_names_a_hub_base_model_only(tiny_lm, compose_train):

@@ -4,7 +4,6 @@ reference, the one the checkpoint recorded while it exists, else the base resolv
 cached model that is gone). tests/test_resume.py resumes a tiny-model run with an empty cache end to end."""
 
 import pytest
-import torch
 
 import rlvr.trainer.run as run
 import rlvr.trainer.setup as setup
@@ -28,7 +27,9 @@ def test_a_resume_never_resolves_a_base_model_it_recorded(tiny_lm, compose_train
     run.train(compose_train(_overrides(tiny_lm, tmp_path, "train.steps=2", f"resume={tmp_path}", *extra)),
               log=lambda *a, **k: None)
     assert resolved == []
-    state = torch.load(tmp_path / "checkpoints" / "step_2" / "trainer_state.pt", weights_only=False)
+    from rlvr.trainer.checkpoint import saved_entries  # written shareably, read back as this machine's path
+
+    state = saved_entries(tmp_path / "checkpoints" / "step_2", "base_model", "commands")
     assert state["base_model"] == str(tiny_lm.path)  # recorded on, for `rlvr eval RUN_DIR`'s base row
     assert [c["step"] for c in state["commands"]] == [0, 1]
 

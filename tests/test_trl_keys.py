@@ -63,6 +63,8 @@ CASES = [
      {"train.device": "cpu", "model.gradient_checkpointing": True, "model.autocast": "bf16"}),
     ({"bf16": False}, {"model.autocast": "none"}),
     ({"logging_steps": 1, "disable_tqdm": True, "log_completions": True}, {}),
+    ({"push_to_hub": True, "hub_model_id": "me/run", "hub_private_repo": True, "hub_strategy": "every_save"},
+     {"train.push_to_hub": True, "train.hub_model_id": "me/run", "train.hub_private_repo": True}),
 ]
 
 
@@ -114,7 +116,7 @@ def test_every_other_field_set_is_refused_by_name(name):
     ({"loss_type": "cispo"}, "loss_type"), ({"scale_rewards": "batch"}, "scale_rewards"),
     ({"warmup_steps": 0.1}, "warmup_steps"), ({"lr_scheduler_type": "polynomial"}, "lr_scheduler_type"),
     ({"steps_per_generation": 4}, "steps_per_generation"), ({"num_generations": 3}, "num_generations"),
-    ({"use_vllm": True, "vllm_mode": "other"}, "use_vllm"),
+    ({"use_vllm": True, "vllm_mode": "other"}, "use_vllm"), ({"hub_strategy": "end"}, "hub_strategy"),
 ])
 def test_a_mapped_field_with_a_value_rlvr_cannot_honour_is_refused(fields, refused):
     with pytest.raises(ConfigError, match=rf"\b{refused}=.*\("):

@@ -7,7 +7,9 @@ leaves the previous checkpoint as the latest one. A LoRA policy is saved merged,
 adapter under `adapter/` for resuming (trainer/models/lora.py); under torchrun rank 0 alone writes,
 the weights and optimizer state it is given being the full ones (trainer/distributed.py). The files a
 checkpoint carries to explain itself (its model card and config, trainer/model_card.py) are written
-into it before the rename, so a checkpoint never exists without them.
+into it before the rename, so a checkpoint never exists without them, and so is every text file's rewrite without
+the machine's paths (the run directory, the caches, HOME, the temporary directory: trainer/share_paths.py), so the
+folder is shared as it is; `train.push_to_hub` then uploads it (trainer/hub.py).
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ import shutil
 from pathlib import Path
 
 import torch
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from rlvr.trainer.models.lora import ADAPTER_DIR, is_lora, merged_copy
+from rlvr.trainer.share_paths import local_path, share_folder, shareable
 
 _STEP_DIR = re.compile(r"^step_(\d+)$")
 
@@ -44,10 +47,17 @@ def save_checkpoint(run_dir: Path, step: int, model, tokenizer, optimizer, sched
         "torch_rng": torch.get_rng_state(),
         **extra,
     }
+    # the state's only paths, written shareably (trainer/share_paths.py); saved_entries reads them back
+    if state.get("base_model"):
+        state["base_model"] = shareable(str(state["base_model"]), run_dir)
+    if state.get("commands"):
+        state["commands"] = [{**c, "command": c.get("command") and shareable(c["command"], run_dir)}
+                             for c in state["commands"]]
     torch.save(state, tmp / "trainer_state.pt")
     for name, text in (files or {}).items():
         (tmp / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp / name).write_text(text)
+    share_folder(tmp, run_dir)  # no machine path in any text file: the folder is shared as it is
     shutil.rmtree(final, ignore_errors=True)
     tmp.rename(final)
     return final
@@ -67,6 +77,8 @@ def state_layout(cfg) -> dict:
         "algo.critic": cfg.algo.critic if cfg.algo.name == "ppo" else None,  # only ppo has a critic
         "model.lora.r": cfg.model.lora.r,
         "model.lora.target_modules": list(cfg.model.lora.target_modules) if cfg.model.lora.r else None,
+        "model.lora.peft": OmegaConf.to_container(peft) if isinstance(peft := cfg.model.lora.get("peft"), DictConfig)
+        else peft,
     }
 
 
@@ -89,7 +101,10 @@ def saved_entries(checkpoint: Path, *keys: str) -> dict:
     """The small entries `keys` of a checkpoint's trainer state (its tensors memory-mapped, not read), for what
     the run needs to know before it builds anything, e.g. the `base_model` it recorded."""
     state = torch.load(checkpoint / "trainer_state.pt", weights_only=False, mmap=True, map_location="cpu")
-    return {key: state[key] for key in keys if key in state}
+    found = {key: state[key] for key in keys if key in state}
+    if found.get("base_model"):  # written shareably (save_checkpoint): a path on this machine again
+        found["base_model"] = local_path(found["base_model"], checkpoint.parent.parent)
+    return found
 
 
 def load_trainer_state(checkpoint: Path, optimizer, scheduler, load_optimizer=None, rank: int = 0) -> dict:

@@ -225,6 +225,12 @@ class LoraConfig:
     """Dropout on the adapters' input (trainer and sampler then disagree)."""
     target_modules: list = field(default_factory=lambda: ["all-linear"])
     """peft module names to adapt; all-linear: every linear layer but the head."""
+    peft: Any = None
+    """A `peft.LoraConfig`'s fields, passed to peft as they are, e.g. {use_dora: true, modules_to_save: [lm_head]}.
+
+    Given, LoRA is on with peft's own defaults for what it leaves out; a short key above set off its default
+    fills its field (r, lora_alpha, lora_dropout, target_modules), and a field set both ways is refused naming
+    both. rlvr.train(peft_config=LoraConfig(...)) sets it (trainer/models/lora.py)."""
 
 
 @dataclass
@@ -395,6 +401,15 @@ class TrainLoopConfig:
     The reference and critic go there too (trainer/device.py)."""
     save_every: int = 100
     """Steps between checkpoints (the last step is always saved)."""
+    push_to_hub: bool = False
+    """Upload each checkpoint to the Hub repo hub_model_id (TRL's every_save).
+
+    Through huggingface_hub's upload_folder, without trainer_state.pt; the token is HF_TOKEN's or `hf auth
+    login`'s; a failed upload warns and the run goes on (trainer/hub.py)."""
+    hub_model_id: Optional[str] = None
+    """With push_to_hub: the repo, owner/name or name; null: the run directory's name."""
+    hub_private_repo: Optional[bool] = None
+    """With push_to_hub: create the repo private; null: the Hub's default."""
     eval_every: int = 50
     """Steps between held-out greedy evals (the last step always has one)."""
     eval_prompts: int = 200

@@ -21,14 +21,17 @@ import sys
 from pathlib import Path
 
 import yaml
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from rlvr import __version__
 from rlvr.trainer.models.gguf_import import PACKAGED
+from rlvr.trainer.models.lora import lora_on
 
 CARD_FILE = "README.md"
 CONFIG_FILE = "rlvr_config.yaml"
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")  # owner/name, as the Hub spells a model id
+_HUB_CACHE_DIR = re.compile(r"models--([A-Za-z0-9][\w.-]*?)--([\w.-]+?)/snapshots/")  # huggingface_hub's layout
+_ENGINES = {"hf": "Hugging Face generate", "vllm": "vLLM, colocated", "server": "vLLM servers"}
 
 
 def session_command() -> str | None:
@@ -60,15 +63,15 @@ def checkpoint_files(cfg, step: int, evaluation: dict | None, commands: list[dic
     "world_size": its processes}]`."""
     card = model_card(cfg, step, evaluation, commands, base_model, model)
     files = {CARD_FILE: card, CONFIG_FILE: OmegaConf.to_yaml(cfg, resolve=True)}
-    if cfg.model.lora.r > 0:
+    if lora_on(cfg.model.lora):
         files[f"adapter/{CARD_FILE}"] = model_card(cfg, step, evaluation, commands, base_model, model, adapter=True)
     return files
 
 
 def model_card(cfg, step: int, evaluation: dict | None, commands: list[dict], base_model: str | None, model,
                adapter: bool = False) -> str:
-    algo, env, lora = cfg.algo.name, cfg.env.name, cfg.model.lora.r > 0
-    hub = _hub_id(cfg.model.get("name_or_path"))
+    algo, env, lora = cfg.algo.name, cfg.env.name, lora_on(cfg.model.lora)
+    hub = _hub_id(cfg.model.get("name_or_path")) or _hub_id(base_model)
     meta = {**({"base_model": hub} if hub else {}), "library_name": "peft" if adapter else "transformers",
             "pipeline_tag": "text-generation",
             "tags": ["rlvr", algo, "reinforcement-learning", *(["lora"] if lora else [])]}
@@ -79,7 +82,8 @@ def model_card(cfg, step: int, evaluation: dict | None, commands: list[dict], ba
              f"{_base_text(cfg, base_model, model)}, trained with `{algo}` for {step} of {cfg.train.steps} steps "
              + (f"on preference pairs read from `{cfg.data}` (offline: nothing sampled), evaluated on the `{env}` "
                 f"environment's held-out prompts." if cfg.get("data") else
-                f"on the `{env}` environment, whose verifiers score each sampled completion.")
+                f"on the `{env}` environment, whose verifiers score each sampled completion, sampled by rlvr's "
+                f"`{cfg.rollout.engine}` engine ({_ENGINES.get(cfg.rollout.engine, 'rollout.engine')}).")
              + (" The weights here are merged (W + (alpha / r) B A); `adapter/` holds the LoRA adapter alone."
                 if lora and not adapter else ""),
              "", "## Training", "", f"Environment `{env}`: {_params(cfg.env, skip=('name',)) or 'its defaults'}.", "",
@@ -87,9 +91,11 @@ def model_card(cfg, step: int, evaluation: dict | None, commands: list[dict], ba
     settings = {f"algo.{k}": v for k, v in OmegaConf.to_container(cfg.algo, resolve=True).items()}
     for key in ("optim.lr", "optim.schedule", "optim.warmup_steps", "train.steps", "train.prompts_per_step",
                 "train.completions_per_prompt", "rollout.max_new_tokens", "rollout.temperature", "rollout.engine",
-                "model.lora.r", "model.lora.alpha", "seed"):
-        if lora or not key.startswith("model.lora."):
-            settings[key] = OmegaConf.select(cfg, key, default=None)
+                "model.lora.r", "model.lora.alpha", "model.lora.peft", "seed"):
+        shown = lora or not key.startswith("model.lora.")
+        if shown and (key != "model.lora.peft" or cfg.model.lora.get("peft")):
+            value = OmegaConf.select(cfg, key, default=None)
+            settings[key] = OmegaConf.to_container(value) if isinstance(value, DictConfig) else value
     lines += [f"| `{k}` | {_value(v)} |" for k, v in settings.items()]
     lines += ["", "## Held-out evaluation", "", *_eval_lines(evaluation, step, cfg), "",
               "## How it was trained", "", f"rlvr {__version__}, with:", "", *_command_lines(commands), "",
@@ -100,12 +106,15 @@ def model_card(cfg, step: int, evaluation: dict | None, commands: list[dict], ba
 
 
 def _hub_id(name_or_path) -> str | None:
+    """The Hub model id of a base model: a Hub name, a packaged GGUF's source, or a folder of Hugging Face's hub
+    cache (`.../models--OWNER--NAME/snapshots/REV`, where a Hub download lands)."""
     name = str(name_or_path or "")
     if name in PACKAGED:  # a packaged GGUF names the Hub model it was quantised from
         return PACKAGED[name].hub_id
     if _HUB_ID.match(name) and not name.endswith(".gguf") and not Path(name).exists():
         return name
-    return None
+    cached = _HUB_CACHE_DIR.search(name)
+    return f"{cached.group(1)}/{cached.group(2)}" if cached else None
 
 
 def _base_text(cfg, base_model: str | None, model) -> str:

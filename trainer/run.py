@@ -29,6 +29,7 @@ from rlvr.trainer.callbacks import Callbacks
 from rlvr.trainer.checkpoint import latest_checkpoint, save_checkpoint
 from rlvr.trainer.evaluation.evaluate import evaluate_greedy
 from rlvr.trainer.experience.async_rollouts import start_async_rollouts
+from rlvr.trainer.hub import push_checkpoint
 from rlvr.trainer.model_card import checkpoint_files
 from rlvr.trainer.models.model import autocast_paused
 from rlvr.trainer.setup import Run, build_run
@@ -176,8 +177,9 @@ def save(run: Run, step: int) -> None:
     extra["rank_rng"] = parallel.rng_states()
     if parallel.is_main:  # with the model card and config that let the folder be shared as it is
         card = checkpoint_files(run.cfg, step, run.files.latest_eval, run.commands, run.base_model, weights)
-        save_checkpoint(run.run_dir, step, weights, ctx.tokenizer, ctx.optimizer, ctx.scheduler, extra,
-                        optimizer_state, card)
+        path = save_checkpoint(run.run_dir, step, weights, ctx.tokenizer, ctx.optimizer, ctx.scheduler, extra,
+                               optimizer_state, card)
+        push_checkpoint(run.cfg, path, step, log=run.log)  # train.push_to_hub: a failure warns, the run goes on
 
 
 def summarise(history: list[dict], seconds: float, run_dir: Path, steps_this_session: int | None = None) -> dict:

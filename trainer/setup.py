@@ -45,7 +45,7 @@ from rlvr.trainer.experience.rewards import check_reward_errors
 from rlvr.trainer.local_sandbox import local_sandbox_warnings
 from rlvr.trainer.loggers import build_loggers
 from rlvr.trainer.model_card import session_command
-from rlvr.trainer.models.lora import engine_weights, for_engine
+from rlvr.trainer.models.lora import engine_weights, for_engine, lora_on
 from rlvr.trainer.models.model import (build_policy, build_reference, load_tokenizer, resolve_model_path,
                                        resumed_base_path)
 from rlvr.trainer.models.packing import check_packing
@@ -237,7 +237,7 @@ def _models(cfg, env, algorithm: Algorithm, checkpoint: Path | None, saved: dict
     # A resume takes its policy and tokenizer from the checkpoint; the base model (the tiny model: minutes of warm
     # start when the cache was emptied) is resolved only for what needs it: LoRA's base weights, or a reference.
     base_path = None
-    if not checkpoint or cfg.model.lora.r > 0 or algorithm.needs_reference(cfg.algo):
+    if not checkpoint or lora_on(cfg.model.lora) or algorithm.needs_reference(cfg.algo):
         with parallel.main_first():  # one rank builds the cached tiny model, the others load it
             base_path = (resumed_base_path(cfg, env, saved.get("base_model"), log=log) if checkpoint
                          else resolve_model_path(cfg, env, log=log))

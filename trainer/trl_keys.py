@@ -84,6 +84,11 @@ ROWS: tuple[Row, ...] = (
     Row(("use_cpu",), "train.device", "True: cpu"),
     Row(("gradient_checkpointing",), "model.gradient_checkpointing", "as is"),
     Row(("bf16",), "model.autocast", "True: bf16; False: none (weights stay float32 in rlvr)"),
+    Row(("push_to_hub",), "train.push_to_hub",
+        "as is: each checkpoint uploaded (TRL's default hub_strategy every_save), without trainer_state.pt"),
+    Row(("hub_model_id",), "train.hub_model_id", "as is (None: the output directory's name, as in TRL)"),
+    Row(("hub_private_repo",), "train.hub_private_repo", "as is"),
+    Row(("hub_strategy",), "(none)", "every_save: rlvr's only strategy (no effect); others are refused"),
     Row(("logging_steps", "disable_tqdm", "log_completions"), "(none)",
         "accepted, no effect: rlvr logs every step to metrics.jsonl and samples to samples.jsonl"),
 )
@@ -103,8 +108,8 @@ REFUSED: dict[str, str] = {
     "vllm_server_host": "as vllm_server_base_url: pass rollout.server.endpoints",
     "vllm_server_port": "as vllm_server_base_url: pass rollout.server.endpoints",
     "model_init_kwargs": "rlvr loads the model itself (model.name_or_path, model.autocast)",
-    "push_to_hub": "rlvr writes checkpoints/step_N locally: upload that folder",
-    "hub_model_id": "rlvr writes checkpoints/step_N locally: upload that folder",
+    "hub_token": "a token in the config would be written into config.yaml and every checkpoint: set HF_TOKEN "
+                 "or run `hf auth login`",
     "report_to": "rlvr logs to metrics.jsonl, and to TensorBoard or W&B by its own logger keys",
     "eval_strategy": "rlvr evaluates every train.eval_every steps (eval_steps)",
     "save_strategy": "rlvr saves every train.save_every steps (save_steps)",
@@ -278,6 +283,12 @@ _HANDLERS: dict[str, Callable[[Callable[[str], Any]], dict | str | list]] = {
     "use_cpu": lambda v: {"train.device": "cpu"} if v("use_cpu") else {},
     "gradient_checkpointing": _as_is("model.gradient_checkpointing", "gradient_checkpointing"),
     "bf16": lambda v: {} if v("bf16") is None else {"model.autocast": "bf16" if v("bf16") else "none"},
+    "push_to_hub": _as_is("train.push_to_hub", "push_to_hub"),
+    "hub_model_id": lambda v: {} if v("hub_model_id") is None else {"train.hub_model_id": v("hub_model_id")},
+    "hub_private_repo": lambda v: {} if v("hub_private_repo") is None else {"train.hub_private_repo":
+                                                                            v("hub_private_repo")},
+    "hub_strategy": lambda v: ({} if str(v("hub_strategy")).split(".")[-1].lower() == "every_save"
+                               else "rlvr uploads at every save (every_save)"),
     "logging_steps": lambda v: {},
     "disable_tqdm": lambda v: {},
     "log_completions": lambda v: {},

@@ -142,7 +142,11 @@ def _validate_strategy(cfg) -> None:
     if lora.r < 0 or (lora.r > 0 and (lora.alpha <= 0 or not 0 <= lora.dropout < 1 or not lora.target_modules)):
         raise ConfigError(f"model.lora: r={lora.r} must be >= 0 (0: off) and, when on, alpha={lora.alpha} > 0, "
                           f"dropout={lora.dropout} in [0, 1) and target_modules={list(lora.target_modules)} non-empty")
-    if lora.r > 0 and strategy == "fsdp2":
+    from rlvr.trainer.models.lora import lora_on, peft_config
+
+    if lora.get("peft"):  # a passed-through peft.LoraConfig: refused at start, naming peft's reason
+        peft_config(lora)
+    if lora_on(lora) and strategy == "fsdp2":
         raise ConfigError("model.lora.r > 0 runs with trainer.strategy=none or ddp, not fsdp2 (frozen base "
                           "weights and adapters in one FSDP unit are not supported here)")
 
@@ -225,7 +229,11 @@ def validate_lora_sync(cfg, need) -> None:
     need(mode in ("merged", "adapter"), f"rollout.vllm.lora_sync={mode!r}; choose one of merged, adapter")
     if mode == "merged":
         return
-    need(cfg.model.lora.r > 0, "rollout.vllm.lora_sync=adapter needs LoRA adapters to sync: set model.lora.r > 0")
+    from rlvr.trainer.models.lora import adapter_sync_refusal, lora_on
+
+    need(lora_on(cfg.model.lora), "rollout.vllm.lora_sync=adapter needs LoRA adapters to sync: set model.lora.r > 0")
+    refusal = adapter_sync_refusal(cfg.model.lora)
+    need(refusal is None, refusal)
     need(cfg.rollout.engine in ("vllm", "auto"),
          f"rollout.vllm.lora_sync=adapter runs with rollout=vllm; rollout={cfg.rollout.engine} "
          + ("samples from the adapter model itself" if cfg.rollout.engine == "hf"

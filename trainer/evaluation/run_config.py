@@ -72,6 +72,15 @@ def run_config_path(entry: str) -> Path | None:
     return None
 
 
+def _load(path: Path):
+    """A run's config; a checkpoint's has its machine paths as tokens (trainer/share_paths.py): read back here."""
+    if path.name != CHECKPOINT_CONFIG:
+        return OmegaConf.load(path)
+    from rlvr.trainer.share_paths import local_text
+
+    return OmegaConf.create(local_text(path.read_text(), path.parent.parent.parent))
+
+
 def override_keys(overrides: list[str]) -> list[str]:
     """The config keys the command line sets, e.g. `env`, `env.columns.answer`, `rollout.max_new_tokens`."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -87,7 +96,7 @@ def adopt_run_config(cfg: DictConfig, overrides: list[str] | None) -> FromRun | 
     paths = list(dict.fromkeys(p for p in map(run_config_path, entries) if p is not None))
     if not paths:
         return None
-    runs = {str(p): OmegaConf.to_container(OmegaConf.load(p), resolve=False) for p in paths}
+    runs = {str(p): OmegaConf.to_container(_load(p), resolve=False) for p in paths}
     keys = command_keys(cfg, overrides)
     from_run = FromRun(list(runs))
 

@@ -64,7 +64,9 @@ def _run_models(run: Path) -> list[ModelSpec]:
     specs = []
     state = steps[0][1] / "trainer_state.pt"
     if state.exists():
-        base = torch.load(state, weights_only=False, mmap=True, map_location="cpu").get("base_model")
+        from rlvr.trainer.checkpoint import saved_entries  # its base_model read back as this machine's path
+
+        base = saved_entries(steps[0][1], "base_model").get("base_model")
         if base:
             specs.append(ModelSpec(str(base), f"{run.name}/base", 0, str(run)))
     reward = run_reward(run)

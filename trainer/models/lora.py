@@ -21,6 +21,11 @@
     every linear projection of attention and MLP (peft's "all-linear": all but the output head;
     the paper adapted only W_q and W_v, QLoRA found all linear layers necessary to match full fine-tuning).
   * trainer.strategy=fsdp2 with LoRA is refused (trainer/validate.py); none and ddp work.
+  * `model.lora.peft` (rlvr.train's `peft_config`, TRL's GRPOTrainer argument) passes a `peft.LoraConfig`'s fields
+    to peft as they are (DoRA, modules_to_save, rank_pattern, ...): `peft_fields` says how it sits beside the short
+    keys. The merged checkpoint, the adapter and merged sync are peft's own for any of them (DoRA merges into W;
+    a modules_to_save copy replaces its module); vLLM's adapter loading serves neither, so lora_sync=adapter
+    refuses them (`adapter_sync_refusal`).
 """
 
 from __future__ import annotations
@@ -42,19 +47,108 @@ def _peft():
     return peft
 
 
-def add_adapters(model, lora_cfg):
-    """The policy wrapped with fresh LoRA adapters (only they require grad)."""
+# model.lora's short keys -> the peft.LoraConfig field each sets, with the short key's default (trainer/config.py)
+SHORT_KEYS = {"r": ("r", 0), "alpha": ("lora_alpha", 32.0), "dropout": ("lora_dropout", 0.0),
+              "target_modules": ("target_modules", ["all-linear"])}
+# what vLLM's LoRA loading cannot serve (rollout.vllm.lora_sync=adapter): its LoRA layers have no magnitude
+# vector (DoRA) and take no full modules beside the adapters
+_NOT_VLLM_ADAPTER = ("use_dora", "modules_to_save")
+
+
+def lora_on(lora_cfg) -> bool:
+    """LoRA trains: `model.lora.r > 0`, or a peft config passed through (`model.lora.peft`)."""
+    return lora_cfg.r > 0 or bool(lora_cfg.get("peft"))
+
+
+def peft_fields(lora_cfg) -> dict:
+    """The `peft.LoraConfig` keyword arguments of `model.lora`. Without `model.lora.peft`: the short keys (with
+    rlvr's defaults, module docstring). With it: its fields as they are (peft's defaults for the rest, as TRL's
+    `peft_config`), plus each short key set off its default; a field set both ways is a ConfigError naming both.
+    task_type is CAUSAL_LM unless given (rlvr trains causal LMs; peft then wraps the model for generation)."""
+    given = lora_cfg.get("peft")
+    if not given:
+        fields = {field: _plain(lora_cfg[key]) for key, (field, _) in SHORT_KEYS.items()}
+    else:
+        from omegaconf import DictConfig, OmegaConf
+
+        if not isinstance(given, (dict, DictConfig)):
+            raise ConfigError(f"model.lora.peft: a mapping of peft.LoraConfig fields, got {given!r}")
+        fields = OmegaConf.to_container(given, resolve=True) if isinstance(given, DictConfig) else dict(given)
+        for key, (field, default) in SHORT_KEYS.items():
+            value = _plain(lora_cfg[key])
+            if value == default:
+                continue
+            if field in fields:
+                raise ConfigError(f"model.lora.{key}={value!r} and model.lora.peft.{field}={fields[field]!r} set "
+                                  f"the same peft field: keep one")
+            fields[field] = value
+    if fields.get("target_modules") == ["all-linear"]:  # peft takes the shorthand as a string only
+        fields["target_modules"] = "all-linear"
+    fields.setdefault("task_type", "CAUSAL_LM")
+    return fields
+
+
+def _plain(value):
+    from omegaconf import ListConfig
+
+    return list(value) if isinstance(value, (list, ListConfig)) else value
+
+
+def peft_config(lora_cfg):
+    """The `peft.LoraConfig` `model.lora` asks for; a field peft does not know, or a value it refuses, is a
+    ConfigError naming model.lora.peft and peft's reason."""
+    peft, fields = _peft(), peft_fields(lora_cfg)
+    try:
+        return peft.LoraConfig(**fields)
+    except (TypeError, ValueError) as error:
+        raise ConfigError(f"model.lora.peft: peft.LoraConfig refuses {fields}: {error}") from None
+
+
+def adapter_sync_refusal(lora_cfg) -> str | None:
+    """Why rollout.vllm.lora_sync=adapter cannot serve this adapter (None: it can)."""
+    fields = peft_fields(lora_cfg)
+    used = [name for name in _NOT_VLLM_ADAPTER if fields.get(name)]
+    return (f"rollout.vllm.lora_sync=adapter: vLLM loads plain LoRA adapters, not model.lora.peft's "
+            f"{', '.join(used)}; use lora_sync=merged") if used else None
+
+
+def from_peft_config(config) -> dict:
+    """A `peft.LoraConfig` (rlvr.train's `peft_config`, as TRL's GRPOTrainer takes it) as `model.lora.peft`'s
+    mapping: the fields that differ from `LoraConfig()`'s, in plain values (an enum by its value, a set sorted)."""
+    import dataclasses
+    import enum
+
+    if isinstance(config, dict):
+        return dict(config)
     peft = _peft()
-    targets = list(lora_cfg.target_modules)
-    config = peft.LoraConfig(r=lora_cfg.r, lora_alpha=lora_cfg.alpha, lora_dropout=lora_cfg.dropout,
-                             target_modules=targets[0] if targets == ["all-linear"] else targets,
-                             task_type="CAUSAL_LM")
-    return peft.get_peft_model(model, config)
+    if not isinstance(config, peft.LoraConfig):
+        raise ConfigError(f"peft_config: a peft.LoraConfig or a dict of its fields, got {type(config).__name__}")
+
+    def plain(value):
+        if isinstance(value, enum.Enum):
+            return value.value
+        if isinstance(value, (set, frozenset)):
+            return sorted(value)
+        if dataclasses.is_dataclass(value):
+            return dataclasses.asdict(value)
+        return value
+
+    default = type(config)()
+    return {f.name: plain(getattr(config, f.name)) for f in dataclasses.fields(config)
+            if f.init and plain(getattr(config, f.name)) != plain(getattr(default, f.name))}
+
+
+def add_adapters(model, lora_cfg):
+    """The policy wrapped with fresh LoRA adapters (only they require grad, with modules_to_save's copies)."""
+    return _peft().get_peft_model(model, peft_config(lora_cfg))
 
 
 def load_adapters(model, adapter_dir):
     """The policy with the adapters a checkpoint saved, trainable (resume)."""
-    return _peft().PeftModel.from_pretrained(model, str(adapter_dir), is_trainable=True)
+    policy = _peft().PeftModel.from_pretrained(model, str(adapter_dir), is_trainable=True)
+    for config in policy.peft_config.values():  # the checkpoint wrote its base as a token (trainer/share_paths.py)
+        config.base_model_name_or_path = model.name_or_path  # this machine's, which peft's save reads again
+    return policy
 
 
 def is_lora(model) -> bool:

@@ -80,7 +80,9 @@ def build_policy(model_cfg, base_path: str | None, checkpoint=None, seed: int = 
     """The policy to train: the checkpoint's weights (resume; `base_path` may then be None) or the base model's;
     with `model.lora.r > 0` the base model plus LoRA adapters, fresh (initialised from `seed`) or the
     checkpoint's `adapter/`."""
-    lora = model_cfg.lora.r > 0
+    from rlvr.trainer.models.lora import lora_on
+
+    lora = lora_on(model_cfg.lora)
     model = load_policy(base_path if lora or not checkpoint else str(checkpoint))
     if model_cfg.gradient_checkpointing:  # on the base model, before peft wraps it
         _checkpoint_activations(model)
