@@ -70,3 +70,36 @@ def test_gradient_checkpointing_recomputes_each_layer_in_backward(tiny_lm_sft, c
     ids = tiny_lm_sft.tokenizer("3+4=7", add_special_tokens=False, return_tensors="pt")["input_ids"]
     policy(input_ids=ids).logits.float().sum().backward()
     assert calls == [forwards] * len(layers)
+
+
+def test_importance_cap_weights_the_gradient_by_the_capped_ratio(tiny_lm_sft):
+    """rollout.importance_cap=2 with an engine that gave every sampled token a quarter of the trainer's probability:
+    each token's weight is min(4, 2) = 2, so the gradient is twice the uncorrected one (at mu=1 the ratio is 1 and
+    nothing clips). Ignored, the gradient would equal the uncorrected one."""
+    import math
+
+    from rlvr.trainer.algos.grpo import accumulate_gradients
+    from rlvr.trainer.models.logprobs import pack, token_logprobs
+    from rlvr.trainer.models.model import build_policy
+
+    tok = tiny_lm_sft.tokenizer
+    prompts = [tok(p, add_special_tokens=False)["input_ids"] for p in ("3+4=", "3+4=", "5+1=", "5+1=")]
+    completions = [tok(t, add_special_tokens=False)["input_ids"] for t in ("7", "8", "6", "61")]
+    batch = pack(prompts, completions, tok.pad_token_id)
+    algo = OmegaConf.create({"beta": 0.0, "kl_estimator": "k3", "clip_eps_low": 0.2, "clip_eps_high": 0.2,
+                             "aggregation": "token_mean", "importance_level": "token"})
+    cfg = OmegaConf.create({"lora": {"r": 0}, "gradient_checkpointing": False, "autocast": "none"})
+    policy = build_policy(cfg, str(tiny_lm_sft.path))
+    with torch.no_grad():
+        trainer = token_logprobs(policy, batch)[0]  # [N, L-1]
+    engine = trainer - math.log(4.0) * batch.completion_mask  # [N, L-1] the engine's: a quarter of the probability
+    grads = {}
+    for cap in (None, 2.0):
+        policy.zero_grad(set_to_none=True)
+        accumulate_gradients(policy, batch, torch.tensor([1.0, -1.0, 0.5, -0.5]), None, None, algo,
+                             micro_batch_size=4, temperature=1.0, max_tokens=4, engine_logprobs=engine,
+                             importance_cap=cap)
+        grads[cap] = {n: p.grad.clone() for n, p in policy.named_parameters() if p.grad is not None}
+    assert any(g.abs().max() > 0 for g in grads[None].values())
+    for name, grad in grads[None].items():
+        torch.testing.assert_close(grads[2.0][name], 2 * grad, rtol=1e-4, atol=1e-7, msg=name)
