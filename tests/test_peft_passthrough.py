@@ -111,3 +111,35 @@ def test_train_with_peft_config_end_to_end_and_resume(tiny_lm, tmp_path, monkeyp
     resumed = rlvr.train("resume=run", "train.steps=2", log=lambda *a, **k: None)
     assert resumed.checkpoint.name == "step_2"
     assert json.loads((resumed.checkpoint / "adapter" / "adapter_config.json").read_text())["use_dora"] is True
+
+
+def test_adapter_sync_refuses_what_vllm_cannot_load(compose_train):
+    from rlvr.errors import ConfigError
+    from rlvr.trainer.validate import validate_train_config
+
+    for fields in ("{use_dora:true}", "{modules_to_save:[model.norm]}"):
+        cfg = compose_train(["rollout=vllm", "rollout.vllm.lora_sync=adapter", f"model.lora.peft={fields}"])
+        with pytest.raises(ConfigError, match="vLLM loads plain LoRA adapters, not model.lora.peft's"):
+            validate_train_config(cfg)
+
+
+@pytest.mark.slow
+def test_dora_on_vllm_syncs_merged_weights_the_trainer_agrees_with(tmp_path, require_vllm, compose_train):
+    """2 GRPO steps of a DoRA adapter on vLLM (merged sync): step 2 samples from the weights step 1 trained, so the
+    engine/trainer logprob mismatch checks that the merged DoRA model is what vLLM was handed."""
+    from rlvr.trainer.run import train
+
+    cfg = compose_train(["rollout=vllm", "model.lora.peft={r:4,lora_alpha:8,use_dora:true}", "env.digits=1",
+                         "model.warm_start.max_steps=50", "model.warm_start.eval_every=50",
+                         "model.warm_start.eval_rows=20", "model.warm_start.lr=1e-2", "model.arch.hidden_size=64",
+                         "model.arch.num_layers=2", "model.arch.num_heads=2", "model.arch.num_kv_heads=1",  # head_dim 32
+                         "model.arch.intermediate_size=128", "train.prompts_per_step=8",
+                         "train.completions_per_prompt=8", "train.steps=2", "train.eval_every=100",
+                         "train.eval_prompts=4", "optim.lr=1e-2", f"output_dir={tmp_path}", "threads=1"])
+    train(cfg, log=lambda *_: None)
+    lines = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in lines] == [0, 1, 2]
+    diffs = [m.get("rollout/logprob_diff_max", float("inf")) for m in lines[1:]]  # absent: no row was kept
+    assert max(diffs) <= 1e-3, diffs
+    adapter = tmp_path / "checkpoints" / "step_2" / "adapter" / "adapter_config.json"
+    assert json.loads(adapter.read_text())["use_dora"]

@@ -128,7 +128,7 @@ def test_no_checkpoint_file_names_a_machine_path(tiny_lm, tmp_path, monkeypatch)
 def test_the_base_model_hub_id_is_named_where_known(tiny_lm, compose_train):
     from rlvr.trainer.model_card import model_card
 
-    snapshot = "/data/hf/hub/models--Qwen--Qwen2.5-0.5B-Instruct/snapshots/7ae557604adf67be50417f59c2c2f167def9a775"
+    snapshot = "/data/hf/hub/models--Qwen--Qwen2.5-0.5B-Instruct/snapshots/7ae557604adf67be"
     cfg = compose_train(["model=hf", f"model.name_or_path={snapshot}"])
     front = yaml.safe_load(model_card(cfg, 1, None, [], snapshot, tiny_lm.model()).split("---\n")[1])
     assert front["base_model"] == "Qwen/Qwen2.5-0.5B-Instruct"  # a Hub download's folder: its id
