@@ -137,3 +137,21 @@ def test_the_base_model_hub_id_is_named_where_known(tiny_lm, compose_train):
 @pytest.fixture(autouse=True)
 def _no_token(monkeypatch):
     monkeypatch.delenv("HF_TOKEN", raising=False)
+
+
+def test_sharing_rewrites_paths_not_vocabulary_or_other_text(tmp_path):
+    """A vocabulary piece "/tmp" or a JSON string that merely mentions a root is not a path: rewriting it would change
+    the tokenizer or the text; a path value and the card's text are rewritten."""
+    import json
+
+    from rlvr.trainer.share_paths import share_folder
+
+    run = tmp_path / "run"
+    (tmp_path / "tokenizer.json").write_text(json.dumps({"model": {"vocab": {"/tmp": 5}}}))
+    (tmp_path / "config.json").write_text(json.dumps({"_name_or_path": str(run / "base"), "note": "under /tmp"}))
+    (tmp_path / "README.md").write_text(f"trained in {run}, data in {tempfile.gettempdir()}/d.jsonl\n")
+    share_folder(tmp_path, run)
+    assert json.loads((tmp_path / "tokenizer.json").read_text()) == {"model": {"vocab": {"/tmp": 5}}}
+    assert json.loads((tmp_path / "config.json").read_text()) == {"_name_or_path": "<run_dir>/base",
+                                                                  "note": "under /tmp"}
+    assert (tmp_path / "README.md").read_text() == "trained in <run_dir>, data in <tmp>/d.jsonl\n"

@@ -18,6 +18,7 @@ reads the run's own config.yaml, which keeps the real paths (trainer/evaluation/
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import tempfile
@@ -25,6 +26,8 @@ from pathlib import Path
 
 # what a checkpoint holds as bytes: weights and the pickled trainer state (rewritten by its two string entries only)
 BINARY_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf", ".model")
+# a vocabulary's pieces are text, not paths: a piece "/tmp" rewritten would change the tokenizer
+VOCABULARY_FILES = ("tokenizer.json", "vocab.json", "vocab.txt", "merges.txt", "added_tokens.json")
 
 
 def roots(run_dir: Path) -> list[tuple[str, str]]:
@@ -80,14 +83,34 @@ def local_text(text: str, run_dir: Path) -> str:
 
 
 def share_folder(folder: Path, run_dir: Path) -> None:
-    """Rewrite every text file under `folder` with `shareable` (weights and pickles are left to the caller)."""
+    """Rewrite the text files under `folder` with `shareable`: the card and YAML whole; in a JSON file (config.json's
+    `_name_or_path`, peft's `base_model_name_or_path`) each string value that is an absolute or `~` path, so no
+    other text changes; vocabularies, weights and pickles not at all (the caller writes trainer_state.pt's)."""
     for path in folder.rglob("*"):
-        if not path.is_file() or path.suffix in BINARY_SUFFIXES:
+        if not path.is_file() or path.suffix in BINARY_SUFFIXES or path.name in VOCABULARY_FILES:
             continue
         try:
             text = path.read_text()
         except UnicodeDecodeError:  # a binary file by another name: no text to rewrite
             continue
-        new = shareable(text, run_dir)
+        new = _share_json(text, run_dir) if path.suffix == ".json" else shareable(text, run_dir)
         if new != text:
             path.write_text(new)
+
+
+def _share_json(text: str, run_dir: Path) -> str:
+    def walk(value):
+        if isinstance(value, dict):
+            return {k: walk(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        if isinstance(value, str) and value.startswith(("/", "~")):
+            return shareable(value, run_dir)
+        return value
+
+    try:
+        data = json.loads(text)
+    except ValueError:  # not JSON after all: left as it is
+        return text
+    shared = walk(data)
+    return text if shared == data else json.dumps(shared, indent=2, ensure_ascii=False) + "\n"
