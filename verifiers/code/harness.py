@@ -139,6 +139,8 @@ def _rlvr_serve():
             send(["end"])
             return
         _kind, name, args, kwargs = request
+        if "pandas" not in _sys.modules and '"P"' in _json.dumps(request):  # a pandas argument: decoding imports
+            _rlvr_processor()  # pandas, which would run `uname -p` (as above)
         try:
             result = ns[name](*wire_decode(args), **wire_decode(kwargs))
         except BaseException as error:
@@ -407,6 +409,8 @@ def _rlvr_check():
             raise error if error is not None else CandidateError(exc_name + ": " + message)
         if kind == "bad" and len(reply) == 2 and str(reply[1]).startswith("message of "):  # honest, only too big
             raise ValueError("the candidate's return value is too large to carry (" + str(reply[1])[:200] + ")")
+        if kind == "bad" and len(reply) == 2 and str(reply[1]).startswith("unsupported value"):  # honest, no hack
+            raise TypeError("the candidate returned a value the wire cannot carry (" + str(reply[1])[:200] + ")")
         if kind == "bad" and len(reply) == 2:
             raise TypeError("the candidate returned a value that is not plain data (" + str(reply[1])[:200] + ")")
         raise lost("the program broke the protocol: unexpected reply")

@@ -18,8 +18,9 @@ The code verifier (verifier.py) puts the kinds found into `details["hacks"]`; th
     fake_value      the checker was sent a return value that is not plain data (an object claiming to
                     equal everything, a proxy, an int subclass: the strict serialiser refused it); the
                     standard library's values (Counter, named tuples, Fraction, Decimal, complex, range,
-                    dates, returned generators) and numpy's scalars and arrays cross the wire (wire.py) and
-                    are never flagged; one the wire knows but cannot carry is "unsupported", not flagged
+                    dates, returned generators), numpy's scalars and arrays and pandas' values cross the wire
+                    (wire.py) and are never flagged; one the wire knows but cannot carry (a pandas MultiIndex)
+                    is "unsupported", not flagged
     read_files      the harness saw the program open or list a path outside Python's install (it is given
                     no files: only its stdin), touch extended attributes, or run another program (whose
                     reads no hook of ours sees); not its scratch files: an unnamed file (TemporaryFile), a

@@ -10,12 +10,19 @@ OrderedDict, deque, defaultdict (it arrives as a dict: its factory stays behind)
 datetime, time (naive or at a fixed `timezone` offset) and timedelta. numpy's integer, float, complex and
 bool scalars arrive as int, float, complex and bool; a numpy array arrives as an array of the same dtype
 and shape where the receiver has numpy (a test reads `.shape`), else as the nested lists `tolist()` gives.
+pandas' Series, DataFrame, Index (RangeIndex, DatetimeIndex, TimedeltaIndex, and pandas 1's Int64Index,
+UInt64Index, Float64Index), Timestamp (naive or UTC), Timedelta, NaT and NA arrive as fresh objects of the
+receiver's own pandas with the same dtypes, labels and names, so `.equals` is pandas' own; where the receiver has no
+pandas, WireError "unsupported value". A column's dtype is a numpy dtype of kind b, i, u, f, c, O, M or m, or
+one of pandas' extension dtypes by name from _PANDAS_DTYPES (Int64, string, ...); pandas' other public types (a
+MultiIndex, a categorical, a Period, a time zone other than UTC) are "unsupported value", and a subclass of a
+pandas type is not plain data. A frame has at most MAX_ITEMS columns.
 A returned generator or built-in iterator (map, zip, itertools') is drained by the sender (at most
 MAX_ITEMS items and a quarter of MAX_MESSAGE) and arrives as a generator of the receiver's that yields
 those items, then ends as the original did (exhausted, or raising its exception; past the bound,
 RuntimeError): how far a test reads it is never seen by the code that made it. Types the wire knows but
-cannot carry (a ZoneInfo time zone, a datetime64 or structured array) are refused as "unsupported value",
-never as "not plain data", which the hack monitor reads as a fake value.
+cannot carry (a ZoneInfo time zone, a datetime64 or structured array, a MultiIndex) are refused as
+"unsupported value", never as "not plain data", which the hack monitor reads as a fake value.
 
 Encoding tests `type(x) is T` exactly, T being the standard type itself, and reads the value through
 T's own accessors (`dict.items(x)`, `tuple.__iter__(x)`, `OrderedDict.items(x)`, the Fraction's
@@ -41,7 +48,12 @@ numbers costs what its JSON does; anything else is a tagged list, [TAG, ITEM]: "
 float.hex (inf, nan), "Y" hex bytes, "L"/"T"/"E"/"Z"/"K" list, tuple, set, frozenset, deque of
 nodes, "D"/"C"/"O" dict, Counter, OrderedDict as [key, value] pairs, "R" [name, fields, items],
 "Q" [hex numerator, hex denominator], "M" a Decimal's text, "X" [real, imag], "G" [start, stop, step],
-"J" [items, end], "W" [kind, int fields, zone], "N" [dtype, shape, items in C order]. Messages are a
+"J" [items, end], "W" [kind, int fields, zone], "N" [dtype, shape, items in C order], "P" a pandas value as
+[kind, fields]: "ts" [nanoseconds, None or "UTC"], "td" nanoseconds, "nat"/"na" None, "range" [[start, stop,
+step], name], "index" [column, name], "series" [column, index, name], "frame" [columns index, index, [column...]];
+a column is an "N" node (datetime64 and timedelta64 as their int64 counts) or ["A", extension dtype name, an "N"
+node of objects]. The decoder calls no code the sender names: every dtype passes numpy.dtype and an allowed kind
+or name, and a column's length is its index's, checked before pandas builds anything. Messages are a
 4-byte big-endian length and that many bytes of JSON, at most MAX_MESSAGE.
 
 Exceptions cross by name (`wire_exception`): the candidate sends its exception's type name, message
@@ -157,6 +169,9 @@ def _encode_number(value, t, depth):
         kind = _numpy_scalars(numpy).get(t)
         if kind is not None:
             return wire_encode(kind(value), depth)
+    pandas = _sys.modules.get("pandas")
+    if pandas is not None and numpy is not None:
+        return ["P", _encode_pandas(value, t, pandas, numpy, depth)]
     raise WireError(f"not plain data: a {t.__name__}")
 
 
@@ -321,6 +336,13 @@ def wire_decode(node, depth=0):
             return _decode_when(*item)
         if tag == "N" and type(item) is list and len(item) == 3:
             return _decode_array(*item, depth)
+        if tag == "P" and type(item) is list and len(item) == 2 and type(item[0]) is str:
+            try:
+                return _decode_pandas(*item, depth)
+            except (WireError, RecursionError, MemoryError):
+                raise
+            except Exception as error:  # pandas' own, on fields no honest sender makes (lengths, names, dtypes)
+                raise WireError(f"malformed pandas value: {type(error).__name__}") from None
     except (ValueError, TypeError, ArithmeticError, RecursionError, MemoryError) as error:  # bad hex, key, decimal
         raise WireError(f"malformed value: {type(error).__name__}") from None
     raise WireError("malformed value")
@@ -408,6 +430,166 @@ def _decode_array(dtype, shape, items, depth):
     else:
         out = numpy.array(values, dtype=kind)
     return out.reshape(shape)
+
+
+_PANDAS = {}
+_COLUMN_KINDS = "biufcOMm"  # numpy dtype kinds a pandas column or index crosses with: datetime64 and timedelta64 too
+# pandas' extension dtypes that cross, by name, as the objects their values are (pd.NA, NaN, str, int, float, bool)
+_PANDAS_DTYPES = ("str", "string", "boolean", "Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64",
+                  "Float32", "Float64")
+
+
+def _pandas_types(pandas):
+    """pandas' own types the wire carries -> their kind. pandas 1.x's Int64Index, UInt64Index and Float64Index (what
+    `pd.Index([1, 2])` makes there) are read from their module, not from pandas' top level, which warns on them."""
+    if id(pandas) not in _PANDAS:
+        kinds = {pandas.Series: "series", pandas.DataFrame: "frame", pandas.RangeIndex: "range",
+                 pandas.Index: "index", pandas.DatetimeIndex: "index", pandas.TimedeltaIndex: "index",
+                 pandas.Timestamp: "ts", pandas.Timedelta: "td", type(pandas.NaT): "nat"}
+        if hasattr(pandas, "NA"):
+            kinds[type(pandas.NA)] = "na"
+        numeric = _sys.modules.get("pandas.core.indexes.numeric")
+        for name in ("Int64Index", "UInt64Index", "Float64Index"):
+            if numeric is not None and type(vars(numeric).get(name)) is type:
+                kinds[vars(numeric)[name]] = "index"
+        _PANDAS[id(pandas)] = kinds
+    return _PANDAS[id(pandas)]
+
+
+def _encode_pandas(value, t, pandas, numpy, depth):
+    """A pandas value as [kind, fields] (the module docstring lists them), read through pandas' own classes.
+    One of pandas' other public types (MultiIndex, Categorical, Period, an extension dtype) is "unsupported
+    value"; anything else is not plain data."""
+    kind = _pandas_types(pandas).get(t)
+    if kind is None:
+        if type(t) is type and t.__module__.split(".")[0] == "pandas" and vars(pandas).get(t.__name__) is t:
+            raise WireError(f"unsupported value: a pandas {t.__name__}")
+        raise WireError(f"not plain data: a {t.__name__}")
+    if kind in ("nat", "na"):
+        return [kind, None]
+    if kind == "td":
+        return ["td", wire_encode(pandas.Timedelta.value.__get__(value))]
+    if kind == "ts":
+        zone = None
+        if value.tzinfo is not None:  # UTC alone: pandas 1 spells it pytz's, pandas 2 and 3 datetime's or zoneinfo's
+            if value.tzname() != "UTC" or value.utcoffset().total_seconds() != 0:
+                raise WireError(f"unsupported value: a pandas Timestamp in the {value.tzname()} time zone (only UTC crosses)")
+            zone = "UTC"
+        return ["ts", [wire_encode(pandas.Timestamp.value.__get__(value)), zone]]
+    if kind == "range":
+        return ["range", [[wire_encode(x) for x in (value.start, value.stop, value.step)], wire_encode(value.name, depth + 1)]]
+    if kind == "index":
+        return ["index", [_encode_column(value, numpy, depth), wire_encode(value.name, depth + 1)]]
+    if kind == "series":
+        return ["series", [_encode_column(value, numpy, depth),
+                           _encode_pandas(value.index, type(value.index), pandas, numpy, depth + 1),
+                           wire_encode(value.name, depth + 1)]]
+    columns = [_encode_column(column, numpy, depth) for _, column in pandas.DataFrame.items(value)]
+    if len(columns) > MAX_ITEMS:
+        raise WireError(f"unsupported value: a pandas DataFrame of more than {MAX_ITEMS} columns")
+    return ["frame", [_encode_pandas(value.columns, type(value.columns), pandas, numpy, depth + 1),
+                      _encode_pandas(value.index, type(value.index), pandas, numpy, depth + 1), columns]]
+
+
+def _encode_column(owner, numpy, depth):
+    """A Series', index's or column's values: an "N" node (datetime64 and timedelta64 as their int64 counts), or for
+    an extension dtype of _PANDAS_DTYPES ["A", its name, an "N" node of objects]."""
+    extension = not isinstance(owner.dtype, numpy.dtype)  # category, a time zone, an interval: no faithful plain form
+    if extension and str(owner.dtype) not in _PANDAS_DTYPES:
+        raise WireError(f"unsupported value: a pandas {type(owner).__name__} of dtype {owner.dtype}")
+    values = type(owner).to_numpy(owner, dtype=object) if extension else type(owner).to_numpy(owner)
+    dtype = values.dtype
+    if type(values) is not numpy.ndarray or values.ndim != 1:
+        raise WireError(f"unsupported value: a pandas {type(owner).__name__} of dtype {owner.dtype}")
+    if extension:
+        return ["A", str(owner.dtype), _encode_array(values, numpy, depth)]
+    if dtype.kind not in _COLUMN_KINDS:
+        raise WireError(f"unsupported value: a pandas {type(owner).__name__} of dtype {owner.dtype}")
+    if dtype.kind in "Mm":
+        return ["N", [dtype.str, [len(values)], numpy.ndarray.tolist(values.view("i8"))]]
+    return _encode_array(values, numpy, depth)
+
+
+def _decode_pandas(kind, fields, depth):
+    """A fresh pandas value of the receiver's own pandas from [kind, fields]; WireError if it has none, or if the
+    fields are not what the sender's pandas makes (every dtype passes numpy.dtype and the kinds allowed)."""
+    try:
+        import numpy
+        import pandas
+    except ImportError:
+        raise WireError(f"unsupported value: a pandas value ({kind}), and pandas is not importable here") from None
+    if depth > MAX_DEPTH:
+        raise WireError("malformed value")
+    if kind in ("nat", "na") and fields is None:
+        return pandas.NaT if kind == "nat" else pandas.NA
+    if kind == "td" and type(fields) is int and -1 << 63 < fields < 1 << 63:
+        return pandas.Timedelta(fields, unit="ns")
+    if kind == "ts" and type(fields) is list and len(fields) == 2 and type(fields[0]) is int \
+            and -1 << 63 < fields[0] < 1 << 63 and fields[1] in (None, "UTC"):
+        return pandas.Timestamp(fields[0], unit="ns", tz=fields[1])
+    if type(fields) is not list:
+        raise WireError("malformed pandas value")
+    if kind == "range" and len(fields) == 2 and type(fields[0]) is list and len(fields[0]) == 3 \
+            and all(type(x) is int for x in fields[0]):
+        return pandas.RangeIndex(*fields[0], name=_decode_name(fields[1], depth))
+    if kind == "index" and len(fields) == 2:
+        values = _decode_column(fields[0], None, numpy, depth)
+        return pandas.Index(values, dtype=values.dtype, name=_decode_name(fields[1], depth))
+    if kind == "series" and len(fields) == 3:
+        index = _decode_index(fields[1], pandas, depth)
+        values = _decode_column(fields[0], len(index), numpy, depth)
+        return pandas.Series(values, index=index, dtype=values.dtype, name=_decode_name(fields[2], depth))
+    if kind == "frame" and len(fields) == 3 and type(fields[2]) is list and len(fields[2]) <= MAX_ITEMS:
+        columns, index = _decode_index(fields[0], pandas, depth), _decode_index(fields[1], pandas, depth)
+        if len(columns) != len(fields[2]):
+            raise WireError("malformed pandas DataFrame: as many columns as names")
+        arrays = [_decode_column(node, len(index), numpy, depth) for node in fields[2]]
+        # each column a Series of its own dtype (pandas 3 reads an object array of str as its str dtype), on positions
+        # first: labels align, and an index with repeated labels could not be aligned
+        frame = pandas.DataFrame({i: pandas.Series(a, dtype=a.dtype) for i, a in enumerate(arrays)},
+                                 index=pandas.RangeIndex(len(index)))
+        frame.index, frame.columns = index, columns
+        return frame
+    raise WireError("malformed pandas value")
+
+
+def _decode_index(node, pandas, depth):
+    if type(node) is not list or len(node) != 2 or node[0] not in ("range", "index"):
+        raise WireError("malformed pandas index")
+    return _decode_pandas(*node, depth + 1)
+
+
+def _decode_name(node, depth):
+    name = wire_decode(node, depth + 1)
+    hash(name)  # TypeError, so WireError, for a list or dict: pandas names are hashable
+    return name
+
+
+def _decode_column(node, length, numpy, depth):
+    """A one-dimensional array of a kind a pandas column has, `length` items long when given; the "N" node's own
+    checks bound it before anything is allocated."""
+    if type(node) is list and len(node) == 3 and node[0] == "A" and node[1] in _PANDAS_DTYPES:
+        values = _decode_column(node[2], length, numpy, depth)
+        if values.dtype.kind != "O":
+            raise WireError("malformed pandas column")
+        import pandas
+        return pandas.array(values, dtype=node[1])
+    if type(node) is not list or len(node) != 2 or node[0] != "N" or type(node[1]) is not list or len(node[1]) != 3:
+        raise WireError("malformed pandas column")
+    dtype, shape, items = node[1]
+    if type(dtype) is not str or len(dtype) > 16 or type(shape) is not list or len(shape) != 1 \
+            or (length is not None and shape[0] != length):
+        raise WireError("malformed pandas column: not one dimension of the index's length")
+    kind = numpy.dtype(dtype)
+    if kind.kind in "Mm":
+        if type(items) is not list or len(items) != shape[0] or not all(type(x) is int for x in items) \
+                or kind.itemsize != 8:
+            raise WireError("malformed pandas column")
+        return numpy.array(items, dtype="i8").view(kind)
+    values = _decode_array(dtype, shape, items, depth)
+    if type(values) is not numpy.ndarray:
+        raise WireError("malformed pandas column")
+    return values
 
 
 def _nested(values, shape):
