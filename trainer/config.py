@@ -345,6 +345,24 @@ class RolloutConfig:
     """Nucleus sampling: sample from the top-p probability mass; 1: off."""
     top_k: int = 0
     """Sample among the k likeliest tokens; 0: off."""
+    min_p: float = 0.0
+    """Drop tokens below min_p x the top token's probability; 0: off.
+
+    In [0, 1]; applied after temperature, before top-k/top-p, alike on hf, vllm and server
+    (rollout/generation_settings.py). Held-out greedy evals are unaffected (it never moves the argmax)."""
+    repetition_penalty: float = 1.0
+    """> 0; > 1 penalises tokens already in prompt or completion; 1: off.
+
+    vLLM's (and transformers') rule: a seen token's logit divided by it when positive, multiplied when not, on
+    every engine alike (rollout/generation_settings.py). It applies to the run's held-out greedy eval and to
+    `rlvr eval` too: the policy is evaluated as it samples."""
+    generation_kwargs: Any = None
+    """More of the engine's own generation keys, as {KEY:V,...}; null: none.
+
+    Given whole (rollout.generation_kwargs={no_repeat_ngram_size:3}) and passed as it is. hf: transformers' GenerationConfig fields (e.g. no_repeat_ngram_size); vllm: vllm.SamplingParams fields (e.g.
+    presence_penalty); server: /v1/completions fields. A key the engine does not know, one rlvr sets itself
+    (temperature, top_p, max_new_tokens, ...: use rollout.KEY) or one that breaks the rollout (beam search) is
+    refused at start, by name (rollout/generation_settings.py). Every sampling of the run gets them, evals too."""
     stop: list = field(default_factory=list)
     """Strings that end a completion early, e.g. ['</answer>']."""
     importance_cap: Optional[float] = 2.0

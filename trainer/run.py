@@ -31,6 +31,7 @@ from rlvr.trainer.evaluation.evaluate import evaluate_greedy
 from rlvr.trainer.experience.async_rollouts import start_async_rollouts
 from rlvr.trainer.hub import push_checkpoint
 from rlvr.trainer.model_card import checkpoint_files
+from rlvr.trainer.rollout.generation_settings import generation_settings
 from rlvr.trainer.models.model import autocast_paused
 from rlvr.trainer.setup import Run, build_run
 from rlvr.trainer.truncation import truncation_warning
@@ -126,7 +127,8 @@ def held_out_eval(run: Run) -> dict:
         for model in generating_models(run.ctx):
             paused.enter_context(autocast_paused(model))
         result = evaluate_greedy(run.ctx.engine, run.env, run.test_rows, cfg.rollout.max_new_tokens,
-                                 truncated_reward=cfg.rollout.truncated_reward)
+                                 truncated_reward=cfg.rollout.truncated_reward,
+                                 settings=generation_settings(cfg.rollout))  # the run's penalty and kwargs too
     warning = truncation_warning(result.get("truncated_frac", 0.0), cfg.rollout.max_new_tokens, "the held-out eval's")
     if warning:
         run.log(warning)

@@ -51,6 +51,7 @@ from rlvr.trainer.models.model import (build_policy, build_reference, load_token
 from rlvr.trainer.models.packing import check_packing
 from rlvr.trainer.reward_config import check_reward_config
 from rlvr.trainer.rollout.factory import build_engine, engine_choice, engine_class, resolve_kind
+from rlvr.trainer.rollout.generation_settings import generation_settings
 from rlvr.trainer.rollout.prompts import prompt_lengths
 from rlvr.trainer.rollout.types import Engine, SamplingParams
 from rlvr.trainer.rollout.weights import PolicyEngine
@@ -148,7 +149,7 @@ def build_run(cfg, log=print) -> Run:
                 {"step": start_step, "command": session_command(), "world_size": parallel.world_size}]
     sampling = SamplingParams(n=cfg.train.completions_per_prompt, max_new_tokens=cfg.rollout.max_new_tokens,
                               temperature=cfg.rollout.temperature, top_p=cfg.rollout.top_p, top_k=cfg.rollout.top_k,
-                              stop=tuple(cfg.rollout.stop))
+                              stop=tuple(cfg.rollout.stop), **generation_settings(cfg.rollout))
     engine = _engine(cfg, env, tokenizer, plain, parallel, test_rows, run_dir, log)
     # Only now, with everything built, does the run directory change (the module docstring says why). A new run
     # exists from its config.yaml on (run_dir.py); a resumed run's config.yaml is rewritten once this session's

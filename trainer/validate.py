@@ -20,6 +20,7 @@ from rlvr.trainer.loggers import LOGGERS
 from rlvr.trainer.algos.pairs import STRATEGIES
 from rlvr.trainer.rollout.factory import CHOICES as ENGINES
 from rlvr.trainer.rollout.factory import GROUPS as ENGINE_GROUPS
+from rlvr.trainer.rollout.generation_settings import check_generation_settings
 from rlvr.trainer.threads import check_threads
 
 SCHEDULES = ("constant", "linear", "cosine")
@@ -43,6 +44,8 @@ def validate_train_config(cfg) -> None:
          f"(or null: the environment's default)")
     need(cfg.rollout.temperature > 0, f"rollout.temperature={cfg.rollout.temperature} must be > 0")
     need(0 < cfg.rollout.top_p <= 1, f"rollout.top_p={cfg.rollout.top_p} must be in (0, 1]")
+    # repetition_penalty > 0, 0 <= min_p <= 1, generation_kwargs' keys for the engine (auto: once resolved)
+    check_generation_settings(cfg.rollout.engine, cfg.rollout)
     need(cfg.rollout.importance_cap is None or cfg.rollout.importance_cap >= 1,
          f"rollout.importance_cap={cfg.rollout.importance_cap} must be >= 1 (or null to turn the correction off)")
     validate_async(cfg, need)

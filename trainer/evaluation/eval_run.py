@@ -38,6 +38,7 @@ from rlvr.trainer.evaluation.eval_report import write_reports
 from rlvr.trainer.evaluation.evaluate import generate_and_score
 from rlvr.trainer.evaluation.run_config import adopt_run_config
 from rlvr.trainer.evaluation.specs import EnvSpec, ModelSpec, build_spec_env, env_specs_of, model_specs, select_rows
+from rlvr.trainer.rollout.generation_settings import OFF, check_generation_settings, generation_settings
 from rlvr.trainer.rollout.types import SamplingParams
 from rlvr.trainer.rollout.prompts import prompt_lengths
 from rlvr.trainer.truncation import TRUNCATED_REWARDS, context_warning, truncation_warning
@@ -193,7 +194,8 @@ def sampling_params(cfg) -> SamplingParams:
     greedy = cfg.temperature == 0
     return SamplingParams(n=cfg.n_samples, max_new_tokens=cfg.rollout.max_new_tokens,
                           temperature=1.0 if greedy else cfg.temperature, top_p=cfg.top_p, top_k=cfg.top_k,
-                          stop=tuple(cfg.rollout.stop), greedy=greedy)
+                          stop=tuple(cfg.rollout.stop), greedy=greedy,
+                          **generation_settings(cfg.rollout))  # rollout.repetition_penalty, min_p, generation_kwargs
 
 
 def env_lengths(cfg, envs: dict) -> dict[str, tuple[int, str]]:
@@ -220,6 +222,8 @@ def settings_of(cfg, lengths: dict | None = None) -> dict:
             "max_new_tokens": max_new_tokens, "stop": list(cfg.rollout.stop), "seed": cfg.seed,
             "batch_prompts": cfg.batch_prompts, "engine": "endpoint" if cfg.get("endpoint") else cfg.rollout.engine,
             **({"endpoint": cfg.endpoint} if cfg.get("endpoint") else {}),
+            # named only when set (as prompt_format), so evals written before these keys still resume
+            **{key: value for key, value in generation_settings(cfg.rollout).items() if value != OFF[key]},
             # other prompts draw other samples; named only when plain, so evals written before the key still resume
             **({"prompt_format": "plain"} if cfg.model.get("prompt_format") == "plain" else {})}
 
@@ -234,6 +238,8 @@ def _validate(cfg) -> None:
                           f"environments give the models)")
     if cfg.model.prompt_format not in ("chat", "plain"):
         raise ConfigError(f"model.prompt_format={cfg.model.prompt_format!r}; choose one of chat, plain")
+    # rollout.repetition_penalty, min_p, generation_kwargs: refused by name where the engine cannot honour them
+    check_generation_settings("server" if cfg.endpoint else cfg.rollout.engine, cfg.rollout)
     if cfg.n_samples < 1:
         raise ConfigError(f"n_samples must be >= 1, got {cfg.n_samples}")
     if cfg.temperature < 0:

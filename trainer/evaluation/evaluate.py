@@ -35,14 +35,16 @@ def generate_and_score(engine, env, rows: list[dict], params: SamplingParams,
 
 
 def evaluate_greedy(engine, env, rows: list[dict], max_new_tokens: int, batch_size: int = 256,
-                    truncated_reward: str = "keep") -> dict:
+                    truncated_reward: str = "keep", settings: dict | None = None) -> dict:
     """One greedy completion per row. Returns `{"accuracy", "reward_mean", "truncated_frac", "hack_rate",
     "status/<s>": rate, "n"}`; `truncated_reward` as `rollout.truncated_reward` (trainer/experience/rewards.py,
     stage 2).
     `accuracy` is the verifiers' verdict, so a completion a known hole pays counts as correct; `hack_rate` (the
     share whose details name a hack kind, as `rlvr eval` and the training loop's monitor count them) says how
-    much of it was taken rather than earned."""
-    params = SamplingParams(n=1, max_new_tokens=max_new_tokens, greedy=True)
+    much of it was taken rather than earned.
+    `settings`: the run's generation settings (rollout/generation_settings.py `generation_settings`: repetition
+    penalty, min-p, generation_kwargs), so the policy is evaluated as it samples; None: none."""
+    params = SamplingParams(n=1, max_new_tokens=max_new_tokens, greedy=True, **(settings or {}))
     results, truncated = [], []
     for start in range(0, len(rows), batch_size):
         rollout, _, scored = generate_and_score(engine, env, rows[start : start + batch_size], params, truncated_reward)

@@ -12,6 +12,7 @@ from typing import NamedTuple
 import torch
 
 from rlvr.errors import ConfigError
+from rlvr.trainer.rollout.generation_settings import check_generation_settings
 from rlvr.trainer.rollout.types import Engine
 
 
@@ -43,10 +44,13 @@ def build_engine(kind: str, model, tokenizer, options=None) -> Engine:
     `options` is the rollout config (or a mapping like it): each engine reads its own group, `hf` (prefill_once),
     `vllm` (dtype, gpu_memory_utilization, tensor_parallel_size, enable_sleep_mode, kv_cache_bytes) or `server`
     (endpoints, num_servers, timeouts, threads, weights_dir; its started servers also read `vllm`'s dtype and
-    kv_cache_bytes), and the run's facts at the top: seed, max_sequences (the most rows the caller generates at
-    once) and max_row_tokens (the longest of them, which `kv_cache_bytes=auto` sizes the cache for), log_dir.
+    kv_cache_bytes), and at the top the generation settings every engine checks (repetition_penalty, min_p,
+    generation_kwargs: rollout/generation_settings.py) and the run's facts: seed, max_sequences (the most rows the
+    caller generates at once) and max_row_tokens (the longest of them, which `kv_cache_bytes=auto` sizes the cache
+    for), log_dir.
     """
     kind = resolve_kind(kind, options, getattr(model, "config", None))
+    check_generation_settings(kind, options)  # a key this engine cannot honour stops the run here, named
     if kind == "server":
         return build_server_engine(model, tokenizer, options)
     engine = engine_class(kind)

@@ -3,11 +3,17 @@
 Prompts are left-padded so every row's completion starts at the same column; each
 completion is cut after its first EOS (kept: the policy is trained to stop) or after
 the first stop string (kept too, as vLLM does with `include_stop_str_in_output`).
-The logprobs returned are those of the sampling distribution (after temperature and
-top-k/top-p): `SampledLogprobs`, the last of `generate`'s logits processors, takes each step's
+The logprobs returned are those of the sampling distribution (after the repetition penalty,
+temperature, min-p and top-k/top-p): `SampledLogprobs`, the last of `generate`'s logits processors, takes each step's
 processed scores and keeps only the sampled token's log-probability, so memory holds one
 [B*G, V] step instead of `output_scores`' [B*G, T, V] stack (20 GB for 64 rows of 512 tokens
 over a 151k vocabulary). The same values as `log_softmax(scores)` gathered at the sampled ids.
+
+`rollout.repetition_penalty` and `rollout.min_p` are applied by rlvr's own processors, in vLLM's order (penalty,
+temperature, min-p, top-k, top-p: rollout/generation_settings.py), so that hf samples as vllm and servers do. The
+penalty is rlvr's `RepetitionPenalty` rather than transformers' processor because that one also penalises the pad
+tokens of left-padded rows, which vLLM (no padding) never sees. `rollout.generation_kwargs` go to `generate` as
+they are.
 
 `prefill_once` (`rollout.hf.prefill_once`, default on): when sampling G > 1 completions per prompt, each prompt's
 KV cache (all but its last token) is computed once and repeated G times, instead of `generate` prefilling
@@ -19,8 +25,8 @@ tests/test_rollout_hf.py checks the same seed samples the same completions with 
 from __future__ import annotations
 
 import torch
-from transformers import (LogitsProcessor, LogitsProcessorList, TemperatureLogitsWarper, TopKLogitsWarper,
-                          TopPLogitsWarper)
+from transformers import (LogitsProcessor, LogitsProcessorList, MinPLogitsWarper, TemperatureLogitsWarper,
+                          TopKLogitsWarper, TopPLogitsWarper)
 
 from rlvr.trainer.rollout.types import Rollout, SamplingParams
 
@@ -74,6 +80,8 @@ class HFEngine:
             input_ids, attention_mask = input_ids.repeat_interleave(n, 0), attention_mask.repeat_interleave(n, 0)
             returns = 1
         recorder = SampledLogprobs()
+        penalty = ([RepetitionPenalty(params.repetition_penalty, [width - len(ids) for ids in encoded])]
+                   if params.repetition_penalty != 1.0 else [])
         out = self.model.generate(
             input_ids=input_ids,
             attention_mask=attention_mask,
@@ -85,8 +93,10 @@ class HFEngine:
             eos_token_id=tok.eos_token_id,
             stop_strings=list(params.stop) or None,
             tokenizer=tok if params.stop else None,
-            logits_processor=LogitsProcessorList([*_warpers(params), recorder]),
+            logits_processor=LogitsProcessorList([*penalty, *_warpers(params), recorder]),
+            repetition_penalty=1.0,  # a checkpoint's own is not applied (vLLM ignores it too); `penalty` is rlvr's
             **({} if params.greedy else _NO_WARPERS),
+            **params.generation_kwargs,
         )
         self.model.train(was_training)
 
@@ -119,11 +129,34 @@ class HFEngine:
 
 
 # Explicit values override whatever the checkpoint's generation_config prefers, so that when sampling `generate`
-# adds no warper of its own (it would run after the recorder); `_warpers` are the ones it would add for the
-# params. A checkpoint's min_p, typical_p or cutoffs are not applied, as vLLM ignores them too. Greedy decoding
+# adds no warper of its own (it would run after the recorder); `_warpers` are rlvr's, for the params. A checkpoint's
+# min_p, repetition_penalty, typical_p or cutoffs are not applied, as vLLM ignores them too (rollout.min_p and
+# rollout.repetition_penalty are, by rlvr's processors). Greedy decoding
 # adds no warpers (and a sampling flag there only draws transformers' "not valid" warning).
 _NO_WARPERS = dict(temperature=1.0, top_p=1.0, top_k=0, min_p=None, top_h=None, typical_p=1.0, epsilon_cutoff=0.0,
                    eta_cutoff=0.0)
+
+
+class RepetitionPenalty(LogitsProcessor):
+    """The repetition penalty (Keskar et al. 2019, CTRL) as vLLM applies it: each token already in the row's prompt
+    or completion has its logit divided by `penalty` when positive, multiplied when not (vLLM
+    `apply_repetition_penalties`, transformers `RepetitionPenaltyLogitsProcessor`). Unlike transformers' processor,
+    the left padding of each row (its first `pad_widths[i]` columns) is not counted as seen tokens."""
+
+    def __init__(self, penalty: float, pad_widths: list[int]):
+        self.penalty = penalty
+        self.pad_widths = torch.tensor(pad_widths)  # [B] one per prompt, before generate repeats the rows
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        rows, length = input_ids.shape  # rows = B * copies, prompt-major (generate's repeat_interleave)
+        pads = self.pad_widths.to(input_ids.device).repeat_interleave(rows // len(self.pad_widths))  # [rows]
+        real = torch.arange(length, device=input_ids.device) >= pads[:, None]  # [rows, L]
+        vocab = scores.shape[-1]
+        ids = input_ids.masked_fill(~real, vocab)  # [rows, L] padding points at an extra column, dropped below
+        seen = torch.zeros(rows, vocab + 1, dtype=torch.bool, device=scores.device)
+        seen.scatter_(1, ids, True)  # [rows, V + 1]
+        penalised = torch.where(scores > 0, scores / self.penalty, scores * self.penalty)  # [rows, V]
+        return torch.where(seen[:, :vocab], penalised, scores)  # [rows, V]
 
 
 class SampledLogprobs(LogitsProcessor):
@@ -159,11 +192,14 @@ class SampledLogprobs(LogitsProcessor):
 
 
 def _warpers(params: SamplingParams) -> list:
-    """The sampling warpers `generate` builds from temperature, top-k and top-p, in its order (transformers
-    `_get_logits_processor`); none when greedy (argmax is the same under any of them)."""
+    """The sampling warpers for temperature, min-p, top-k and top-p, in vLLM's order (its sampler applies min-p
+    between temperature and top-k/top-p; transformers puts min-p after top-p, which keeps a different set when both
+    are on); none when greedy (argmax is the same under any of them)."""
     if params.greedy:
         return []
     warpers = [TemperatureLogitsWarper(params.temperature)] if params.temperature != 1.0 else []
+    if params.min_p > 0:
+        warpers.append(MinPLogitsWarper(min_p=params.min_p, min_tokens_to_keep=1))
     if params.top_k:
         warpers.append(TopKLogitsWarper(top_k=params.top_k, min_tokens_to_keep=1))
     if params.top_p < 1.0:

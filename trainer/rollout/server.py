@@ -24,6 +24,9 @@ trainer/experience/async_rollouts.py), so no request is answered by a mix of two
 version each server holds, and a generate refuses a server that lags the client's `version`. A dead
 server that answers `/health` again gets the newest weights before it is given requests.
 
+`rollout.repetition_penalty`, `rollout.min_p` and `rollout.generation_kwargs` (vLLM's request fields) go in each
+request's body, as the colocated engine passes them (rollout/generation_settings.py).
+
 `endpoint_label` names the endpoint in errors: `rlvr eval endpoint=URL` reads "endpoint=URL".
 """
 
@@ -177,12 +180,15 @@ class ServerEngine:
             "temperature": 0.0 if params.greedy else params.temperature,
             "top_p": 1.0 if params.greedy else params.top_p,
             "top_k": 0 if params.greedy else params.top_k,  # 0: off, as in rollout/vllm.py
+            "min_p": 0.0 if params.greedy else params.min_p,
+            "repetition_penalty": params.repetition_penalty,  # greedy too, as in rollout/vllm.py
             "logprobs": 0,  # the sampled token's only
             "return_token_ids": True,
             "stop_token_ids": [self.tokenizer.eos_token_id],
             "include_stop_str_in_output": True,  # the stop string stays in the text, as in HFEngine
             "skip_special_tokens": True,
         }
+        body.update(params.generation_kwargs)  # vLLM's own request fields, checked at start (generation_settings.py)
         if params.stop:
             body["stop"] = list(params.stop)
         if seed is not None:

@@ -37,7 +37,7 @@ Why these types should carry the next engines without a change to the algorithms
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 import torch
@@ -77,6 +77,11 @@ class SamplingParams:
     # One seed per prompt: vLLM then samples each prompt's G completions from its own seed, whatever batch
     # it sits in (world size, resume). HF generate draws the batch from torch's RNG and ignores them.
     seeds: tuple[int, ...] | None = None
+    # rollout.repetition_penalty, rollout.min_p, rollout.generation_kwargs (rollout/generation_settings.py says how
+    # each engine applies them alike): 1.0 and 0.0 are off; the kwargs go to the engine as they are.
+    repetition_penalty: float = 1.0
+    min_p: float = 0.0
+    generation_kwargs: dict = field(default_factory=dict)
 
 
 @runtime_checkable

