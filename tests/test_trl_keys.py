@@ -44,6 +44,8 @@ CASES = [
     ({"importance_sampling_level": "sequence"}, {"algo.importance_level": "sequence"}),
     ({"temperature": 0.7, "top_p": 0.9, "top_k": 5},
      {"rollout.temperature": 0.7, "rollout.top_p": 0.9, "rollout.top_k": 5}),
+    ({"min_p": 0.05, "repetition_penalty": 1.2}, {"rollout.min_p": 0.05, "rollout.repetition_penalty": 1.2}),
+    ({"generation_kwargs": {"no_repeat_ngram_size": 3}}, {"rollout.generation_kwargs": {"no_repeat_ngram_size": 3}}),
     ({"use_vllm": True, "vllm_gpu_memory_utilization": 0.5, "vllm_tensor_parallel_size": 2,
       "vllm_enable_sleep_mode": True},
      {"rollout.engine": "vllm", "rollout.vllm.gpu_memory_utilization": 0.5, "rollout.vllm.tensor_parallel_size": 2,

@@ -62,6 +62,11 @@ ROWS: tuple[Row, ...] = (
     Row(("temperature",), "rollout.temperature", "as is"),
     Row(("top_p",), "rollout.top_p", "as is"),
     Row(("top_k",), "rollout.top_k", "as is (0: off in both)"),
+    Row(("min_p",), "rollout.min_p", "as is (None: 0, off)"),
+    Row(("repetition_penalty",), "rollout.repetition_penalty", "as is (1: off in both)"),
+    Row(("generation_kwargs",), "rollout.generation_kwargs",
+        "as is: the engine's own keys (GenerationConfig's with rollout=hf, SamplingParams' with vllm); a key rlvr "
+        "sets itself (temperature, top_p, max_tokens, ...) is refused at start: TRL lets it override those"),
     Row(("use_vllm", "vllm_mode"), "rollout",
         "use_vllm with vllm_mode colocate: rollout=vllm; with server: rollout=server (rlvr starts `vllm serve`); "
         "vllm_mode alone changes nothing, as in TRL"),
@@ -100,9 +105,6 @@ REFUSED: dict[str, str] = {
                                   "rollout.truncated_reward (zero: no positive reward)",
     "num_train_epochs": "rlvr counts optimizer steps: set max_steps",
     "fp16": "rlvr's autocast is bf16 or none (bf16=True)",
-    "min_p": "no min_p sampling in rlvr's engines yet",
-    "repetition_penalty": "no repetition penalty in rlvr's engines yet",
-    "generation_kwargs": "no generation passthrough in rlvr's engines yet",
     "vllm_server_base_url": "rlvr's server engine speaks vLLM's OpenAI API, not `trl vllm-serve`: start "
                             "`vllm serve` and pass rollout.server.endpoints (docs/engines/server.md)",
     "vllm_server_host": "as vllm_server_base_url: pass rollout.server.endpoints",
@@ -259,6 +261,9 @@ _HANDLERS: dict[str, Callable[[Callable[[str], Any]], dict | str | list]] = {
     "temperature": _as_is("rollout.temperature", "temperature"),
     "top_p": _as_is("rollout.top_p", "top_p"),
     "top_k": lambda v: {"rollout.top_k": v("top_k") or 0},
+    "min_p": lambda v: {"rollout.min_p": v("min_p") or 0.0},
+    "repetition_penalty": _as_is("rollout.repetition_penalty", "repetition_penalty"),
+    "generation_kwargs": lambda v: {"rollout.generation_kwargs": dict(v("generation_kwargs") or {})},
     "use_vllm": _vllm,
     "vllm_gpu_memory_utilization": _only_with_vllm("rollout.vllm.gpu_memory_utilization",
                                                    "vllm_gpu_memory_utilization"),
