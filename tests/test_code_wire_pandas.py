@@ -118,6 +118,8 @@ def series_node(values=("<i8", [2], [1, 2]), index=("range", [[0, 2, 1], None]))
     ["P", ["series", [["A", "category", ["N", ["|O", [2], ["a", "b"]]]], ["range", [[0, 2, 1], None]], None]]],
     ["P", ["series", [["N", ["<i8", [1], [1]]], ["range", [[0, 1, 1], None]], ["L", [1]]]]],  # an unhashable name
     ["P", ["frame", [["range", [[0, 2, 1], None]], ["range", [[0, 1, 1], None]], [["N", ["<i8", [1], [1]]]]]]],
+    # a column shorter than the index, which pandas itself would pad with NaN
+    ["P", ["frame", [["range", [[0, 1, 1], None]], ["range", [[0, 2, 1], None]], [["N", ["<i8", [1], [1]]]]]]],
     ["P", ["ts", [1 << 63, None]]], ["P", ["ts", [0, "Europe/Paris"]]], ["P", ["td", 1.5]], ["P", ["nat", 0]],
     ["P", ["eval", "__import__('os')"]], ["P", ["series"]],
 ], ids=str)
