@@ -6,9 +6,9 @@ iterators, complex numbers, ranges, dates, times and time deltas), scratch files
 directory), numpy values and arrays whose shape and dtype the test reads, tests that import numpy
 themselves, pandas used by the solution (groupby, pivot, read_csv of a file it wrote, NaN, Timestamps) or by
 the test (`.equals` on what it builds from the answer), the usual printing styles for `stdio` tests, and exceptions
-a test expects. A pandas object itself (Series, DataFrame, Timestamp) does not cross the wire between candidate and
-checker, in either direction, so the pandas rows hand plain data across, as an honest test of a function returning
-`.tolist()` or `.to_dict()` does. A verifier that fails them teaches a policy to avoid the standard library and counts
+a test expects. These pandas rows hand plain data across (`.tolist()`, `.to_dict()`); pandas objects themselves
+(Series, DataFrame, Index, Timestamp) crossing the wire in either direction are tests/test_code_wire_pandas.py's
+rows. A verifier that fails them teaches a policy to avoid the standard library and counts
 honest answers as `fake_value` hacks. Every row runs on both backends, the whole table in one batch per backend.
 """
 
