@@ -228,9 +228,10 @@ def stop_line(cfg, error: BaseException, trace) -> str:
 
 def log_stop(path: Path, line: str) -> None:
     """Append why the run stopped to its train.log, the file a user reads afterwards (the console has said it).
-    Rank 0 alone, as the run's log (trainer/setup.py): a torchrun's other ranks would repeat the line."""
-    if int(os.environ.get("RANK", "0")) != 0:
+    Rank 0 alone, as the run's log (trainer/setup.py): a torchrun's other ranks would repeat the line. Only into a
+    log that exists (Hydra's, or one the run has written): a config refused before the run had a directory leaves
+    no directory behind for its one console line."""
+    if int(os.environ.get("RANK", "0")) != 0 or not path.is_file():
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as f:
         print(line, file=f)
