@@ -1,10 +1,12 @@
-"""`rollout.repetition_penalty`, `rollout.min_p` and `rollout.generation_kwargs` (trainer/rollout/generation_settings.py):
-each engages on every engine (HF generate, its producer process, colocated vLLM, servers), HF and vLLM decode the
-same greedy tokens under the same penalty, a setting an engine cannot honour stops at start naming the key and the
-engine, the run's rollouts and held-out eval and `rlvr eval` get them, and TRL's GRPOConfig fields map onto them.
+"""`rollout.repetition_penalty`, `rollout.min_p` and `rollout.generation_kwargs`
+(trainer/rollout/generation_settings.py): each engages on every engine (HF generate, its producer process, colocated
+vLLM, servers), HF and vLLM decode the same greedy tokens under the same penalty, a setting an engine cannot honour
+stops at start naming the key and the engine, the run's rollouts and held-out eval and `rlvr eval` get them, and
+TRL's GRPOConfig fields map onto them.
 
 The vLLM tests build a head_dim-32 model (vLLM's CPU attention refuses conftest's 16), randomly initialised: its
-greedy completion repeats one token, which is what a repetition penalty must change.
+greedy completion repeats one token, which is what a repetition penalty must change. Each test was seen failing
+with its setting switched off in the engine or the config path it covers.
 """
 
 from __future__ import annotations
@@ -244,7 +246,8 @@ def test_rlvr_eval_and_the_held_out_eval_sample_with_the_settings(arith_env, tin
 
     cfg = compose_eval_config(["rollout.repetition_penalty=1.3", "rollout.generation_kwargs={no_repeat_ngram_size:2}"])
     params = sampling_params(cfg)
-    assert (params.repetition_penalty, params.min_p, params.generation_kwargs) == (1.3, 0.0, {"no_repeat_ngram_size": 2})
+    assert params.repetition_penalty == 1.3 and params.min_p == 0.0
+    assert params.generation_kwargs == {"no_repeat_ngram_size": 2}
     settings = settings_of(cfg)  # an eval resumed with other settings is refused (eval_run.py _check_settings)
     assert settings["repetition_penalty"] == 1.3 and "min_p" not in settings
 
