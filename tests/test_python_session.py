@@ -51,6 +51,7 @@ def test_state_persists_within_a_session_and_never_across(sandbox):
         one.run("x")
 
 
+@pytest.mark.slow  # 100 sessions, 17 of them spin to their 1 s limit: about 50 s on 2 cores
 def test_100_faulty_trajectories_leave_no_state_and_no_container(client):
     from rlvr.sandboxes.docker_backend import DockerSandbox
 
