@@ -1,16 +1,18 @@
 """Rollout engines: generation tokens/s of vLLM vs Hugging Face `generate`, and GRPO step time with each.
 
     python bench/bench_rollout.py [--sizes tiny,30m] [--prompts 16] [--group 8] [--max-new-tokens 64]
-                                  [--repeats 3] [--threads 1] [--grpo-steps 5] [--profile]
+                                  [--repeats 3] [--threads 1] [--grpo-steps 5] [--temperature 1.0]
+                                  [--profile]
 
 Both engines see the same model (fp32), prompts (`arithmetic`, one-digit sums), G and sampling
-(temperature 1, no top-k/top-p), one after the other in this process. Workloads:
+(temperature `--temperature`, default 1; no top-k/top-p), one after the other in this process. Workloads:
 - fixed length: the randomly initialised model, whose rows almost never sample EOS, so they run to
   max tokens (the mean length is printed: it is what tokens/s counts);
 - natural length: the same architecture after a short supervised warm start: it writes
   `<think></think><answer>N</answer>` and EOS, so completions are short and vary in length.
 Sizes: `tiny` is the default `model=tiny` architecture (0.8M parameters); `30m` is a ~30M-parameter
-Qwen2 config on the same 512-token tokenizer. tokens/s = completion tokens / wall seconds of
+Qwen2 config on the same 512-token tokenizer; `smollm2` is SmolLM2-135M-Instruct (`make smollm2`, fp32,
+natural length only) on the arithmetic environment's instruct prompts. tokens/s = completion tokens / wall seconds of
 `engine.generate`, best of `--repeats` after one warm-up call; the last column is vLLM with a seed
 per prompt (`rollout.seed_per_prompt`, what training uses) against vLLM without. GRPO step time: `grpo_step` with
 8 prompts x 8 completions, 16 tokens, on the warm-started model, mean over `--grpo-steps` after one
@@ -48,6 +50,22 @@ def build(size: str, tokenizer, env, warm: bool):
         warm_start(model, tokenizer, env, target_accuracy=[1.0, 1.0], max_steps=80, batch_size=16, lr=lr,
                    eval_every=80, eval_rows=8, max_new_tokens=16, seed=0, log=lambda *_: None)
     return model.eval()
+
+
+def smollm2(prompts: int):
+    """SmolLM2-135M-Instruct as `rlvr train model=smollm2` loads it, its tokenizer and `prompts` arithmetic prompts
+    in the chat form the environment gives an instruct model. Returns (model, tokenizer, prompts)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from bench_grpo_trl import compose, tiny_model_path
+    from rlvr.trainer.env_config import build_env
+    from rlvr.trainer.rollout.prompts import render_prompts
+
+    path = tiny_model_path(log=lambda *_: None, preset=["model=smollm2"])
+    env = build_env(compose(["model=smollm2"]).env)
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
+    return model, tokenizer, render_prompts(tokenizer, env, env.rows("train", prompts, seed=0))
 
 
 def tokens_per_s(engine, prompts, params, repeats: int) -> tuple[float, float]:
@@ -109,6 +127,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--grpo-steps", type=int, default=5)
+    parser.add_argument("--temperature", type=float, default=1.0)
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -120,18 +139,24 @@ def main() -> None:
     from rlvr.trainer.rollout.types import SamplingParams
     from rlvr.trainer.rollout.vllm import VLLMEngine
 
-    env, tokenizer, prompts = common.arithmetic_prompts(args.prompts)
-    params = SamplingParams(n=args.group, max_new_tokens=args.max_new_tokens)
+    arithmetic = common.arithmetic_prompts(args.prompts)  # (env, tokenizer, prompts) of the tiny and 30m sizes
+    params = SamplingParams(n=args.group, max_new_tokens=args.max_new_tokens, temperature=args.temperature)
     print(common.machine_line())
     print(f"torch {args.threads} thread(s), vllm {vllm.__version__}; batch {args.prompts} prompts x {args.group}, "
-          f"{args.max_new_tokens} max tokens, temperature 1")
+          f"{args.max_new_tokens} max tokens, temperature {args.temperature}")
     print("| model | params | workload | mean length | HF tokens/s | vLLM tokens/s | vLLM / HF "
           "| vLLM seeded per prompt (/ unseeded) |")
     print("|---|---|---|---|---|---|---|---|")
     grpo, generation = {}, []
     for size in args.sizes.split(","):
-        for workload, warm in (("fixed length", False), ("natural length", True)):
-            model = build(size, tokenizer, env, warm)
+        pretrained = size == "smollm2"  # its own tokenizer and chat-form prompts; no random-init workload
+        for workload, warm in (("natural length", True),) if pretrained else (("fixed length", False),
+                                                                               ("natural length", True)):
+            if pretrained:
+                model, tokenizer, prompts = smollm2(args.prompts)
+            else:
+                env, tokenizer, prompts = arithmetic
+                model = build(size, tokenizer, env, warm)
             params_m = sum(p.numel() for p in model.parameters()) / 1e6
             hf, hf_len = tokens_per_s(HFEngine(model, tokenizer), prompts, params, args.repeats)
             engine = VLLMEngine(model, tokenizer, seed=0)
@@ -149,7 +174,7 @@ def main() -> None:
                                "vllm_seeded_over_unseeded": vl_seeded / vl})
             print(f"| {size} | {params_m:.1f}M | {workload} | HF {hf_len:.1f}, vLLM {vl_len:.1f} | {hf:,.0f} | "
                   f"{vl:,.0f} | {vl / hf:.2f}x | {vl_seeded:,.0f} ({vl_seeded / vl:.2f}x) |", flush=True)
-            if warm and args.grpo_steps:
+            if warm and args.grpo_steps and not pretrained:
                 grpo[size] = {kind: grpo_step_time(kind, model, tokenizer, env, args.grpo_steps)
                               for kind in ("hf", "vllm")}
     if grpo:  # --grpo-steps 0 skips it (bench_grpo_trl.py times the step with both engines)
