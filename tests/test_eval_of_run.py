@@ -129,7 +129,9 @@ def test_run_eval_from_python_without_overrides_keeps_a_composed_env(dataset_run
     assert "rollout.max_new_tokens" in taken.overridden and taken.taken == {"model.kind": "instruct",
                                                                           "model.prompt_format": "chat",
                                                                           "rollout.truncated_reward": "zero",
-                                                                          "rollout.stop": []}
+                                                                          "rollout.stop": [],
+                                                                          "rollout.repetition_penalty": 1.0,
+                                                                          "rollout.min_p": 0.0}
     with pytest.raises(ConfigError, match="no env.name"):
         broken = tmp_path / "run"
         shutil.copytree(dataset_run.run_dir, broken)
@@ -137,3 +139,22 @@ def test_run_eval_from_python_without_overrides_keeps_a_composed_env(dataset_run
         del config["env"]
         OmegaConf.save(config, broken / "config.yaml")
         adopt_run_config(compose_eval_config([f"models=[{broken}]"]), [f"models=[{broken}]"])
+
+
+def test_the_runs_generation_settings_are_taken(dataset_run, tmp_path):
+    """A run that decoded with a repetition penalty, min-p and extra generate arguments is evaluated with them."""
+    from rlvr.trainer.evaluation.eval_config import compose_eval_config
+    from rlvr.trainer.evaluation.run_config import adopt_run_config
+
+    run = tmp_path / "penalised"
+    shutil.copytree(dataset_run.run_dir, run)
+    config = OmegaConf.load(run / "config.yaml")
+    config.rollout.repetition_penalty, config.rollout.min_p = 1.3, 0.05
+    config.rollout.generation_kwargs = {"no_repeat_ngram_size": 3}
+    OmegaConf.save(config, run / "config.yaml")
+    cfg = compose_eval_config([f"models=[{run}]"])
+    taken = adopt_run_config(cfg, [f"models=[{run}]"])
+    assert (cfg.rollout.repetition_penalty, cfg.rollout.min_p) == (1.3, 0.05)
+    assert OmegaConf.to_container(cfg.rollout.generation_kwargs) == {"no_repeat_ngram_size": 3}
+    assert taken.taken["rollout.repetition_penalty"] == 1.3 and taken.taken["rollout.min_p"] == 0.05
+    assert taken.taken["rollout.generation_kwargs"] == {"no_repeat_ngram_size": 3}

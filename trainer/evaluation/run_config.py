@@ -11,7 +11,8 @@ printed a confident table of the wrong task. So the run's config supplies, unles
 - `model.kind` (the prompt style of the built-in environments), `model.prompt_format` (chat template or plain
   text: a run's checkpoints carry its tokenizer's template, the base model beside them does not),
   `rollout.max_new_tokens`, `rollout.truncated_reward` and `rollout.stop`: how the run generated and what a cut
-  completion earned.
+  completion earned; `rollout.repetition_penalty`, `rollout.min_p` and `rollout.generation_kwargs`, which the
+  run's own held-out eval decoded with (trainer/rollout/generation_settings.py).
 
 Sampling (`temperature`, `top_p`, `top_k`) stays eval's own: its default is greedy, the trainer's held-out eval.
 
@@ -34,7 +35,8 @@ from rlvr.errors import ConfigError
 
 CHECKPOINT_CONFIG = "rlvr_config.yaml"  # trainer/model_card.py's CONFIG_FILE; not imported: eval sits below it
 RUN_CONFIG = "config.yaml"  # a run directory's (trainer/run_dir.py)
-TAKEN_KEYS = ("model.kind", "model.prompt_format", "rollout.max_new_tokens", "rollout.truncated_reward", "rollout.stop")
+TAKEN_KEYS = ("model.kind", "model.prompt_format", "rollout.max_new_tokens", "rollout.truncated_reward", "rollout.stop",
+              "rollout.repetition_penalty", "rollout.min_p", "rollout.generation_kwargs")
 
 
 @dataclass
