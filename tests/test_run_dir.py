@@ -81,7 +81,7 @@ def test_bare_resume_continues_the_saved_config_with_overrides_on_top(tiny_lm, t
     config = yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())
     assert config["train"]["steps"] == 3 and config["train"]["save_every"] == 1
     assert _steps(tmp_path / "run") == [0, 1, 2, 3]
-    assert "1 steps (of 3; the rest before a resume)" in out  # the steps this process ran, not all of them
+    assert "1 step (of 3; the rest before a resume)" in out  # the steps this process ran, not all of them
     log = (tmp_path / "run" / "train.log").read_text()  # every session's log, not an empty file
     assert log.count("run directory: run") == 3 and "resuming run from step_2" in log and "| held-out" in log
 
@@ -132,13 +132,17 @@ def test_a_start_that_fails_never_blocks_its_retry(tiny_lm, tmp_path, rlvr, monk
 
 def test_a_resume_that_changes_what_the_checkpoint_is_is_refused_before_anything_is_written(tiny_lm, tmp_path, rlvr):
     """`resume=RUN env=countdown` used to build countdown's model, load the run's checkpoint into it, crash, and leave
-    the run's config.yaml rewritten, so that a plain `resume=RUN` crashed too from then on."""
+    the run's config.yaml rewritten, so that a plain `resume=RUN` crashed too from then on. The refusal's one line is
+    appended to train.log (why a command stopped, trainer/run_dir.py:log_stop); every other file is as it was."""
     assert rlvr(*tiny_train(tiny_lm, "train.steps=2", "train.save_every=1", "output_dir=run"))[0] in (0, None)
     before = {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir() if p.is_file()}
     code, out = rlvr("train", "resume=run", "env=countdown", "train.steps=3")
     assert code not in (0, None)
     assert "env.name: 'arithmetic' in the run, 'countdown' now" in out and "Traceback" not in out
-    assert {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir() if p.is_file()} == before
+    after = {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir() if p.is_file()}
+    log_before, log_after = before.pop("train.log"), after.pop("train.log")
+    assert after == before
+    assert log_after.startswith(log_before) and b"'countdown' now" in log_after[len(log_before):]
     code, out = rlvr("train", "resume=run", "train.steps=3")  # the run still resumes as it was
     assert code in (0, None), out
     assert _steps(tmp_path / "run") == [0, 1, 2, 3]

@@ -232,5 +232,6 @@ def format_summary(s: dict) -> str:
     ran = s["steps"] if ran is None else ran
     resumed = f" (of {s['steps']}; the rest before a resume)" if ran != s["steps"] else ""
     stopped = f" (stopped by the callback {s['stopped_by']})" if s.get("stopped_by") else ""
-    return "\n".join(lines) + (f"\n{ran} steps{resumed}{stopped} in {s['seconds_this_session']:.0f} s; "
+    steps = f"{ran} step{'' if ran == 1 else 's'}"
+    return "\n".join(lines) + (f"\n{steps}{resumed}{stopped} in {s['seconds_this_session']:.0f} s; "
                                 f"run directory {s['run_dir']}")
