@@ -74,8 +74,19 @@ docs: $(VENV)/.docs
 # Two pytest-xdist workers, one per core; tests/conftest.py says what the workers share and which tests
 # (sandbox, vLLM) one worker runs in turn. PYTEST_WORKERS=0 runs everything in one process.
 PYTEST_WORKERS ?= 2
-test: $(VENV)/.test docker
+test: $(VENV)/.test $(VENV)/.verl docker
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --durations=40 -m "not real"
+	PYTHONPATH=$(VERL_SIDE) $(BIN)/python -m pytest tests/test_verl_reward_manager.py -p no:randomly -q
+
+# verl's own reward managers, to run rlvr's verl reward functions inside them: in a folder beside the venv, on
+# PYTHONPATH only for that one test file (the second pytest line above; the main run skips it). verl 0.9.1 pins
+# transformers<5.11 and rlvr runs a later one, so verl cannot be one of rlvr's dependencies; its reward managers
+# import and run beside it (tests/test_verl_reward_manager.py's docstring).
+VERL_SIDE := $(VENV)/verl-side
+$(VENV)/.verl: $(VENV)/.base
+	$(BIN)/pip install --quiet --no-deps --target $(VERL_SIDE) verl==0.9.1 ray==2.60.0 tensordict==0.10.0 \
+	  codetiming==1.4.0 pyvers==0.2.3 orjson==3.13.0
+	touch $@
 
 # The tests on the real SmolLM2-135M-Instruct checkpoint (marker `real`: the wheel's file converts; the model
 # learns in 20 GRPO steps), one process (the training run takes every core): 6 minutes of pytest on a quiet 2-core
