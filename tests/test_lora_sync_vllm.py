@@ -7,7 +7,6 @@ the model is built here as in tests/test_rollout_vllm.py.
 """
 
 import copy
-import json
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,7 @@ import torch
 from rlvr.errors import ConfigError
 from rlvr.trainer.rollout.prompts import render_prompts
 from rlvr.trainer.rollout.types import SamplingParams
-from tests.vllm_model import VLLM_ARCH, max_logprob_diff
+from tests.vllm_model import VLLM_ARCH, max_logprob_diff, two_synced_steps
 
 peft = pytest.importorskip("peft")  # the lora extra, installed by `make test`
 pytestmark = pytest.mark.xdist_group("vllm")  # one xdist worker: a starting vLLM engine takes both cores
@@ -129,19 +128,6 @@ def test_grpo_with_lora_on_vllm_trains_with_either_sync(tmp_path, require_vllm, 
     after one update), so its engine/trainer logprob mismatch checks the sync."""
     from safetensors.torch import load_file
 
-    from rlvr.trainer.run import train
-
-    cfg = compose_train(["rollout=vllm", f"rollout.vllm.lora_sync={lora_sync}", "model.lora.r=4", "env.digits=1",
-                         "model.warm_start.max_steps=50", "model.warm_start.eval_every=50",
-                         "model.warm_start.eval_rows=20", "model.warm_start.lr=1e-2", "model.arch.hidden_size=64",
-                         "model.arch.num_layers=2", "model.arch.num_heads=2", "model.arch.num_kv_heads=1",  # head_dim 32
-                         "model.arch.intermediate_size=128", "train.prompts_per_step=8",
-                         "train.completions_per_prompt=8", "train.steps=2", "train.eval_every=100",
-                         "train.eval_prompts=4", "optim.lr=1e-2", f"output_dir={tmp_path}", "threads=1"])
-    train(cfg, log=lambda *_: None)
-    lines = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
-    assert [m["step"] for m in lines] == [0, 1, 2]
-    diffs = [m.get("rollout/logprob_diff_max", float("inf")) for m in lines[1:]]  # absent: no row was kept
-    assert max(diffs) <= 1e-3, diffs
+    lines = two_synced_steps(compose_train, tmp_path, f"rollout.vllm.lora_sync={lora_sync}", "model.lora.r=4")
     adapter = load_file(tmp_path / "checkpoints" / "step_2" / "adapter" / "adapter_model.safetensors")
     assert max(t.abs().max().item() for name, t in adapter.items() if "lora_B" in name) > 0, lines

@@ -11,6 +11,7 @@ import torch
 from omegaconf import OmegaConf
 
 from tests.cli_run import tiny_train
+from tests.vllm_model import two_synced_steps
 from tests.test_lora import _batch, _grpo_update
 
 peft = pytest.importorskip("peft")
@@ -127,19 +128,6 @@ def test_adapter_sync_refuses_what_vllm_cannot_load(compose_train):
 def test_dora_on_vllm_syncs_merged_weights_the_trainer_agrees_with(tmp_path, require_vllm, compose_train):
     """2 GRPO steps of a DoRA adapter on vLLM (merged sync): step 2 samples from the weights step 1 trained, so the
     engine/trainer logprob mismatch checks that the merged DoRA model is what vLLM was handed."""
-    from rlvr.trainer.run import train
-
-    cfg = compose_train(["rollout=vllm", "model.lora.peft={r:4,lora_alpha:8,use_dora:true}", "env.digits=1",
-                         "model.warm_start.max_steps=50", "model.warm_start.eval_every=50",
-                         "model.warm_start.eval_rows=20", "model.warm_start.lr=1e-2", "model.arch.hidden_size=64",
-                         "model.arch.num_layers=2", "model.arch.num_heads=2", "model.arch.num_kv_heads=1",  # head_dim 32
-                         "model.arch.intermediate_size=128", "train.prompts_per_step=8",
-                         "train.completions_per_prompt=8", "train.steps=2", "train.eval_every=100",
-                         "train.eval_prompts=4", "optim.lr=1e-2", f"output_dir={tmp_path}", "threads=1"])
-    train(cfg, log=lambda *_: None)
-    lines = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
-    assert [m["step"] for m in lines] == [0, 1, 2]
-    diffs = [m.get("rollout/logprob_diff_max", float("inf")) for m in lines[1:]]  # absent: no row was kept
-    assert max(diffs) <= 1e-3, diffs
+    two_synced_steps(compose_train, tmp_path, "model.lora.peft={r:4,lora_alpha:8,use_dora:true}")
     adapter = tmp_path / "checkpoints" / "step_2" / "adapter" / "adapter_config.json"
     assert json.loads(adapter.read_text())["use_dora"]
