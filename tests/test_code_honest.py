@@ -15,11 +15,11 @@ honest answers as `fake_value` hacks. Every row runs on both backends, the whole
 from __future__ import annotations
 
 import math
-import os
 
 import pytest
-from rlvr.verifiers.code.verifier import CodeVerifier
 from rlvr.verifiers.result import Status
+
+from tests.judged_rows import judge_rows
 
 pytestmark = pytest.mark.xdist_group("sandbox")  # one xdist worker: containers, uid 65534 are machine-wide
 
@@ -273,19 +273,10 @@ PANDAS: list[tuple[str, str, dict]] = [
 
 @pytest.fixture(scope="module", params=["docker", "local"])
 def judged(request):
-    """`(backend, {row name: result})` for the whole table, scored in one batch on each backend."""
-    if request.param == "docker" and os.environ.get("RLVR_SKIP_DOCKER") == "1":
-        pytest.skip("RLVR_SKIP_DOCKER=1")
-    verifier = CodeVerifier(backend=request.param, timeout_s=5, workers=2)
-    try:
-        rows = HONEST + NUMPY + PANDAS
-        results = verifier.verify_batch([f"```python\n{code}```" for _n, code, _t in rows], [{"tests": t} for _n, _c, t in rows])
-        ok = {lib: verifier(f"```python\nimport {lib}\n```", {"tests": stdio(("", ""))}).status is Status.CORRECT
-              for lib in ("numpy", "pandas")}
-    finally:
-        verifier.close()
-    yield request.param, {name: result for (name, _c, _t), result in zip(rows, results)}, ok
-
+    """`(backend, {row name: result}, {library: importable})` for the whole table, scored in one batch per backend."""
+    results, probed = judge_rows(request.param, HONEST + NUMPY + PANDAS,
+                                 {lib: (f"import {lib}\n", stdio(("", ""))) for lib in ("numpy", "pandas")})
+    yield request.param, results, {lib: result.status is Status.CORRECT for lib, result in probed.items()}
 
 def test_the_table_is_large_and_its_names_distinct():
     names = [name for name, _c, _t in HONEST + NUMPY + PANDAS]

@@ -10,15 +10,15 @@ says True is refused and flagged; a MultiIndex frame (unsupported) fails without
 from __future__ import annotations
 
 import json
-import os
 import sys
 
 import numpy as np
 import pandas as pd
 import pytest
-from rlvr.verifiers.code.verifier import CodeVerifier
 from rlvr.verifiers.code.wire import MAX_ITEMS, WireError, wire_decode, wire_encode
 from rlvr.verifiers.result import Status
+
+from tests.judged_rows import judge_rows
 
 pytestmark = pytest.mark.xdist_group("sandbox")  # one xdist worker: containers, uid 65534 are machine-wide
 
@@ -190,16 +190,7 @@ UNSUPPORTED = ("returns a MultiIndex frame", PD + "def f(rows):\n"
 @pytest.fixture(scope="module", params=["docker", "local"])
 def judged(request):
     """`(backend, {row name: result})`, every row in one batch per backend."""
-    if request.param == "docker" and os.environ.get("RLVR_SKIP_DOCKER") == "1":
-        pytest.skip("RLVR_SKIP_DOCKER=1")
-    verifier = CodeVerifier(backend=request.param, timeout_s=5, workers=2)
-    try:
-        rows = [*HONEST, LYING, UNSUPPORTED]
-        results = verifier.verify_batch([f"```python\n{c}```" for _n, c, _t in rows], [{"tests": t} for _n, _c, t in rows])
-    finally:
-        verifier.close()
-    yield request.param, {name: result for (name, _c, _t), result in zip(rows, results)}
-
+    yield request.param, judge_rows(request.param, [*HONEST, LYING, UNSUPPORTED])[0]
 
 @pytest.mark.parametrize("name", [row[0] for row in HONEST])
 def test_pandas_values_cross_and_are_correct_with_no_hack_flag(judged, name):
