@@ -14,7 +14,7 @@ from rlvr.registry import Registry
 verifier_registry = Registry("verifier", "rlvr.verifiers", (
     "rlvr.verifiers.format", "rlvr.verifiers.exact", "rlvr.verifiers.countdown", "rlvr.verifiers.code.verifier",
     "rlvr.verifiers.math.verifier", "rlvr.verifiers.reasoning_gym", "rlvr.verifiers.canary", "rlvr.verifiers.vf.verifier",
-    "rlvr.verifiers.python.verifier"))
+    "rlvr.verifiers.python.verifier", "rlvr.verifiers.judge.verifier"))
 register_verifier = verifier_registry.register
 
 # the record fields each built-in verifier reads (docs/verify.md); a plugin's are its own business
