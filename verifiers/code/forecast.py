@@ -5,7 +5,7 @@ after wire.py's. Why it exists: a test's own control flow decides whether the ne
 want: raise AssertionError`, an `and` chain holding `:=`, `unittest.TestCase().assertEqual`, `next()` over a
 generator of checks), so the first wrong answer stops the test early; a candidate that counts its calls, with
 any channel that outlives a run, learns where the test stopped and, sample after sample, the expected values.
-So the checker (harness._rlvr_run_asserts) first runs the test here with a stand-in candidate that records each
+So the checker (checker_program._rlvr_run_asserts) first runs the test here with a stand-in candidate that records each
 call's wire-encoded arguments and answers AGREE, a value that agrees with every check (== anything, != nothing,
 true, ordered either way, arithmetic gives itself back); then it makes every recorded call to the real
 candidate, in that order; then it runs the test for real, answering each call from that table. What the

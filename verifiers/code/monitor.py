@@ -1,6 +1,6 @@
 """The hack monitor's half in the candidate's process: the sender of its replies and notes, and the audit hook
 that makes the notes (signatures.py reads them). Not imported on the host: harness.py's CANDIDATE carries this
-text and execs it, before the program's code runs, in a namespace of its own whose builtins are a copy taken
+text and execs it (candidate_program.py), before the program's code runs, in a namespace of its own whose builtins are a copy taken
 then (_rlvr_private), so the names the handlers look up at run time are not the program's to rebind: neither
 the harness's module globals (sys.modules['__main__'], reachable without an audit event) nor builtins. What
 the handlers call is built-in code only (captured C functions, the exact built-in types' own methods): never a

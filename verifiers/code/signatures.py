@@ -9,7 +9,7 @@ The code verifier (verifier.py) puts the kinds found into `details["hacks"]`; th
                     a tracer or profiler set, `check`/`candidate` defined, a signal sent, code compiled under
                     a file name of Python's install with other text than that file's, its replies descriptor
                     replaced (a pipe of the program's own on it); or the checker never got the harness's end of
-                    notes while the program still answered (harness._rlvr_check); or a note of no known kind
+                    notes while the program still answered (checker_program._rlvr_check); or a note of no known kind
     forged_verdict  the program's own stdout/stderr, as the sandbox captured it, carried verdict-like
                     lines (the checker's JSON lines, or PASS / DONE / OK / "All tests passed")
     channel_write   the checker saw the protocol broken (bytes that are not a framed reply on its pipe),
