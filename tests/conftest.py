@@ -104,7 +104,7 @@ def tiny_lm_sft(tiny_lm, tmp_path_factory) -> TinyLM:
     """`tiny_lm` after 60 supervised steps on reference solutions: it writes
     `<think></think><answer>N</answer>` then EOS, with mostly wrong numbers, so sampled
     completions differ in length and reward."""
-    from rlvr.trainer.models.warm_start import warm_start
+    from rlvr.trainer.warm_start import warm_start
 
     model = tiny_lm.model()
     warm_start(model, tiny_lm.tokenizer, arithmetic_env(), target_accuracy=[1.0, 1.0], max_steps=60, batch_size=16,

@@ -43,7 +43,7 @@ def test_a_dead_endpoint_is_an_error_naming_endpoint(tiny_lm, tmp_path):
 def checkpoint(tiny_lm, tmp_path_factory):
     from rlvr.envs import load_env
     from rlvr.trainer.models.tiny_model import build_model
-    from rlvr.trainer.models.warm_start import warm_start
+    from rlvr.trainer.warm_start import warm_start
 
     model = build_model(tiny_lm.tokenizer, **VLLM_ARCH, seed=0)
     warm_start(model, tiny_lm.tokenizer, load_env("arithmetic", digits=1, ops=["+"]), target_accuracy=[1.0, 1.0],

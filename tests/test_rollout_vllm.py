@@ -29,7 +29,7 @@ def sft_model(tiny_lm):
     """A head_dim-32 model after 60 supervised steps: it writes `<think></think><answer>N</answer>` + EOS."""
     from rlvr.envs import load_env
     from rlvr.trainer.models.tiny_model import build_model
-    from rlvr.trainer.models.warm_start import warm_start
+    from rlvr.trainer.warm_start import warm_start
 
     model = build_model(tiny_lm.tokenizer, **VLLM_ARCH, seed=0)
     env = load_env("arithmetic", digits=1, ops=["+"])

@@ -25,7 +25,7 @@ def _path(env, seed=0):
 
 def test_fingerprint_covers_the_build_code_the_env_and_its_verifiers():
     sources = build_fingerprint(load_env("arithmetic", digits=1))["sources"]
-    for module in ["rlvr.trainer.models.tiny_model", "rlvr.trainer.models.warm_start", "rlvr.trainer.evaluation.evaluate",
+    for module in ["rlvr.trainer.models.tiny_model", "rlvr.trainer.warm_start", "rlvr.trainer.evaluation.evaluate",
                    "rlvr.trainer.models.logprobs", "rlvr.trainer.rollout.prompts", "rlvr.trainer.rollout.hf",
                    "rlvr.envs.arithmetic", "rlvr.envs.base", "rlvr.verifiers.exact", "rlvr.verifiers.format"]:
         assert module in sources, module
@@ -72,7 +72,7 @@ def test_key_changes_with_the_code_that_builds_and_scores(monkeypatch):
 
     def edited(roots):
         sources = real(roots)
-        sources["rlvr.trainer.models.warm_start"] = "0" * 64  # as if warm_start.py had been edited
+        sources["rlvr.trainer.warm_start"] = "0" * 64  # as if warm_start.py had been edited
         return sources
 
     monkeypatch.setattr(tiny_model, "rlvr_sources", edited)

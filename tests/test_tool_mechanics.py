@@ -1,5 +1,5 @@
 """The tool-use warm start's mechanics transcripts (`env.reference_tool_mechanics`) and the stopping rule that
-reads them (`model.warm_start.stop_on=transcripts`): trainer/models/transcripts.py, trainer/models/warm_start.py.
+reads them (`model.warm_start.stop_on=transcripts`): trainer/models/transcripts.py, trainer/warm_start.py.
 
 The learning result they serve (GRPO with the tool vs without, over seeds) is bench/bench_tools.py.
 """
@@ -98,7 +98,7 @@ def test_transcript_accuracy_counts_whole_transcripts_and_skips_the_choice_token
 
 
 def test_stop_on_transcripts_logs_its_measure_and_refuses_an_env_without_transcripts(tok):
-    from rlvr.trainer.models.warm_start import warm_start
+    from rlvr.trainer.warm_start import warm_start
 
     env = _env(reference_tool_mechanics=True)
     model = build_model(tok, **ARCH, seed=0)

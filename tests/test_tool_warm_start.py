@@ -79,7 +79,7 @@ def test_no_tool_switch_answers_every_call_without_running_anything():
 def test_warm_start_on_transcripts_teaches_a_parseable_tool_call(tool_env_tokenizer):
     """A 20k-parameter model, 80 supervised steps on tool transcripts: at greedy decoding its first turn is a
     well-formed python call (the rows' digits need not be right; the format is what RL later relies on)."""
-    from rlvr.trainer.models.warm_start import warm_start
+    from rlvr.trainer.warm_start import warm_start
     from rlvr.trainer.rollout.hf import HFEngine
     from rlvr.trainer.rollout.types import SamplingParams
 

@@ -1,5 +1,5 @@
 """The tiny model's warm start gives up when its checks stall short of the target, keeps its progress when it is
-killed, and its cache entry says how it ended (trainer/models/warm_start.py, trainer/models/tiny_model.py)."""
+killed, and its cache entry says how it ended (trainer/warm_start.py, trainer/models/tiny_model.py)."""
 
 import json
 
@@ -8,9 +8,9 @@ import torch
 
 from rlvr.envs import load_env
 from rlvr.trainer.models import tiny_model
-from rlvr.trainer.models import warm_start as warm_start_module
+from rlvr.trainer import warm_start as warm_start_module
 from rlvr.trainer.models.tiny_model import build_tiny, tiny_model_path
-from rlvr.trainer.models.warm_start import warm_start
+from rlvr.trainer.warm_start import warm_start
 
 # validation accuracy by step of the default arithmetic build (seed 0's warm_start.json): a slow rise, then the jump
 ARITHMETIC = [(25, 0.0), (50, 0.01), (75, 0.025), (100, 0.01), (125, 0.015), (150, 0.025), (175, 0.035), (200, 0.03),

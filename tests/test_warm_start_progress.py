@@ -1,6 +1,6 @@
 """The tiny model's warm start shows progress with an ETA, and gives up with advice when its target is out of reach."""
 
-from rlvr.trainer.models.warm_start import give_up_reason, warm_start
+from rlvr.trainer.warm_start import give_up_reason, warm_start
 
 
 def test_a_model_that_has_not_started_gets_half_the_budget():

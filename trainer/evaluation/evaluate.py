@@ -2,7 +2,7 @@
 
 `generate_and_score` is the whole of "sample, verify, apply the truncation rule" for a chunk of
 rows; `evaluate_greedy` (the trainer's held-out eval, run.py, and the warm start's stopping rule,
-models/warm_start.py) and `rlvr eval` (eval_run.py) both call it, so their numbers agree exactly
+trainer/warm_start.py) and `rlvr eval` (eval_run.py) both call it, so their numbers agree exactly
 for the same rows and length (tests/test_eval_cmd.py)."""
 
 from __future__ import annotations

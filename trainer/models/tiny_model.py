@@ -217,7 +217,7 @@ def short_of_target(path: Path, reused: bool) -> str | None:
 
 
 def _build(env, arch: dict, warm: dict, seed: int, fingerprint: dict, path: Path, log) -> None:
-    from rlvr.trainer.models.warm_start import warm_start
+    from rlvr.trainer.warm_start import warm_start
 
     log(f"tiny model: building (key {path.name}); later runs reuse {path}")
     tokenizer = train_tokenizer(tokenizer_corpus(env, 2000, seed), arch["vocab_size"])

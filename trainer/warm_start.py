@@ -1,5 +1,11 @@
 """Supervised warm start of the tiny model on the environment's reference solutions.
 
+It is `algo=sft` with `algo.source=reference` (trainer/algos/sft.py) in one process: the same batch
+(`sft_data.reference_batch`) and the same loss (`sft_loss`, the token mean over completion tokens), one optimizer
+step on the whole batch, with its own AdamW and clipping at 1.0, plus the stopping rule below. It lives beside the
+loop (trainer/), not with the models: it generates and evaluates (rollout/, evaluation/), floors above models/,
+which only the tiny model's build (models/tiny_model.py) calls into, lazily.
+
 RL from scratch on a random model earns no reward at all (every sampled reward is 0 and
 nothing is learned), and from a model that is already perfect there is nothing to show.
 So the warm start stops by *measured* accuracy, not by step count: every `eval_every`
@@ -60,9 +66,11 @@ from pathlib import Path
 
 import torch
 
+from rlvr.trainer.algos.sft_data import reference_batch
+from rlvr.trainer.algos.sft_loss import sft_loss
 from rlvr.trainer.evaluation.evaluate import evaluate_greedy
-from rlvr.trainer.models.logprobs import pack, token_logprobs
-from rlvr.trainer.models.transcripts import has_transcripts, tool_transcripts, transcript_accuracy, warm_start_examples
+from rlvr.trainer.models.logprobs import token_logprobs
+from rlvr.trainer.models.transcripts import has_transcripts, tool_transcripts, transcript_accuracy
 from rlvr.trainer.rollout.prompts import prompt_lengths, render_prompts
 from rlvr.trainer.rollout.hf import HFEngine
 
@@ -93,22 +101,12 @@ def warm_start(model, tokenizer, env, *, target_accuracy: list[float], max_steps
     first = saved["step"] + 1 if saved is not None else 1
     step, reason, start = first - 1, None, time.time()
     accuracy = history[-1]["val_accuracy"] if history else 0.0
-    transcripts = has_transcripts(env)
     model.train()
     for step in range(first, max_steps + 1):
         rows = env.rows("train", batch_size, seed=seed * 1_000_000 + step)
-        prompt_ids = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in render_prompts(tokenizer, env, rows)]
-        if transcripts:  # multi-turn: whole conversations, the environment's tokens masked out
-            examples = [(p, e) for p, r in zip(prompt_ids, rows) for e in warm_start_examples(tokenizer, env, r)]
-            prompt_ids = [p for p, _ in examples]
-            target_ids, masks = [e[0] for _, e in examples], [e[1] for _, e in examples]
-        else:
-            target_ids = [tokenizer(r["reference"], add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
-                          for r in rows]
-            masks = None
-        batch = pack(prompt_ids, target_ids, tokenizer.pad_token_id, loss_masks=masks)
+        batch = reference_batch(tokenizer, env, rows)  # algo=sft's source=reference batch (algos/sft_data.py)
         logprobs, _ = token_logprobs(model, batch)  # [N, L-1]
-        loss = -(logprobs * batch.completion_mask).sum() / batch.completion_mask.sum()
+        loss, _ = sft_loss(logprobs, batch.completion_mask)  # algo=sft's loss, one step of the whole batch
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
