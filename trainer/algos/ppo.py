@@ -38,8 +38,7 @@ from __future__ import annotations
 import torch
 
 from rlvr.trainer.algos.advantages import gae, masked_mean_var, whiten
-from rlvr.trainer.algos.losses import grpo_loss
-from rlvr.trainer.algos.ppo_losses import adaptive_beta, ppo_penalty_loss, value_loss
+from rlvr.trainer.algos.ppo_losses import adaptive_beta, ppo_clip_loss, ppo_penalty_loss, value_loss
 from rlvr.trainer.algos.update import MicroLoss, accumulate_and_step, batch_counts
 from rlvr.trainer.distributed import global_sum
 from rlvr.trainer.experience.metrics import timed
@@ -91,9 +90,9 @@ def ppo_update(ctx, batch) -> dict:
             pg_loss, parts = ppo_penalty_loss(logprobs, old_logprobs[index], advantages[index], micro.completion_mask,
                                               penalty_beta, aggregation=algo.aggregation, **sizes)
         else:
-            pg_loss, parts = grpo_loss(logprobs, old_logprobs[index], advantages[index], micro.completion_mask,
-                                       clip_eps_low=algo.clip_eps_low, clip_eps_high=algo.clip_eps_high,
-                                       aggregation=algo.aggregation, **sizes)
+            pg_loss, parts = ppo_clip_loss(logprobs, old_logprobs[index], advantages[index], micro.completion_mask,
+                                           clip_eps_low=algo.clip_eps_low, clip_eps_high=algo.clip_eps_high,
+                                           aggregation=algo.aggregation, **sizes)
         vf_loss, vf_parts = value_loss(values, old_values[index], returns[index], micro.completion_mask,
                                        algo.clip_eps_value, num_tokens=counts.tokens)
         parts = {**parts, **vf_parts}

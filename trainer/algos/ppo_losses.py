@@ -1,5 +1,5 @@
-"""PPO's losses beside the clipped surrogate (losses.py): the value loss, PPO-penalty and its adaptive
-coefficient (Schulman et al. 2017), as pure tensor functions returning `(loss, metrics)`.
+"""PPO's losses (Schulman et al. 2017): PPO-clip on the clipped surrogate it shares with GRPO (losses.py), the
+value loss, PPO-penalty and its adaptive coefficient, as pure tensor functions returning `(loss, metrics)`.
 
 Shapes as in losses.py: N sequences, T completion tokens, `mask` 1 on real completion tokens.
 Departures: the value loss is clipped around the old values as OpenAI baselines' ppo2 does (the
@@ -12,7 +12,41 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from rlvr.trainer.algos.losses import aggregate, kl_penalty
+from rlvr.trainer.algos.losses import aggregate, clipped_surrogate, kl_penalty
+
+
+def ppo_clip_loss(
+    logprobs: Tensor,
+    old_logprobs: Tensor,
+    advantages: Tensor,
+    mask: Tensor,
+    *,
+    clip_eps_low: float = 0.2,
+    clip_eps_high: float = 0.2,
+    aggregation: str = "token_mean",
+    max_tokens: int | None = None,
+    num_sequences: float | None = None,
+    num_tokens: float | None = None,
+) -> tuple[Tensor, dict[str, Tensor]]:
+    """PPO-clip (Schulman et al. 2017, eq. 7), negated, per token with GAE's per-token advantages:
+
+        L = -E_t[ min(ratio_t A_t, clip(ratio_t, 1 - eps_low, 1 + eps_high) A_t) ]
+
+    reduced by `aggregation` (losses.py `aggregate`). No KL term: PPO's KL to the reference sits in its token
+    rewards (ppo.py `token_rewards`). `advantages` is [N, T] (or [N], broadcast). Returns (loss, metrics);
+    `clip_frac` and `ratio_mean` are token means over the mask, as GRPO's.
+    """
+    counts = dict(max_tokens=max_tokens, num_sequences=num_sequences, num_tokens=num_tokens)
+    surrogate, ratio, clipped = clipped_surrogate(logprobs, old_logprobs, advantages, clip_eps_low,
+                                                  clip_eps_high)  # [N, T], [N, T], [N, T]
+    mask_f = mask.to(logprobs.dtype)  # [N, T]
+    num_masked = mask_f.sum().clamp(min=1.0)  # []
+    metrics = {
+        "clip_frac": (clipped.to(mask_f.dtype) * mask_f).sum().detach() / num_masked,  # []
+        "ratio_mean": (ratio * mask_f).sum().detach() / num_masked,  # []
+        "policy_loss": aggregate(surrogate, mask, aggregation, **counts).detach(),  # []
+    }
+    return aggregate(surrogate, mask, aggregation, **counts), metrics
 
 
 def value_loss(
