@@ -82,7 +82,7 @@ def envs_command(args: list[str]) -> int:
 
 def list_vf_tasksets() -> None:
     """`rlvr envs`' last part: the installed `verifiers` taskset packages, each usable as env=vf:NAME."""
-    from rlvr.envs.vf_catalog import INSTALL_HINT, bundled_tasksets, installed_tasksets, verifiers_version
+    from rlvr.envs.vf.catalog import INSTALL_HINT, bundled_tasksets, installed_tasksets, verifiers_version
 
     version = verifiers_version()
     if version is None:

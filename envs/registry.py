@@ -10,7 +10,7 @@ from rlvr.registry import Registry
 env_registry = Registry("env", "rlvr.envs", ("rlvr.envs.arithmetic", "rlvr.envs.countdown", "rlvr.envs.humaneval", "rlvr.envs.gsm8k",
                                              "rlvr.envs.math_env", "rlvr.envs.code_stdio", "rlvr.envs.reasoning_gym_env",
                                              "rlvr.envs.guess_number", "rlvr.envs.tool_multiply", "rlvr.envs.code_feedback",
-                                             "rlvr.envs.canary", "rlvr.envs.vf_env",
+                                             "rlvr.envs.canary", "rlvr.envs.vf.env",
                                              "rlvr.envs.dataset"))
 register_env = env_registry.register
 

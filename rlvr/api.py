@@ -113,7 +113,7 @@ def evaluate(*overrides: str | Sequence[str], model: str | os.PathLike | TrainRe
     from rlvr.cli import _check_overrides
     from rlvr.envs.catalog import offer_plugin_envs
     from rlvr.envs.registry import env_registry
-    from rlvr.envs.vf_env import expand_override
+    from rlvr.envs.vf.env import expand_override
     from rlvr.trainer.evaluation.eval_config import compose_eval_config, register_eval_schema
     from rlvr.trainer.evaluation.eval_run import run_eval
 
@@ -146,7 +146,7 @@ def train_config(args: list[str]):
     from rlvr.cli import _check_overrides
     from rlvr.envs.catalog import offer_plugin_envs
     from rlvr.envs.registry import env_registry
-    from rlvr.envs.vf_env import expand_override
+    from rlvr.envs.vf.env import expand_override
     from rlvr.trainer.algo_keys import refuse_foreign_overrides
     from rlvr.trainer.config import refuse_renamed_keys, register_schemas
     from rlvr.trainer.resume_config import resumed_algo_override, resumed_config

@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     command, rest = argv[0], argv[1:]
     if command in ("train", "eval"):
-        from rlvr.envs.vf_env import expand_override
+        from rlvr.envs.vf.env import expand_override
 
         rest = expand_override(rest)  # env=vf:NAME
     if command == "train":

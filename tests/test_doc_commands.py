@@ -101,7 +101,7 @@ def compose(command: str, args: list[str], tmp_path: Path) -> None:
         from rlvr.cli import _check_overrides
         from rlvr.envs.catalog import offer_plugin_envs
         from rlvr.envs.registry import env_registry
-        from rlvr.envs.vf_env import expand_override
+        from rlvr.envs.vf.env import expand_override
         from rlvr.trainer.evaluation.eval_config import compose_eval_config, register_eval_schema
 
         args = expand_override(args)  # env=vf:NAME, as `rlvr` does for every command

@@ -209,7 +209,8 @@ def test_hydras_own_help_stays_reachable(capsys):
 
 
 def test_envs_without_verifiers_says_how_to_get_it(monkeypatch, capsys):
-    from rlvr.envs import catalog, vf_catalog
+    from rlvr.envs import catalog
+    from rlvr.envs.vf import catalog as vf_catalog
 
     monkeypatch.setattr(vf_catalog, "verifiers_version", lambda: None)
     catalog.list_vf_tasksets()

@@ -13,7 +13,7 @@ import torch
 from omegaconf import OmegaConf
 
 from rlvr.envs.split import TooFewTestProblems
-from rlvr.envs.vf_env import PREFIX as VF_PREFIX
+from rlvr.envs.vf.env import PREFIX as VF_PREFIX
 from rlvr.errors import ConfigError
 from rlvr.trainer.env_config import build_env
 from rlvr.trainer.models.gguf_import import resolve_gguf
@@ -92,7 +92,7 @@ def env_specs_of(cfg) -> list[EnvSpec]:
         if not isinstance(entry, dict) or not entry.get("name"):
             raise ConfigError(f"envs[{i}] must be an env name or a mapping with 'name', got {entry!r}")
         label = entry["name"]
-        if label.startswith(VF_PREFIX):  # envs=[vf:NAME]: the verifiers taskset NAME (envs/vf_env.py)
+        if label.startswith(VF_PREFIX):  # envs=[vf:NAME]: the verifiers taskset NAME (envs/vf/env.py)
             entry = {**entry, "name": "vf", "taskset": label[len(VF_PREFIX):]}
         elif entry["name"] == "vf" and entry.get("taskset"):
             label = f"{VF_PREFIX}{entry['taskset']}"

@@ -1,4 +1,4 @@
-"""`verifier=vf`: a `verifiers` task's own reward functions score the completion (envs/vf_env.py makes the records).
+"""`verifier=vf`: a `verifiers` task's own reward functions score the completion (envs/vf/env.py makes the records).
 
 The record names the taskset package, its config and the task (`vf_taskset`, `vf_args`, `vf_limit`, `vf_key`);
 a `TimeLimitPool` worker (verifiers/pool.py) loads that taskset once and runs the task's `score` on a trace of
@@ -10,7 +10,7 @@ Reward: the trace's weighted sum of the task's rewards (`Trace.reward`), as veri
 when it reaches `correct_at` (default 1.0), else `incorrect`. `details` holds each reward function's score and
 weight and the task's metrics.
 
-A record of a multi-turn environment (envs/vf_multi_turn.py: it carries `vf_env_args` and `trajectory`) is scored
+A record of a multi-turn environment (envs/vf/multi_turn.py: it carries `vf_env_args` and `trajectory`) is scored
 on the whole conversation: the worker replays the environment's `run` with the trajectory's assistant messages and
 scores the trace it records (verifiers/vf/episode.py `score`); `details["stop"]` says how the exchange ended.
 """
@@ -58,7 +58,7 @@ class VerifiersTaskReward(PooledWorkers):
             elif not isinstance(completion, str):
                 results[i] = VerifyResult(0.0, Status.ERROR, {"error": f"completion must be a string, got "
                                                                        f"{type(completion).__name__}"})
-            elif "vf_env_args" in record:  # a multi-turn environment's trajectory (envs/vf_multi_turn.py)
+            elif "vf_env_args" in record:  # a multi-turn environment's trajectory (envs/vf/multi_turn.py)
                 if not isinstance(record.get("trajectory"), list):
                     results[i] = VerifyResult(0.0, Status.ERROR, {"error": "a multi-turn verifiers record needs its "
                                                                            "'trajectory' (the conversation)"})

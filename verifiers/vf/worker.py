@@ -1,6 +1,6 @@
 """A `verifiers` (PrimeIntellect's environments library, PyPI `verifiers` 0.4.x) taskset, read and scored here.
 
-Everything that touches the `verifiers.v1` API is in this file: the environment (envs/vf_env.py) lists tasks
+Everything that touches the `verifiers.v1` API is in this file: the environment (envs/vf/env.py) lists tasks
 through `load_tasks`, and the `vf` verifier (verifiers/vf/verifier.py) scores completions with `score` inside
 its worker processes, where a task's own reward functions run under a wall-clock limit the parent enforces.
 
@@ -14,7 +14,7 @@ prompt and one sampled assistant message, as verifiers' own single-turn harness 
 functions that need a runtime (a container) are skipped by `Task.score` when none is given, and a task that
 needs a container (`NEEDS_CONTAINER`) is refused when the tasks are loaded.
 
-Importing this module imports `verifiers.v1` (several seconds): envs/vf_env.py imports it only when an
+Importing this module imports `verifiers.v1` (several seconds): envs/vf/env.py imports it only when an
 environment is built, never at registration.
 """
 

@@ -8,7 +8,7 @@ task's own reward functions, run by the `vf` verifier in worker processes under 
 (verifiers/vf/verifier.py, verifiers/vf/worker.py has what is used of the verifiers API and why).
 
 A package that exports only a taskset is single-turn (`VerifiersTasksetEnv`): rlvr samples one reply and
-verifiers scores it. A package that also exports a verifiers `Env` is multi-turn (envs/vf_multi_turn.py); the
+verifiers scores it. A package that also exports a verifiers `Env` is multi-turn (envs/vf/multi_turn.py); the
 factory `load_verifiers_env`, registered as `vf`, picks one, and the single-turn one refuses the multi-turn keys by
 name. A task that needs a container, or a prompt holding tool messages, is refused by name. verifiers tasks carry no reference solution; `reference` (a format
 string over the task's data fields, e.g. "<answer>{answer}</answer>") gives one for the tiny model's warm
@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 
 from rlvr.envs.base import Env
 from rlvr.envs.registry import register_env
-from rlvr.envs.vf_tasks import VerifiersTasks
+from rlvr.envs.vf.tasks import VerifiersTasks
 from rlvr.errors import ConfigError
 
 PREFIX = "vf:"
@@ -51,11 +51,11 @@ def load_verifiers_env(*, taskset: str = "", taskset_args: Mapping[str, Any] | N
                        reference: str | None = None, score_timeout: float = 30.0, step_timeout: float | None = None,
                        max_turns: int | None = None, max_total_tokens: int | None = None,
                        reward: list[dict] | None = None, system_prompt: str | None = None) -> Env:
-    """The package's environment: multi-turn (envs/vf_multi_turn.py) when it exports an `Env` subclass, else the
+    """The package's environment: multi-turn (envs/vf/multi_turn.py) when it exports an `Env` subclass, else the
     single-turn `VerifiersTasksetEnv`, which refuses the multi-turn keys by name."""
     multi = _exports_env(taskset)
     if multi:
-        from rlvr.envs.vf_multi_turn import VerifiersEpisodeEnv
+        from rlvr.envs.vf.multi_turn import VerifiersEpisodeEnv
 
         return VerifiersEpisodeEnv(taskset=taskset, taskset_args=taskset_args, env_args=env_args, pool_size=pool_size,
                                    test_fraction=test_fraction, reference=reference, score_timeout=score_timeout,

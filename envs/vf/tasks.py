@@ -1,4 +1,4 @@
-"""The part the single-turn (envs/vf_env.py) and the multi-turn (envs/vf_multi_turn.py) `verifiers`
+"""The part the single-turn (envs/vf/env.py) and the multi-turn (envs/vf/multi_turn.py) `verifiers`
 environments share: a taskset package's tasks loaded, split by the stable hash of their key, handed out as rows.
 Its own module so that neither environment imports the other's."""
 
@@ -14,7 +14,7 @@ from rlvr.errors import ConfigError
 
 
 class VerifiersTasks:
-    """What the single-turn and the multi-turn (envs/vf_multi_turn.py) environments share: the tasks loaded, split
+    """What the single-turn and the multi-turn (envs/vf/multi_turn.py) environments share: the tasks loaded, split
     by the hash of their key, and handed out as rows."""
 
     def load_tasks(self, taskset: str, taskset_args: Mapping[str, Any] | None, pool_size: int, test_fraction: float,

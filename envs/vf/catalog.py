@@ -2,7 +2,7 @@
 
 verifiers keeps no registry of them: a taskset is a package found by its import name that exports its
 `Taskset` subclass in `__all__` (verifiers' utils/loaders.py `taskset_class`), multi-turn when it also exports
-an `Env` subclass (envs/vf_multi_turn.py). So the candidates are the modules of the installed distributions
+an `Env` subclass (envs/vf/multi_turn.py). So the candidates are the modules of the installed distributions
 that require `verifiers` (as the packages `vf-init` scaffolds do), each imported and asked through verifiers'
 own loader. Importing verifiers.v1 takes seconds: nothing is imported unless such a distribution is installed.
 The adapters bundled inside verifiers (verifiers/v1/tasksets/: harbor, textarena, ...) are named, not imported.

@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from rlvr.envs.multi_turn import MultiTurnEnv, Reply
-from rlvr.envs.vf_tasks import VerifiersTasks
+from rlvr.envs.vf.tasks import VerifiersTasks
 from rlvr.errors import ConfigError
 from rlvr.verifiers.pool import PooledWorkers
 from rlvr.verifiers.result import Status, VerifyResult
