@@ -44,7 +44,7 @@ from rlvr.sandboxes.base import (
     host_timeout_s,
     reply_cap,
 )
-from rlvr.sandboxes.fleet import READMIT_AFTER_S, Engine, Fleet
+from rlvr.sandboxes.fleet import READMIT_AFTER_S, DockerHost, Fleet
 from rlvr.sandboxes.hosts import (  # SandboxUnavailable: importable from here, as it always was
     LOCAL,
     SandboxUnavailable,
@@ -237,9 +237,9 @@ class DockerSandbox:
                             raise
                         log.warning("sandbox host %s is down at start: %s", describe(host), error)
                         unreachable.append(str(error))
-                        engines.append(Engine(host, None, None, down=True))  # tried again later (fleet.py)
+                        engines.append(DockerHost(host, None, None, down=True))  # tried again later (fleet.py)
                         continue
-                    engines.append(Engine(host, *self._admit(host, client)))
+                    engines.append(DockerHost(host, *self._admit(host, client)))
                 if len(unreachable) == len(self.hosts):
                     raise SandboxUnavailable("no sandbox host is reachable: " + "; ".join(unreachable))
                 self._fleet = Fleet(engines, admit=self._admit, readmit_after_s=self.readmit_after_s)

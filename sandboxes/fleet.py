@@ -35,8 +35,9 @@ log = logging.getLogger("rlvr.sandboxes")
 READMIT_AFTER_S = 30.0  # a down engine is tried again at most this often
 
 
-class Engine:
-    """One Docker engine: its host string, SDK client and warm pool (None for both while it has never answered)."""
+class DockerHost:
+    """One `sandbox.hosts` entry (a Docker engine, not a rollout `Engine`): its host string, SDK client and warm
+    pool (None for both while it has never answered)."""
 
     def __init__(self, host: str, client: Any, pool: Any, down: bool = False):
         self.host, self.client, self.pool = host, client, pool
@@ -58,7 +59,7 @@ class Engine:
 class Fleet:
     """The engines of one sandbox; `checkout()` picks the least loaded that is up."""
 
-    def __init__(self, engines: list[Engine], admit: Callable[[str], tuple[Any, Any]] | None = None,
+    def __init__(self, engines: list[DockerHost], admit: Callable[[str], tuple[Any, Any]] | None = None,
                  readmit_after_s: float = READMIT_AFTER_S):
         self.engines = engines
         self._admit, self.readmit_after_s = admit, readmit_after_s  # admit(host) -> (client, pool), or raises
@@ -66,7 +67,7 @@ class Fleet:
         self._closed = False
 
     @contextmanager
-    def checkout(self) -> Iterator[Engine]:
+    def checkout(self) -> Iterator[DockerHost]:
         with self._lock:
             self._probe_due()
             up = [e for e in self.engines if not e.down]
@@ -82,7 +83,7 @@ class Fleet:
             with self._lock:
                 engine.in_flight -= 1
 
-    def mark_down(self, engine: Engine, why: str) -> None:
+    def mark_down(self, engine: DockerHost, why: str) -> None:
         """Take `engine` out of service (once; one log line) and remove what is left of its pool, in the background."""
         with self._lock:
             if engine.down:
@@ -105,7 +106,7 @@ class Fleet:
                 engine.probing = True
                 threading.Thread(target=self._probe, args=(engine,), daemon=True, name="rlvr-sandbox-readmit").start()
 
-    def _probe(self, engine: Engine) -> None:
+    def _probe(self, engine: DockerHost) -> None:
         try:
             client, pool = self._admit(engine.host)  # bounded by the client's timeout
         except Exception:  # still down (or not ready): the next probe is a while away

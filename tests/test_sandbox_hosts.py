@@ -100,7 +100,7 @@ def test_an_ssh_host_without_paramiko_says_what_to_install(monkeypatch):
 def test_a_down_engine_is_probed_in_the_background_until_it_is_readmitted():
     """fleet.py with stand-in pools: a host down at start is probed at checkouts, no more often than
     readmit_after_s, never blocking one, and takes runs once a probe admits it."""
-    from rlvr.sandboxes.fleet import Engine, Fleet
+    from rlvr.sandboxes.fleet import DockerHost, Fleet
 
     class Pool:
         size = 1
@@ -116,7 +116,7 @@ def test_a_down_engine_is_probed_in_the_background_until_it_is_readmitted():
             raise ConnectionError("still down")
         return "client-b", Pool()
 
-    local, remote = Engine("local", "client-a", Pool()), Engine("unix:///tmp/b.sock", None, None, down=True)
+    local, remote = DockerHost("local", "client-a", Pool()), DockerHost("unix:///tmp/b.sock", None, None, down=True)
     fleet = Fleet([local, remote], admit=admit, readmit_after_s=0.5)
     for _ in range(200):  # liveness: each checkout may start a probe; the second attempt admits it
         with fleet.checkout() as engine:
