@@ -20,6 +20,9 @@ commands:
             `rlvr envs new NAME [--dir D] [--multi-turn]` scaffolds a pip-installable environment plugin
   verify    score a JSONL file offline: input=IN.jsonl output=OUT.jsonl [verifier=math] [workers=N];
             exit code = number of records with status "error" (max 255)
+  audit     what a reward pays for: degenerate, hostile and honest completions built from each row, scored by the
+            reward training uses: env=NAME [verifier=NAME +params.K=V] audit.rows=8 -> audit.json, audit.md;
+            exit 1 when an attack class is accepted or honest answers refused past the thresholds (docs/audit.md)
   sandbox   `rlvr sandbox build` builds the code sandbox's image; `rlvr sandbox doctor` checks it;
             `--hosts local,ssh://me@box2` for several Docker engines (train, eval, verify: sandbox.hosts=[...])
 
@@ -39,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"rlvr {__version__}")
         return 0
     command, rest = argv[0], argv[1:]
-    if command in ("train", "eval"):
+    if command in ("train", "eval", "audit"):
         from rlvr.envs.vf.env import expand_override
 
         rest = expand_override(rest)  # env=vf:NAME
@@ -55,6 +58,8 @@ def main(argv: list[str] | None = None) -> int:
         return _verify(rest)
     if command == "sandbox":
         return _sandbox(rest)
+    if command == "audit":
+        return _audit(rest)
     print(f"rlvr: unknown command {command!r}\n\n{USAGE}", file=sys.stderr)
     return 2
 
@@ -281,6 +286,25 @@ def _verify(overrides: list[str]) -> int:
         return exit_code(summary)
 
     return _run_hydra("verify", overrides, task, (OSError, ConfigError))
+
+
+def _audit(overrides: list[str]) -> int:
+    from hydra.core.config_store import ConfigStore
+
+    from rlvr.envs.catalog import offer_plugin_envs
+    from rlvr.envs.registry import env_registry
+    from rlvr.trainer.audit.config import register_audit_schema
+    from rlvr.errors import ConfigError, UnknownNameError
+
+    register_audit_schema()
+    offer_plugin_envs(ConfigStore.instance(), env_registry)
+
+    def task(cfg) -> int:
+        from rlvr.trainer.audit.run import run_audit  # torch loads here
+
+        return run_audit(cfg)
+
+    return _run_hydra("audit", overrides, task, (ConfigError, UnknownNameError))
 
 
 def _sandbox(args: list[str]) -> int:
