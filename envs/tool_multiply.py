@@ -15,7 +15,7 @@ message's calls so far took less than `max_tool_seconds_per_turn` seconds; every
 answered saying which cap, and counts as a tool error. Without them one message could queue calls without end,
 each holding a sandbox. A call runs within what is left of that budget (PythonSession.run `within_s`: its wall
 limit at most that, and it ends at that much elapsed time however long it waited for a CPU), so a message's tool
-time is the cap plus a call's start-up, never a call's limit, nor the run clock's backstop (10 x the wall limit,
+time is the cap plus a call's start-up, never a call's limit, nor the run clock's backstop (30 x the wall limit,
 which a call waiting on a loaded machine could reach before: 50 s against a 20 s cap).
 
 `tools_enabled=false` is the no-tool baseline of the same task: the prompt is unchanged (the policy sees

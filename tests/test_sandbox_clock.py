@@ -137,24 +137,26 @@ def test_a_tool_call_cannot_outlast_its_turns_tool_time(sandbox):
     assert reply.tool_errors == 2, reply
 
 
-def _fake_run(monkeypatch, probe: float, reaped=lambda k: 0.0):
+def _fake_run(monkeypatch, probe: float, reaped=lambda k: 0.0, ticks=100, tick=None, sample=True):
     """A RunClock over one program thread that is runnable and gets no CPU at any tick (what an idle-class thread
     reports), with the supervisor's probe measuring `probe` of its own time waiting, and `reaped(k)` CPU seconds
-    reaped by init at tick k; no cgroup. Returns the tick at which the clock ends the run (None: not in 100)."""
+    reaped by init at tick k; no cgroup. Returns the tick at which the clock ends the run (None: not in `ticks`).
+    `sample=False` keeps the caller's `_task_sample`, which reads the tick number from `tick`."""
     from rlvr.sandboxes import agent_clock
 
-    tick = [0]
+    tick = tick if tick is not None else [0]
     monkeypatch.setattr(agent_clock, "_cgroup_cpu_file", lambda me: None)
     monkeypatch.setattr(agent_clock, "_CGROUP_FILE", {})  # nothing this process looked up before
     monkeypatch.setattr(agent_clock, "_run_cpu", lambda skip: 0.0)
     monkeypatch.setattr(agent_clock, "_stat_cpu", lambda pid: (0.0, reaped(tick[0]) if pid == 1 else 0.0))
     monkeypatch.setattr(agent_clock, "_run_tasks", lambda skip: [("7", "7")])
-    monkeypatch.setattr(agent_clock, "_task_sample", lambda pid, tid: ("S", 0.0, 0.0, True) if pid == "self"
-                        else ("R", 0.0, 0.0, True))
+    if sample:
+        monkeypatch.setattr(agent_clock, "_task_sample", lambda pid, tid: ("S", 0.0, 0.0, True) if pid == "self"
+                            else ("R", 0.0, 0.0, True))
     monkeypatch.setattr(agent_clock, "_probe_wait", lambda: probe)
     start = time.monotonic()  # the clock's backstop also reads the real clock (its probe takes time)
     clock = agent_clock.RunClock({"wall_s": 1.0, "cpu_s": 1.0}, start)
-    for k in range(1, 101):
+    for k in range(1, ticks + 1):
         tick[0] = k
         if clock.tick(start + 0.1 * k):
             return k, clock
@@ -164,9 +166,25 @@ def _fake_run(monkeypatch, probe: float, reaped=lambda k: 0.0):
 def test_waiting_is_credited_only_up_to_what_the_supervisors_probe_measured(monkeypatch):
     """The thread reports waiting all of every tick; the machine made the probe wait a quarter of its time: a
     quarter of each tick is credited, so the 1 s wall limit ends the run after about 1 / 0.75 s. With the
-    program's report trusted (a probe that always waited), it would run to the backstop (100 ticks)."""
+    program's report trusted (a probe that always waited), it would run to the backstop (BACKSTOP x 10 ticks)."""
     assert _fake_run(monkeypatch, probe=0.25)[0] in (13, 14)  # 0.1 (new thread) + 12 x 0.075 = 1.0, or a float under
-    assert _fake_run(monkeypatch, probe=1.0)[0] == 100
+    assert _fake_run(monkeypatch, probe=1.0, ticks=BACKSTOP * 10)[0] == BACKSTOP * 10
+
+
+def test_waiting_that_reaches_run_delay_in_lumps_is_credited_in_full(monkeypatch):
+    """An honest program on a loaded machine waits 90% of the time and runs 10%, but its run_delay grows in lumps:
+    0.045 s in one tick, 0.135 s in the next (it lands when the thread gets a CPU again). The probe says a thread
+    waits 0.9 of its time. Capped over the run, all of it is credited: after 60 ticks (6 s) 6 - 5.4 = 0.6 s counts
+    against the 1 s wall limit, the 10% it ran. Capped per tick (before), each 0.135 lost 0.045: 0.0325 s counted
+    per tick and the run ended at tick 31, a timeout load had caused (CI, 2026-12-07: 0.6 s of CPU, 7.7 s)."""
+    from rlvr.sandboxes import agent_clock
+
+    delay = lambda k: 0.18 * (k // 2) + (0.045 if k % 2 else 0.0)  # run_delay at tick k
+    tick = [0]
+    monkeypatch.setattr(agent_clock, "_task_sample", lambda pid, tid: ("S", 0.0, 0.0, True) if pid == "self"
+                        else ("S", 0.01 * tick[0], delay(tick[0]), True))
+    ended, clock = _fake_run(monkeypatch, probe=0.9, ticks=60, tick=tick, sample=False)
+    assert ended is None and abs(clock.counted - 0.6) < 1e-6, clock.counted
 
 
 def test_without_a_cgroup_cpu_that_init_reaped_is_the_runs(monkeypatch):
