@@ -1,9 +1,10 @@
 """Exact-answer reward: the extracted answer equals `record["answer"]` after normalisation.
 
 Numbers compare as numbers ("1,000" == "1000", "2.50" == "2.5", "−3" == "-3"): integers exactly,
-decimals within `rel_tol`. Anything else compares as casefolded text with whitespace collapsed
-and a trailing period dropped. Bad model text is never an exception: it is UNPARSABLE or
-INCORRECT. A record without a usable answer is an ERROR (the data is at fault, not the model).
+decimals within `rel_tol`. A number is written in ASCII digits: Python's `\\d` and `int()` also read
+full-width (１４１) and other scripts' digits (١٤١), which `rlvr audit` found paid as the gold, so those compare
+as text. Anything else compares as casefolded text with whitespace collapsed and a trailing period dropped.
+Bad model text is never an exception: it is UNPARSABLE or INCORRECT. A record without a usable answer is an ERROR (the data is at fault, not the model).
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ EXTRACTORS = {
     "full": lambda text: text.strip(),
 }
 
-_INT = re.compile(r"[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)")
-_DECIMAL = re.compile(r"[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)?\.\d+")
+# re.ASCII: `\d` is 0-9 only (the module docstring says why)
+_INT = re.compile(r"[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)", re.ASCII)
+_DECIMAL = re.compile(r"[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)?\.\d+", re.ASCII)
 
 
 def normalize(text: str) -> str:
