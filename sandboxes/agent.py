@@ -46,7 +46,8 @@ try:  # imported on the host (tests); inside a sandbox their sources come first 
     from rlvr.sandboxes.agent_counters import _after_run, _before_run
     from rlvr.sandboxes.agent_process import (_LIBC, _drain, _has_exited, _kill_everything_else, _kill_group, _reap,
                                               _spawn, _supervise)
-    from rlvr.sandboxes.agent_reset import _clear_keyrings, _make_run_dir, _prepare_roots, _reset_state, _shmem_bytes
+    from rlvr.sandboxes.agent_reset import (_cgroup_count, _clear_keyrings, _make_run_dir, _prepare_roots,
+                                            _reset_state, _shmem_bytes)
 except ImportError:
     pass
 
@@ -172,16 +173,8 @@ def run_job(job: dict, config: dict) -> dict:
 
 def _oom_kills() -> int:
     """The memory cgroup's OOM-kill count (cgroup v1 or v2), 0 when unreadable."""
-    for path, key in (("/sys/fs/cgroup/memory.events", "oom_kill"), ("/sys/fs/cgroup/memory/memory.oom_control", "oom_kill")):
-        try:
-            with open(path) as f:
-                for line in f:
-                    name, _, value = line.partition(" ")
-                    if name == key:
-                        return int(value)
-        except OSError:
-            continue
-    return 0
+    return _cgroup_count((("/sys/fs/cgroup/memory.events", "oom_kill"),
+                          ("/sys/fs/cgroup/memory/memory.oom_control", "oom_kill")))
 
 
 def _last_line(text: str) -> str:

@@ -184,7 +184,13 @@ def _clear_keyrings(uid: int) -> bool:
 
 def _shmem_bytes() -> int:
     """Shared memory (tmpfs, SysV, POSIX shm) charged to our memory cgroup (v2 or v1), 0 when unreadable."""
-    for path, key in (("/sys/fs/cgroup/memory.stat", "shmem"), ("/sys/fs/cgroup/memory/memory.stat", "total_shmem")):
+    return _cgroup_count((("/sys/fs/cgroup/memory.stat", "shmem"), ("/sys/fs/cgroup/memory/memory.stat", "total_shmem")))
+
+
+def _cgroup_count(places) -> int:
+    """The first readable count among (cgroup file, key) places (a "key value" line, cgroup v2 then v1), 0 when
+    none is readable: the one reader of the memory cgroup's flat-keyed files (agent.py's OOM-kill count too)."""
+    for path, key in places:
         try:
             with open(path) as f:
                 for line in f:
