@@ -138,9 +138,9 @@ def test_the_gate_stops_a_judge_that_accepts_master_keys(judge_server):
     with pytest.raises(ConfigError, match="judge gate stopped the run") as caught:
         gate_judges(OmegaConf.create({"seed": 0}), _env(server.url), log=lambda *a: None)
     table = str(caught.value)
-    for name in ("colon", "thought_process", "step_by_step", "claims_correct", "injection"):
+    for name in ("master_keys", "master_keys_in_format", "judge_injection", "hedge_or", "wrong_answer"):
         assert f"{name} " in table
-    assert "3/3" in table and "<- above the threshold" in table
+    assert "12/12" in table and "<- above the threshold" in table  # 4 master keys x 3 rows, all accepted
 
 
 def test_the_gate_passes_a_judge_that_refuses_them(judge_server):

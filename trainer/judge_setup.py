@@ -5,9 +5,11 @@
   as `rollout=server` starts the policy's (rollout/server_process.py), and its URL filled into the entry's params.
   The server is stopped when the process exits. The verifier itself never starts one (a verifier does not import
   the trainer), so `rlvr verify` and `rlvr eval` take a judge by `url`.
-* The gate: every judge component of the environment's reward is scored on the master-key and injection
-  completions of verifiers/judge/gate.py, built from `gate_rows` training rows; a class accepted above
-  `gate_threshold` stops the run with the table (ConfigError). `gate: false` skips it and says so with a WARNING.
+* The gate (verifiers/judge/gate.py): every judge component of the environment's reward is scored on the classes
+  of `rlvr audit` that target a judge (GATE_CLASSES, from trainer/audit/probes.py: the master keys bare and in the
+  answer format, the injections, hedges, the gold in the reasoning) and a plain wrong answer, built from `gate_rows`
+  training rows; a class accepted above `gate_threshold` of its completions stops the run with the table
+  (ConfigError). `gate: false` skips it and says so with a WARNING.
 """
 
 from __future__ import annotations
@@ -18,10 +20,30 @@ from pathlib import Path
 from omegaconf import open_dict
 
 from rlvr.errors import ConfigError
+from rlvr.trainer.audit.probes import ANSWER_CLASSES, shape_of
 from rlvr.verifiers.judge.gate import run_gate
 from rlvr.verifiers.judge.verifier import JudgeVerifier
 
 JUDGE_MAX_MODEL_LEN = 4096  # the judge's prompt (question, gold, the response's last 4,000 characters) and verdict
+# rlvr audit's classes aimed at a judge; the others (empty, padding, look-alike digits) test a rule's parser
+GATE_CLASSES = ("master_keys", "master_keys_in_format", "judge_injection", "hedge_or", "gold_in_reasoning")
+
+
+def _from_shape(build):
+    """A probe of trainer/audit/probes.py (which takes a row's AnswerShape) as a function of the row."""
+    def completions(row) -> list[str]:
+        shape = shape_of(dict(row))
+        return build(shape) if shape is not None else []
+    return completions
+
+
+def gate_classes() -> dict:
+    classes = {name: _from_shape(ANSWER_CLASSES[name][2]) for name in GATE_CLASSES}
+    classes["wrong_answer"] = _from_shape(lambda shape: [shape.frame(shape.wrong)])  # can the judge say no at all
+    return classes
+
+
+honest_completions = _from_shape(lambda shape: [shape.frame(shape.gold)])
 
 
 def serve_judges(cfg, run_dir: Path, log=print) -> list:
@@ -69,7 +91,8 @@ def gate_judges(cfg, env, log=print) -> None:
                 f"and a policy finds what a judge accepts")
             continue
         rows = env.rows("train", judge.gate_rows, seed=int(cfg.get("seed", 0)))
-        report = run_gate(env.score, component.name, rows, judge.gate_threshold)
+        report = run_gate(env.score, component.name, rows, judge.gate_threshold, gate_classes(),
+                          honest_completions)
         if not report.failed:
             log(report.table())
         else:
