@@ -221,8 +221,12 @@ def trl_trainer(args, model_path: str, rows: list[dict], env, out_dir: str, max_
 
 def wrap_grpo_step(run, wrap) -> None:
     """Route `rlvr.trainer.run.train`'s GRPO step through `wrap(step)`."""
+    if hasattr(run, "train_step"):  # the loop calls train_step(ctx, step, algorithm) (trainer/step.py)
+        frame = run.train_step
+        run.train_step = lambda ctx, step, row: wrap(lambda c, s: frame(c, s, row))(ctx, step)
+        return
     table = getattr(run, "ALGORITHMS", None)
-    if table is None and hasattr(run, "build_run"):  # the loop reads its row from trainer/algorithms.py's table
+    if table is None and hasattr(run, "build_run"):  # older checkouts: the row's step, trainer/algorithms.py
         from rlvr.trainer.algorithms import ALGORITHMS as table
     if table is not None:  # the algorithm table, name -> row with its step function
         from dataclasses import replace

@@ -94,10 +94,11 @@ def grpo_step_time(kind: str, model, tokenizer, env, steps: int) -> dict:
     from hydra import compose, initialize_config_module
 
     from rlvr.trainer.config import register_schemas
-    from rlvr.trainer.algorithms import ALGORITHMS
+    from rlvr.trainer.algos.table import ALGORITHMS
+    from rlvr.trainer.step import train_step
     from rlvr.trainer.rollout.factory import build_engine
     from rlvr.trainer.rollout.types import SamplingParams
-    from rlvr.trainer.setup import RunContext
+    from rlvr.trainer.context import RunContext
 
     register_schemas()
     with initialize_config_module(config_module="rlvr.conf", version_base="1.3"):
@@ -108,9 +109,8 @@ def grpo_step_time(kind: str, model, tokenizer, env, steps: int) -> dict:
     engine = build_engine(kind, model, tokenizer, {"seed": 0})
     sampling = SamplingParams(n=cfg.train.completions_per_prompt, max_new_tokens=cfg.rollout.max_new_tokens)
     ctx = RunContext(cfg, env, tokenizer, model, None, engine, sampling, optimizer, scheduler)
-    grpo_step = ALGORITHMS["grpo"].step
-    grpo_step(ctx, 0)  # warm-up
-    rows = [grpo_step(ctx, step)[0] for step in range(1, steps + 1)]
+    train_step(ctx, 0, ALGORITHMS["grpo"])  # warm-up
+    rows = [train_step(ctx, step, ALGORITHMS["grpo"])[0] for step in range(1, steps + 1)]
     engine.shutdown()
     mean = lambda key: sum(m.get(key, 0.0) for m in rows) / len(rows)  # noqa: E731
     return {"step": sum(sum(v for k, v in m.items() if k.startswith("time/")) for m in rows) / len(rows),

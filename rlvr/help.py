@@ -167,7 +167,7 @@ def user_keys(command: str, cfg) -> list[tuple[str, str]]:
     swap, unread = {}, set()
     if command == "train":
         from rlvr.trainer.algo_keys import schema_of as algo_schema
-        from rlvr.trainer.algorithms import ALGORITHMS
+        from rlvr.trainer.algos.table import ALGORITHMS
 
         swap = {"algo": algo_schema(cfg.algo.name)}
         unread = {f"algo.{key}" for key in ALGORITHMS[cfg.algo.name].unread}

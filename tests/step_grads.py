@@ -4,7 +4,8 @@ logprobs, token-budget micro-batches). The rollout is the same under the same se
 
 import torch
 
-from rlvr.trainer.algorithms import ALGORITHMS
+from rlvr.trainer.algos.table import ALGORITHMS
+from rlvr.trainer.step import train_step
 from tests.test_algorithm_steps import _context
 from tests.test_trainer_step import STEP_OVERRIDES
 
@@ -35,7 +36,7 @@ def step_gradients(compose_train, lm, overrides: list[str]):
     ctx.optimizer = RecordingSGD(params)
     ctx.scheduler = torch.optim.lr_scheduler.LambdaLR(ctx.optimizer, lambda step: 1.0)
     torch.manual_seed(0)
-    metrics, _ = ALGORITHMS[cfg.algo.name].step(ctx, step=1)
+    metrics, _ = train_step(ctx, 1, ALGORITHMS[cfg.algo.name])
     return metrics, ctx.optimizer.grads
 
 

@@ -16,8 +16,9 @@ from rlvr.trainer.models.critic import CriticModel, build_critic, logprobs_and_v
 from rlvr.trainer.rollout.prompts import render_prompts
 from rlvr.trainer.rollout.types import SamplingParams
 from rlvr.trainer.rollout.hf import HFEngine
-from rlvr.trainer.algorithms import ALGORITHMS
-from rlvr.trainer.setup import RunContext
+from rlvr.trainer.algos.table import ALGORITHMS
+from rlvr.trainer.step import train_step
+from rlvr.trainer.context import RunContext
 from rlvr.trainer.algos.trpo import kl_fisher_product, natural_gradient_update
 from rlvr.trainer.models.logprobs import log_distributions
 from rlvr.errors import ConfigError
@@ -45,7 +46,7 @@ def test_one_step_runs_and_changes_the_parameters(tiny_lm_sft, compose_train, ov
     ctx = _context(cfg, tiny_lm_sft)
     before = {name: p.detach().clone() for name, p in ctx.model.named_parameters()}
     torch.manual_seed(0)
-    metrics, samples = ALGORITHMS[cfg.algo.name].step(ctx, step=1)
+    metrics, samples = train_step(ctx, 1, ALGORITHMS[cfg.algo.name])
 
     changed = [name for name, p in ctx.model.named_parameters() if not torch.equal(p.detach(), before[name])]
     assert len(changed) == len(before), f"unchanged: {sorted(set(before) - set(changed))}"
@@ -71,7 +72,7 @@ def test_dapo_step_adds_the_overlong_penalty_to_the_rewards(tiny_lm_sft, compose
     rollouts, generate = [], ctx.engine.generate
     ctx.engine.generate = lambda *args: rollouts.append(generate(*args)) or rollouts[-1]
     torch.manual_seed(0)
-    metrics, _ = ALGORITHMS["dapo"].step(ctx, step=1)
+    metrics, _ = train_step(ctx, 1, ALGORITHMS["dapo"])
     lengths = torch.tensor([len(ids) for ids in rollouts[0].completion_ids], dtype=torch.float32)
     # L_max = 16, L_cache = 12: a completion of L tokens pays (16 - 12 - L) / 12, clamped to [-1, 0]
     expected = ((4 - lengths) / 12).clamp(-1, 0).mean().item()

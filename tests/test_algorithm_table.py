@@ -1,4 +1,4 @@
-"""The training loop asks the algorithm table (trainer/algorithms.py) what a run needs, instead of testing
+"""The training loop asks the algorithm table (trainer/algos/table.py) what a run needs, instead of testing
 algorithm names: a row that asks for a reference and a critic gets both, whatever its name."""
 
 import ast
@@ -8,7 +8,7 @@ from pathlib import Path
 import torch
 from omegaconf import OmegaConf
 
-from rlvr.trainer.algorithms import ALGORITHMS
+from rlvr.trainer.algos.table import ALGORITHMS
 
 RUN = Path(__file__).resolve().parents[1] / "trainer" / "run.py"
 
@@ -34,12 +34,12 @@ def test_what_each_row_says_a_run_needs():
 
 def test_the_loop_builds_what_the_row_asks_for(tiny_lm_sft, compose_train, tmp_path, monkeypatch):
     """GRPO's row changed to want a reference (at beta 0) and a critic: run.train builds both and hands
-    them to the step; the step itself is GRPO's, unchanged."""
+    them to the step; the update itself is GRPO's, unchanged."""
     import rlvr.trainer.run as run
     import rlvr.trainer.setup as setup
 
     built, seen = [], {}
-    real_reference, grpo_step = setup.build_reference, ALGORITHMS["grpo"].step
+    real_reference, grpo_update = setup.build_reference, ALGORITHMS["grpo"].update
 
     def reference(*args):
         built.append("reference")
@@ -49,12 +49,12 @@ def test_the_loop_builds_what_the_row_asks_for(tiny_lm_sft, compose_train, tmp_p
         built.append(("critic", kind))
         return torch.nn.Linear(1, 1)
 
-    def step(ctx, number):
+    def update(ctx, batch):
         seen.update(reference=ctx.reference, critic=ctx.critic)
-        return grpo_step(ctx, number)
+        return grpo_update(ctx, batch)
 
     monkeypatch.setattr(setup, "build_reference", reference)
-    monkeypatch.setitem(ALGORITHMS, "grpo", replace(ALGORITHMS["grpo"], step=step, reference="always",
+    monkeypatch.setitem(ALGORITHMS, "grpo", replace(ALGORITHMS["grpo"], update=update, reference="always",
                                                       build_critic=critic))
     cfg = compose_train([f"model.name_or_path={tiny_lm_sft.path}", "rollout=hf", "env.digits=1", "env.ops=[+]",
                          "train.steps=1", "train.prompts_per_step=2", "train.completions_per_prompt=2",

@@ -19,8 +19,9 @@ from rlvr.trainer.models.critic import build_critic
 from rlvr.trainer.rollout.prompts import render_prompts
 from rlvr.trainer.rollout.factory import build_engine
 from rlvr.trainer.rollout.types import SamplingParams
-from rlvr.trainer.algorithms import ALGORITHMS as TABLE
-from rlvr.trainer.setup import RunContext
+from rlvr.trainer.algos.table import ALGORITHMS as TABLE
+from rlvr.trainer.step import train_step
+from rlvr.trainer.context import RunContext
 from tests.test_rollout_vllm import sft_model  # noqa: F401  (the head_dim-32 supervised model fixture)
 from tests.test_trainer_step import STEP_OVERRIDES, AlternatingRewardEnv
 
@@ -67,7 +68,7 @@ def test_two_steps_with_vllm(engine, sft_model, tiny_lm, compose_train, override
 
     torch.manual_seed(0)
     for step in (1, 2):
-        metrics, samples = TABLE[cfg.algo.name].step(ctx, step=step)
+        metrics, samples = train_step(ctx, step, TABLE[cfg.algo.name])
         assert metrics["step"] == step and samples
         assert all(isinstance(v, (int, float)) and math.isfinite(v) for v in metrics.values()), metrics
         assert metrics["time/sync"] > 0, "the step must push its update into the engine"

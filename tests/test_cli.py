@@ -234,18 +234,16 @@ def test_a_base_model_trains_with_plain_prompts(tiny_lm, tmp_path, monkeypatch, 
 
 
 def test_ctrl_c_says_how_to_resume(tiny_lm, tmp_path, monkeypatch, capsys):
-    from dataclasses import replace
+    import rlvr.trainer.run as run
 
-    from rlvr.trainer.algorithms import ALGORITHMS
+    step_of = run.train_step
 
-    step_of = ALGORITHMS["grpo"].step
-
-    def interrupted(ctx, step):  # what Ctrl-C does in step 2, after step 1's checkpoint
+    def interrupted(ctx, step, algorithm):  # what Ctrl-C does in step 2, after step 1's checkpoint
         if step == 2:
             raise KeyboardInterrupt
-        return step_of(ctx, step)
+        return step_of(ctx, step, algorithm)
 
-    monkeypatch.setitem(ALGORITHMS, "grpo", replace(ALGORITHMS["grpo"], step=interrupted))
+    monkeypatch.setattr(run, "train_step", interrupted)
     message = _one_line_failure(["train", f"model.name_or_path={tiny_lm.path}", "rollout=hf", "env.digits=1",
                                  "train.prompts_per_step=2", "train.completions_per_prompt=2", "train.eval_prompts=4",
                                  "train.steps=3", "train.save_every=1", "output_dir=run", "threads=1"],

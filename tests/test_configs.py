@@ -162,7 +162,7 @@ def test_another_familys_key_fails_composition_in_one_line(compose_train, overri
 
 
 def test_each_familys_beta_means_its_own_thing(compose_train):
-    from rlvr.trainer.algorithms import ALGORITHMS
+    from rlvr.trainer.algos.table import ALGORITHMS
     from rlvr.trainer.config import ALGO_SCHEMAS
 
     presets = {path.stem for path in (Path(__file__).resolve().parents[1] / "conf" / "algo").glob("*.yaml")}

@@ -97,7 +97,7 @@ def test_offline_dpo_widens_the_margin(tmp_path, tiny_lm_sft):
 
 @pytest.mark.parametrize("per_step, size", [(16, 48), (20, 48), (100, 48), (1, 3)])
 def test_offline_batches_cover_each_epoch_once_without_repeats(per_step, size):
-    from rlvr.trainer.algos.dpo import offline_batch
+    from rlvr.trainer.algos.dpo_offline import offline_batch
 
     batches_per_epoch = -(-size // min(per_step, size))
     for epoch in range(2):
@@ -182,10 +182,11 @@ def test_online_step_changes_every_parameter_and_micro_batches_agree(tiny_lm_sft
 
     import torch
 
-    from rlvr.trainer.algorithms import ALGORITHMS
+    from rlvr.trainer.algos.table import ALGORITHMS
+    from rlvr.trainer.step import train_step
     from rlvr.trainer.rollout.types import SamplingParams
     from rlvr.trainer.rollout.hf import HFEngine
-    from rlvr.trainer.setup import RunContext
+    from rlvr.trainer.context import RunContext
     from tests.test_trainer_step import AlternatingRewardEnv
 
     def one_step(micro_batch_size):
@@ -199,7 +200,7 @@ def test_online_step_changes_every_parameter_and_micro_batches_agree(tiny_lm_sft
         ctx = RunContext(cfg, AlternatingRewardEnv(digits=1, ops=["+"]), tiny_lm_sft.tokenizer, model, reference,
                          HFEngine(model, tiny_lm_sft.tokenizer), sampling, optimizer, scheduler)
         torch.manual_seed(0)
-        metrics, samples = ALGORITHMS["dpo"].step(ctx, step=1)
+        metrics, samples = train_step(ctx, 1, ALGORITHMS["dpo"])
         return model, metrics, samples
 
     before = dict(tiny_lm_sft.model().named_parameters())

@@ -76,7 +76,8 @@ def test_the_loss_is_dpo_over_the_sampled_tokens_only():
 def test_one_dpo_step_on_guess_number_trains_on_pairs_of_trajectories(tiny_lm_sft, compose_train):
     """Online DPO on a guess_number env (ArithmeticPromptGuess: a prompt the tiny model answers, so rewards differ
     within a group and pairs exist): pairs of trajectories, environment replies in them, every parameter moves."""
-    from rlvr.trainer.algorithms import ALGORITHMS
+    from rlvr.trainer.algos.table import ALGORITHMS
+    from rlvr.trainer.step import train_step
     from rlvr.trainer.validate import validate_multi_turn
     from tests.test_algorithm_steps import _context
     from tests.test_multi_turn_envs import ArithmeticPromptGuess
@@ -88,7 +89,7 @@ def test_one_dpo_step_on_guess_number_trains_on_pairs_of_trajectories(tiny_lm_sf
     validate_multi_turn(cfg, ctx.env)  # online DPO on trajectories is no longer refused
     before = {name: p.detach().clone() for name, p in ctx.model.named_parameters()}
     torch.manual_seed(0)
-    metrics, samples = ALGORITHMS["dpo"].step(ctx, step=1)
+    metrics, samples = train_step(ctx, 1, ALGORITHMS["dpo"])
     assert metrics["pairs/count"] > 0 and metrics["turns/mean"] > 1, metrics
     assert "loss" in metrics or any(k.startswith("rewards/") for k in metrics), metrics
     assert all(not torch.equal(p.detach(), before[n]) for n, p in ctx.model.named_parameters())

@@ -8,8 +8,9 @@ import pytest
 import torch
 
 from rlvr.trainer.algos import grpo
-from rlvr.trainer.experience.rewards import first_survivors
-from rlvr.trainer.algorithms import ALGORITHMS
+from rlvr.trainer.experience.collect import first_survivors
+from rlvr.trainer.algos.table import ALGORITHMS
+from rlvr.trainer.step import train_step
 from rlvr.verifiers.result import Status, VerifyResult
 from tests.test_trainer_step import STEP_OVERRIDES, AlternatingRewardEnv, _context
 
@@ -55,7 +56,7 @@ def _run_step(compose_train, lm, monkeypatch, rounds, extra=()):
                         lambda model, batch, advantages, *a, **k: trained.append(advantages.clone())
                         or accumulate(model, batch, advantages, *a, **k))
     torch.manual_seed(0)
-    metrics, _ = ALGORITHMS["dapo"].step(ctx, step=1)
+    metrics, _ = train_step(ctx, 1, ALGORITHMS["dapo"])
     return metrics, prompts, trained
 
 

@@ -5,7 +5,7 @@ wiring off and requires this test to fail."""
 import pytest
 from omegaconf import OmegaConf
 
-from rlvr.trainer.algos.dpo import _pairs
+from rlvr.trainer.algos.dpo import pairs_of
 from rlvr.trainer.algos.pairs import Scored
 
 
@@ -14,6 +14,6 @@ def test_dpo_pairs_follow_algo_length_match(length_match, expected):
     group = [Scored("a", 0.1, 3), Scored("b", 1.0, 9), Scored("c", 0.0, 2), Scored("d", 1.0, 4), Scored("e", 0.0, 5)]
     algo = OmegaConf.create({"pair_strategy": "best_vs_worst", "max_pairs_per_prompt": 8, "min_margin": 0.0,
                              "length_match": length_match})
-    pairs, _ = _pairs([group], algo)
+    pairs, _ = pairs_of([group], algo)
     # best {b: 9, d: 4} x worst {c: 2, e: 5}: the closest lengths are d and e; unmatched, the first of each (b, c)
     assert [(p.chosen, p.rejected) for p in pairs] == [expected]

@@ -5,7 +5,8 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from rlvr.trainer.algorithms import ALGORITHMS
+from rlvr.trainer.algos.table import ALGORITHMS
+from rlvr.trainer.step import train_step
 from rlvr.trainer.algos import grpo
 from rlvr.trainer.algos.update import learning_rate_schedule
 from tests.test_algorithm_steps import _context
@@ -44,7 +45,7 @@ def test_dr_grpo_trains_on_advantages_not_divided_by_the_groups_std(tiny_lm_sft,
 
     monkeypatch.setattr(grpo, "accumulate_gradients", recording)
     torch.manual_seed(0)
-    ALGORITHMS["dr_grpo"].step(ctx, step=1)
+    train_step(ctx, 1, ALGORITHMS["dr_grpo"])
     groups = cfg.train.prompts_per_step
     expected = torch.tensor([0.5, -0.5] * (2 * groups))  # rewards 0, 1, 0, 1 in a group: mean 0.5
     expected = -expected  # the first completion of a group scores 0: 0 - 0.5

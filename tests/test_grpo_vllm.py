@@ -52,10 +52,11 @@ def test_importance_weights_scale_the_surrogate_per_token():
 def test_grpo_step_logs_the_mismatch_with_the_hf_engine(tiny_lm_sft, compose_train):
     """HFEngine's logprobs are the trainer's, so the mismatch is ~0 and the weights are all ~1."""
     from rlvr.envs.arithmetic import ArithmeticEnv
-    from rlvr.trainer.algorithms import ALGORITHMS
+    from rlvr.trainer.algos.table import ALGORITHMS
+    from rlvr.trainer.step import train_step
     from rlvr.trainer.rollout.types import SamplingParams
     from rlvr.trainer.rollout.hf import HFEngine
-    from rlvr.trainer.setup import RunContext
+    from rlvr.trainer.context import RunContext
 
     cfg = compose_train(["train.prompts_per_step=2", "train.completions_per_prompt=4", "rollout.max_new_tokens=12"])
     model = tiny_lm_sft.model()
@@ -65,7 +66,7 @@ def test_grpo_step_logs_the_mismatch_with_the_hf_engine(tiny_lm_sft, compose_tra
     ctx = RunContext(cfg, ArithmeticEnv(digits=1, ops=["+"]), tiny_lm_sft.tokenizer, model, None, engine,
                      SamplingParams(n=4, max_new_tokens=12), optimizer, scheduler)
     torch.manual_seed(0)
-    metrics, _ = ALGORITHMS["grpo"].step(ctx, step=1)
+    metrics, _ = train_step(ctx, 1, ALGORITHMS["grpo"])
     assert 0 <= metrics["rollout/logprob_diff_mean"] <= metrics["rollout/logprob_diff_max"] < 1e-4
     assert metrics["time/sync"] >= 0
 

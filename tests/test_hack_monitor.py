@@ -10,16 +10,19 @@ import torch
 
 from rlvr.envs.arithmetic import ArithmeticEnv
 from rlvr.errors import ConfigError
-from rlvr.trainer.algorithms import ALGORITHMS
+from rlvr.trainer.algos.table import ALGORITHMS
+from rlvr.trainer.step import train_step
 from rlvr.trainer.reward_config import RewardConfig, check_reward_config
 from rlvr.trainer.experience.metrics import hack_metrics, hacks_of
 from rlvr.trainer.experience.rewards import control_rewards, screen
 from rlvr.trainer.rollout.hf import HFEngine
 from rlvr.trainer.rollout.types import SamplingParams
-from rlvr.trainer.setup import RunContext
+from rlvr.trainer.context import RunContext
 from rlvr.verifiers.result import Status, VerifyResult
 
-grpo_step = ALGORITHMS["grpo"].step
+
+def grpo_step(ctx, step):  # GRPO's row in the frame of every step (trainer/step.py)
+    return train_step(ctx, step, ALGORITHMS["grpo"])
 
 
 def _r(reward, hacks=(), component=False):

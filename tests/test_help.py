@@ -15,7 +15,7 @@ from omegaconf import OmegaConf
 from rlvr.cli import main
 from rlvr.help import COLUMN, HIDDEN, SECTIONS, WIDTH, _matches, field_docs, one_line, rows
 from rlvr.trainer.algo_keys import schema_of
-from rlvr.trainer.algorithms import ALGORITHMS
+from rlvr.trainer.algos.table import ALGORITHMS
 from rlvr.trainer.config import ALGO_SCHEMAS, RunConfig
 from rlvr.trainer.evaluation.eval_config import EvalConfig
 from rlvr.verifiers.batch import VerifyConfig

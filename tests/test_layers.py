@@ -268,7 +268,7 @@ def test_nothing_imports_the_integrations(graphs):
 # the trainer; a step's experience (experience/) never reaches an algorithm or the loop; an algorithm (algos/) is
 # `update(ctx, batch)`, so it neither samples (no engine, no collection) nor reaches the loop; models/ and the held-out
 # evaluation (evaluation/) sit below the algorithms and the loop.
-LOOP = ("rlvr.trainer.run", "rlvr.trainer.setup", "rlvr.trainer.step", "rlvr.trainer.algorithms")
+LOOP = ("rlvr.trainer.run", "rlvr.trainer.setup", "rlvr.trainer.step")
 TRAINER_ROOMS = [
     ("rlvr.trainer.rollout", ("rlvr.trainer",), ("rlvr.trainer.rollout",)),
     ("rlvr.trainer.experience", ("rlvr.trainer.algos", "rlvr.trainer.evaluation", *LOOP), ()),

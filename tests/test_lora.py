@@ -163,8 +163,9 @@ def test_ppo_with_lora_trains_adapters_and_critic(tiny_lm_sft, compose_train, cr
     from rlvr.trainer.models.critic import build_critic
     from rlvr.trainer.rollout.types import SamplingParams
     from rlvr.trainer.rollout.hf import HFEngine
-    from rlvr.trainer.algorithms import ALGORITHMS
-    from rlvr.trainer.setup import RunContext
+    from rlvr.trainer.algos.table import ALGORITHMS
+    from rlvr.trainer.step import train_step
+    from rlvr.trainer.context import RunContext
     from tests.test_trainer_step import STEP_OVERRIDES, AlternatingRewardEnv
 
     cfg = compose_train(STEP_OVERRIDES + ["algo=ppo", f"algo.critic={critic}", "model.lora.r=4"])
@@ -178,9 +179,9 @@ def test_ppo_with_lora_trains_adapters_and_critic(tiny_lm_sft, compose_train, cr
                      HFEngine(policy, tiny_lm_sft.tokenizer), SamplingParams(n=4, max_new_tokens=8), optimizer,
                      scheduler, critic_module)
     torch.manual_seed(0)
-    metrics, _ = ALGORITHMS["ppo"].step(ctx, step=1)
+    metrics, _ = train_step(ctx, 1, ALGORITHMS["ppo"])
     for _ in range(2):  # the zero-initialised value head passes no gradient below it on the first step
-        metrics, _ = ALGORITHMS["ppo"].step(ctx, step=2)
+        metrics, _ = train_step(ctx, 2, ALGORITHMS["ppo"])
     for name, p in policy.named_parameters():
         assert torch.equal(p, before[name]) != ("lora_" in name), name  # adapters moved, base weights did not
     moved = [n for n, p in critic_module.named_parameters() if p.requires_grad and not torch.equal(p, critic_before[n])]

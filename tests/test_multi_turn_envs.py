@@ -12,7 +12,8 @@ import torch
 
 from rlvr.envs import load_env
 from rlvr.envs.guess_number import GuessNumberEnv
-from rlvr.trainer.algorithms import ALGORITHMS
+from rlvr.trainer.algos.table import ALGORITHMS
+from rlvr.trainer.step import train_step
 from tests.test_algorithm_steps import _context
 from tests.test_trainer_step import STEP_OVERRIDES
 
@@ -57,7 +58,7 @@ def test_one_step_on_a_multi_turn_env(tiny_lm_sft, compose_train, algo):
     ctx = _context(cfg, tiny_lm_sft)
     ctx.env = ArithmeticPromptGuess(high=9, max_turns=3)
     torch.manual_seed(0)
-    metrics, samples = ALGORITHMS[algo].step(ctx, step=1)
+    metrics, samples = train_step(ctx, 1, ALGORITHMS[algo])
     assert all(isinstance(v, (int, float)) and math.isfinite(v) for v in metrics.values()), metrics
     assert 1 < metrics["turns/mean"] <= 3 and metrics["tool_calls/mean"] == 0
     assert sum(metrics[f"end/{r}"] for r in ("done", "max_turns", "token_budget", "truncated")) == pytest.approx(1)

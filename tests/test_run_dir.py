@@ -150,7 +150,7 @@ def test_a_resume_that_changes_what_the_checkpoint_is_is_refused_before_anything
 
 
 def test_a_resume_that_fails_in_its_first_step_leaves_the_config_as_it_was(tiny_lm, tmp_path, rlvr, monkeypatch):
-    from rlvr.trainer.algorithms import ALGORITHMS
+    from rlvr.trainer.algos.table import ALGORITHMS
 
     assert rlvr(*tiny_train(tiny_lm, "train.steps=1", "output_dir=run"))[0] in (0, None)
     saved = (tmp_path / "run" / "config.yaml").read_text()

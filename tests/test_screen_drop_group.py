@@ -11,10 +11,11 @@ import pytest
 import torch
 
 from rlvr.envs.arithmetic import ArithmeticEnv
-from rlvr.trainer.algorithms import ALGORITHMS
+from rlvr.trainer.algos.table import ALGORITHMS
+from rlvr.trainer.step import train_step
 from rlvr.trainer.models.critic import build_critic
 from rlvr.trainer.rollout.types import Rollout, SamplingParams
-from rlvr.trainer.setup import RunContext
+from rlvr.trainer.context import RunContext
 from rlvr.verifiers.result import Status, VerifyResult
 
 G = 4
@@ -64,7 +65,7 @@ def _step_params(lm, compose_train, overrides):
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
     ctx = RunContext(cfg, ScriptedEnv(digits=1, ops=["+"]), lm.tokenizer, model, None, ScriptedEngine(lm.tokenizer),
                      SamplingParams(n=G, max_new_tokens=8), optimizer, scheduler, critic)
-    metrics, _ = ALGORITHMS[cfg.algo.name].step(ctx, step=1)
+    metrics, _ = train_step(ctx, 1, ALGORITHMS[cfg.algo.name])
     return torch.cat([p.detach().flatten() for p in params]), metrics
 
 
@@ -102,6 +103,6 @@ def test_a_step_that_drops_every_group_makes_no_update(tiny_lm_sft, compose_trai
                      ScriptedEngine(tiny_lm_sft.tokenizer), SamplingParams(n=G, max_new_tokens=8), optimizer,
                      torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0), critic)
     before = [p.detach().clone() for p in model.parameters()]
-    metrics, _ = ALGORITHMS[cfg.algo.name].step(ctx, step=1)
+    metrics, _ = train_step(ctx, 1, ALGORITHMS[cfg.algo.name])
     assert all(torch.equal(p, q) for p, q in zip(before, model.parameters()))
     assert metrics["kept_frac"] == 0.0 and metrics["hack/screened_frac"] == 1.0

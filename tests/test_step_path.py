@@ -1,7 +1,7 @@
 """How far a reader follows one GRPO step: the trainer's source files it runs code in, counted by tracing.
 
 The count is what docs/architecture.md's "path of one step" describes and what a refactor of the trainer is
-measured by: `sys.setprofile` records every Python function called during `run.algorithm.step(run.ctx, 1)` of a
+measured by: `sys.setprofile` records every Python function called during `train_step(run.ctx, 1, run.algorithm)` of a
 tiny GRPO run on the HF engine (built by trainer/setup.py as `rlvr train` builds it), and the test keeps the files
 under trainer/ (the environment's and the verifiers' files are the plug-ins a step calls, not the trainer's
 path). MOST_FILES is the count on 2026-12-05 (19 files; 21 before the rollout lengths were resolved once in setup
@@ -19,6 +19,7 @@ from pathlib import Path
 from rlvr.api import train_config
 from rlvr.trainer.experience.collect import collect
 from rlvr.trainer.setup import build_run
+from rlvr.trainer.step import train_step
 from tests.cli_run import tiny_train
 
 TRAINER = Path(__file__).resolve().parent.parent / "trainer"
@@ -64,7 +65,7 @@ def test_one_grpo_step_stays_within_the_trainer_files_it_visits_today(tiny_lm, t
     run = _tiny_run(tiny_lm, tmp_path)
     metrics = {}
     try:
-        visited = _trace(lambda: metrics.update(run.algorithm.step(run.ctx, 1)[0]))
+        visited = _trace(lambda: metrics.update(train_step(run.ctx, 1, run.algorithm)[0]))
     finally:
         _close(run)
     assert "loss" in metrics or any(k.startswith("reward/") for k in metrics), sorted(metrics)
@@ -77,7 +78,7 @@ def test_the_grpo_update_alone_stays_within_the_files_it_visits_today(tiny_lm, t
     run = _tiny_run(tiny_lm, tmp_path)
     try:
         batch = collect(run.ctx, 1)
-        update = run.algorithm.step.keywords["update"]  # the row's step: train_step with the algorithm's update
+        update = run.algorithm.update  # the row's update, which train_step calls
         assert update.__name__ == "grpo_update"
         metrics = {}
         visited = _trace(lambda: metrics.update(update(run.ctx, batch)))

@@ -10,17 +10,21 @@ import pytest
 import torch
 
 from rlvr.envs.arithmetic import ArithmeticEnv
-from rlvr.trainer.algorithms import ALGORITHMS
+from rlvr.trainer.algos.table import ALGORITHMS
+from rlvr.trainer.step import train_step
 from rlvr.trainer.algos.grpo import accumulate_gradients
 from rlvr.trainer.models.logprobs import pack, token_logprobs
 from rlvr.trainer.rollout.prompts import render_prompts
 from rlvr.trainer.rollout.types import SamplingParams
 from rlvr.trainer.rollout.hf import HFEngine
-from rlvr.trainer.setup import RunContext
+from rlvr.trainer.context import RunContext
 from rlvr.verifiers.result import Status, VerifyResult
 
 MAX_NEW_TOKENS = 16
-grpo_step = ALGORITHMS["grpo"].step
+
+
+def grpo_step(ctx, step):  # GRPO's row in the frame of every step (trainer/step.py)
+    return train_step(ctx, step, ALGORITHMS["grpo"])
 
 
 @pytest.fixture(scope="module")

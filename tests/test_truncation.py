@@ -160,7 +160,8 @@ class AnswersEveryPrompt:
 def test_a_training_step_pays_nothing_for_a_cut_correct_answer(tiny_lm_sft, compose_train, mode, expected):
     """Driven through a whole GRPO step: samples 1 and 3 of each prompt are correct but cut at max_new_tokens;
     with truncated_reward=zero the step's rewards (and its mean) give them nothing, with keep full credit."""
-    from rlvr.trainer.algorithms import ALGORITHMS
+    from rlvr.trainer.algos.table import ALGORITHMS
+    from rlvr.trainer.step import train_step
     from tests.test_algorithm_steps import _context
     from tests.test_trainer_step import STEP_OVERRIDES
 
@@ -168,7 +169,7 @@ def test_a_training_step_pays_nothing_for_a_cut_correct_answer(tiny_lm_sft, comp
     ctx = _context(cfg, tiny_lm_sft)
     ctx.env = build_env(cfg.env)  # the real arithmetic env (the context's stand-in alternates its rewards)
     ctx.engine = AnswersEveryPrompt(tiny_lm_sft.tokenizer, cut={1, 3})
-    metrics, samples = ALGORITHMS["grpo"].step(ctx, step=1)
+    metrics, samples = train_step(ctx, 1, ALGORITHMS["grpo"])
     assert metrics["reward/mean"] == pytest.approx(sum(expected) / 4), metrics
     assert len(samples) == 2
     for sample in samples:

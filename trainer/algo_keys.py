@@ -9,7 +9,7 @@ composition with a message of several lines, so `rlvr train` checks its command 
 (`refuse_foreign_overrides`) and says in one line whose key it is. Within a family, a key that the
 chosen algorithm never reads (`algo=reinforce algo.mu=4`, `algo=npg algo.line_search_steps=3`) is
 refused by `unread_algo_keys` once composed. Which family an algorithm belongs to and which keys it does not
-read are columns of its row in trainer/algorithms.py ALGORITHMS; nothing here lists algorithms.
+read are columns of its row in trainer/algos/table.py ALGORITHMS; nothing here lists algorithms.
 """
 
 from __future__ import annotations
@@ -19,11 +19,8 @@ from dataclasses import fields
 from omegaconf import OmegaConf
 
 from rlvr.errors import ConfigError
-from rlvr.trainer.algos.advantages import BASELINES
-from rlvr.trainer.algorithms import ALGORITHMS
+from rlvr.trainer.algos.table import ALGORITHMS
 from rlvr.trainer.config import ALGO_SCHEMAS
-from rlvr.trainer.algos.losses import AGGREGATIONS, IMPORTANCE_LEVELS, KL_ESTIMATORS
-from rlvr.trainer.models.critic import CRITICS
 
 OBJECTIVES = ("clip", "penalty")
 
@@ -95,6 +92,12 @@ def unread_algo_keys(algo) -> list[str]:
 
 def validate_algo(cfg) -> None:
     """The checks of `algo.*` values the types cannot express, per family; each names the key."""
+    # the choices live beside their implementations, which import torch: here, not at the top, so that the
+    # command line's checks (`refuse_foreign_overrides`) and `rlvr train --help` run without it
+    from rlvr.trainer.algos.advantages import BASELINES
+    from rlvr.trainer.algos.losses import AGGREGATIONS
+    from rlvr.trainer.models.critic import CRITICS
+
     algo = cfg.algo
 
     def need(ok: bool, message: str) -> None:
@@ -134,6 +137,8 @@ def validate_algo(cfg) -> None:
 
 
 def _validate_policy_gradient(cfg, need) -> None:
+    from rlvr.trainer.algos.losses import IMPORTANCE_LEVELS, KL_ESTIMATORS  # torch: see validate_algo
+
     algo = cfg.algo
     need(algo.kl_estimator in KL_ESTIMATORS,
          f"algo.kl_estimator={algo.kl_estimator!r}; choose one of {', '.join(KL_ESTIMATORS)}")

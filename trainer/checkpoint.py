@@ -74,7 +74,7 @@ def state_layout(cfg) -> dict:
         "model.name": cfg.model.name,
         "model.name_or_path": cfg.model.get("name_or_path"),
         "model.arch": OmegaConf.to_container(cfg.model.arch) if "arch" in cfg.model else None,
-        "algo.critic": cfg.algo.critic if cfg.algo.name == "ppo" else None,  # only ppo has a critic
+        "algo.critic": cfg.algo.get("critic"),  # the families with a critic have the key (ppo's); others: None
         "model.lora.r": cfg.model.lora.r,
         "model.lora.target_modules": list(cfg.model.lora.target_modules) if cfg.model.lora.r else None,
         "model.lora.peft": OmegaConf.to_container(peft) if isinstance(peft := cfg.model.lora.get("peft"), DictConfig)

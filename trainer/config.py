@@ -33,7 +33,7 @@ from rlvr.trainer.reward_config import RewardConfig
 
 @dataclass
 class AlgoSchema:
-    """What every family has: the algorithm's name (trainer/algorithms.py). The composed `algo` node is the
+    """What every family has: the algorithm's name (trainer/algos/table.py). The composed `algo` node is the
     family's subclass; this base is what `train_schema` declares before the preset is merged onto it."""
 
     name: str = "grpo"
@@ -495,7 +495,7 @@ class StrategyConfig:
     strategy: str = "none"
     """none: one process | ddp | fsdp2: data parallel under torchrun.
 
-    Which algorithms run under which: trainer/algorithms.py's `strategies` (trainer/distributed.py)."""
+    Which algorithms run under which: trainer/algos/table.py's `strategies` (trainer/distributed.py)."""
 
 
 @dataclass

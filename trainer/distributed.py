@@ -50,7 +50,7 @@ parallelism; this file only arranges torch's pieces so that the update equals th
   * Backend: gloo (CPU tensors; the trainer keeps the policy on CPU) and, where CUDA exists,
     "cpu:gloo,cuda:nccl" so CUDA tensors go through NCCL.
 
-Supported algorithms (trainer/algorithms.py): the GRPO family, REINFORCE and DPO under ddp and fsdp2
+Supported algorithms (trainer/algos/table.py): the GRPO family, REINFORCE and DPO under ddp and fsdp2
 (DPO: each rank pairs its own groups, or takes a contiguous share of an offline step's pairs; pairs are
 counted over ranks like sequences); PPO under ddp with `algo.critic=head`: its value head sits outside
 the DDP module, so its gradient is averaged by `reduce_gradients`, and the batch statistics PPO takes

@@ -34,6 +34,7 @@ from rlvr.trainer.model_card import checkpoint_files
 from rlvr.trainer.rollout.generation_settings import generation_settings
 from rlvr.trainer.models.model import autocast_paused
 from rlvr.trainer.setup import Run, build_run
+from rlvr.trainer.step import train_step
 from rlvr.trainer.truncation import truncation_warning
 
 
@@ -100,7 +101,7 @@ def take_step(run: Run, step: int) -> tuple[dict, list[dict]]:
     """The algorithm's step, and the asynchronous producer's metrics for it; the producer stops if the step fails."""
     rollouts = run.ctx.rollouts
     try:
-        metrics, samples = run.algorithm.step(run.ctx, step)
+        metrics, samples = train_step(run.ctx, step, run.algorithm)
     except BaseException:
         if rollouts is not None:  # the producer thread stops with the loop
             rollouts.close()

@@ -9,7 +9,7 @@ In this order, each step refusing a bad config or run directory before the next 
                        completions (one that errors on all of them stops here); the local sandbox's weaknesses
     resume             the checkpoint to continue from, refused when it was trained with other parameters
     models             tokenizer, policy (LoRA, packing, DDP/FSDP2), what the algorithm's row asks for besides it
-                       (trainer/algorithms.py: a frozen reference, a critic), AdamW and the lr schedule, the
+                       (trainer/algos/table.py: a frozen reference, a critic), AdamW and the lr schedule, the
                        checkpoint's optimizer, critic, curriculum and algorithm state
     engine             trainer/rollout/factory.py's, wrapped so every sync hands it the plain HF module
     run directory      loggers, config.yaml (a resume rewrites it only once its first step succeeded: run.py)
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Callable
@@ -34,9 +34,10 @@ from omegaconf import OmegaConf
 from rlvr.envs.split import TooFewTestProblems
 from rlvr.errors import ConfigError
 from rlvr.sandboxes.hosts import apply_hosts
-from rlvr.trainer.algorithms import ALGORITHMS, Algorithm
+from rlvr.trainer.algos.table import ALGORITHMS, Algorithm
 from rlvr.trainer.algos.update import learning_rate_schedule
 from rlvr.trainer.checkpoint import latest_checkpoint, load_trainer_state, resume_conflicts, saved_entries
+from rlvr.trainer.context import RunContext
 from rlvr.trainer.curriculum import build_curriculum
 from rlvr.trainer.device import resolve_autocast, resolve_device, use_device
 from rlvr.trainer.distributed import Parallel, QuietRunFiles, RankModel
@@ -53,32 +54,12 @@ from rlvr.trainer.reward_config import check_reward_config
 from rlvr.trainer.rollout.factory import build_engine, engine_choice, engine_class, resolve_kind
 from rlvr.trainer.rollout.generation_settings import generation_settings
 from rlvr.trainer.rollout.prompts import prompt_lengths
-from rlvr.trainer.rollout.types import Engine, SamplingParams
+from rlvr.trainer.rollout.types import SamplingParams
 from rlvr.trainer.rollout.weights import PolicyEngine
 from rlvr.trainer.run_dir import RunFiles, prepare_new_run_dir
 from rlvr.trainer.threads import ModelThreads, set_model_threads, set_start_threads
 from rlvr.trainer.truncation import context_warning, resolve_rollout_lengths
 from rlvr.trainer.validate import validate_multi_turn, validate_train_config, validate_world_size
-
-
-@dataclass
-class RunContext:
-    """What a step reads (trainer/step.py, the algorithms' updates, trainer/experience/)."""
-
-    cfg: object
-    env: object
-    tokenizer: object
-    model: object
-    reference: object
-    engine: Engine
-    sampling: SamplingParams
-    optimizer: torch.optim.Optimizer
-    scheduler: torch.optim.lr_scheduler.LambdaLR
-    critic: torch.nn.Module | None = None  # ppo's: a value head, or a whole critic model (algo.critic)
-    state: dict = field(default_factory=dict)  # what an algorithm carries across steps (ppo's penalty_beta)
-    cache: dict = field(default_factory=dict)  # what an algorithm rebuilds rather than checkpoints (dpo's offline pairs)
-    rollouts: object | None = None  # rollout.max_staleness > 0: the producer sample_and_score takes from
-    log: Callable = print  # the run's log on rank 0, nothing elsewhere: a step's warnings (a reward that errored)
 
 
 @dataclass
@@ -129,7 +110,8 @@ def build_run(cfg, log=print) -> Run:
     if not cfg.resume and cfg.overwrite and parallel.is_main:  # (without overwrite, refused above)
         prepare_new_run_dir(run_dir, overwrite=True)  # the earlier run's files go now, after every check
     files = RunFiles(run_dir) if parallel.is_main else QuietRunFiles()  # created once the config has passed every check
-    algorithm = ALGORITHMS[cfg.algo.name]  # what this run needs besides the policy (trainer/algorithms.py)
+    # what this run needs besides the policy, its functions imported (trainer/algos/table.py)
+    algorithm = ALGORITHMS[cfg.algo.name].loaded()
     saved = saved_entries(checkpoint, "base_model", "commands") if checkpoint else {}
     tokenizer, model, plain, reference, critic, base_model = _models(cfg, env, algorithm, checkpoint, saved, parallel,
                                                                      device, log)

@@ -12,27 +12,32 @@ sampled with no update metrics; the schedule still advances and the weights are 
 The check is over all ranks (`any_rows`), so ranks update together or not at all; a rank left without rows while
 another has some still runs `update`, on an empty share, so its collective calls match.
 
-An algorithm row (trainer/algorithms.py) may instead read its batch from `data=FILE` (`offline_data`: offline
-DPO's pairs), and may say it does not step the optimizer's schedule (`optimizer=False`: TRPO and NPG take their
-own step, whose size comes from `algo.max_kl`).
+What differs between algorithms is asked of their row (trainer/algos/table.py), never of their name: a row may
+make its own batch (`batch_of`: algo=sft's examples), read it from `data=FILE` (`offline_data`: offline DPO's
+pairs), and may say it does not step the optimizer's schedule (`optimizer=False`: TRPO and NPG take their own
+step, whose size comes from `algo.max_kl`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
+from rlvr.trainer.algos.table import Algorithm
+from rlvr.trainer.context import RunContext
 from rlvr.trainer.distributed import any_rows
 from rlvr.trainer.experience.collect import collect
 from rlvr.trainer.experience.metrics import timed
 
 
-def train_step(ctx, step: int, *, update: Callable, offline_data: Callable | None = None,
-               optimizer: bool = True) -> tuple[dict, list[dict]]:
-    """Step `step` of the run `ctx` holds, with the algorithm's `update(ctx, batch) -> metrics`; returns the
+def train_step(ctx: RunContext, step: int, algorithm: Algorithm) -> tuple[dict, list[dict]]:
+    """Step `step` of the run `ctx` holds, with `algorithm`'s `update(ctx, batch) -> metrics`; returns the
     step's (metrics, samples)."""
-    batch = offline_data(ctx, step) if offline_data is not None and ctx.cfg.data else collect(ctx, step)
-    update_metrics = update(ctx, batch) if any_rows(len(batch)) else {}
-    if optimizer:
+    if algorithm.batch_of is not None:
+        batch = algorithm.batch_of(ctx, step)
+    elif algorithm.offline_data is not None and ctx.cfg.data:
+        batch = algorithm.offline_data(ctx, step)
+    else:
+        batch = collect(ctx, step)
+    update_metrics = algorithm.update(ctx, batch) if any_rows(len(batch)) else {}
+    if algorithm.optimizer:
         ctx.scheduler.step()
     with timed(batch.timings, "sync"):
         ctx.engine.sync_weights(ctx.model)

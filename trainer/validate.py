@@ -12,7 +12,7 @@ from rlvr.trainer.truncation import TRUNCATED_REWARDS
 from rlvr.errors import ConfigError
 from rlvr.envs.multi_turn import is_multi_turn
 
-from rlvr.trainer.algorithms import ALGORITHMS
+from rlvr.trainer.algos.table import ALGORITHMS
 from rlvr.trainer.distributed import STRATEGIES as PARALLEL_STRATEGIES
 from rlvr.trainer.algos.dpo_data import read_scored_completions
 from rlvr.trainer.algos.dpo_loss import LOSS_TYPES
@@ -67,20 +67,18 @@ def validate_train_config(cfg) -> None:
          f"train.logprob_chunk_tokens={train.logprob_chunk_tokens} must be >= 0 (0: off)")
     need(train.max_tokens_per_micro_batch >= 0,
          f"train.max_tokens_per_micro_batch={train.max_tokens_per_micro_batch} must be >= 0 (0: off)")
-    family = ALGORITHMS[cfg.algo.name].family
-    need(train.max_tokens_per_micro_batch == 0 or family != "natural_gradient",
+    row = ALGORITHMS[cfg.algo.name]
+    need(train.max_tokens_per_micro_batch == 0 or not row.whole_distributions,
          f"train.max_tokens_per_micro_batch={train.max_tokens_per_micro_batch}: algo={cfg.algo.name} takes its own "
          f"natural-gradient step over micro_batch_size rows (trainer/algos/trpo.py); set it to 0")
     resolve_device(train.device)  # a ConfigError naming train.device when it names no usable device
     need(not train.pack_sequences or train.max_tokens_per_micro_batch > 0,
          "train.pack_sequences=true packs each token-budget micro-batch into one row: set "
          "train.max_tokens_per_micro_batch too (e.g. 4096)")
-    need(train.logprob_chunk_tokens == 0 or family != "natural_gradient",
+    need(train.logprob_chunk_tokens == 0 or not row.whole_distributions,
          f"train.logprob_chunk_tokens={train.logprob_chunk_tokens}: algo={cfg.algo.name} computes whole "
          f"distributions for its KL (trainer/algos/trpo.py), which nothing chunks; set it to 0")
-    group_baseline = ALGORITHMS[cfg.algo.name].groups or (family in ("policy_gradient", "natural_gradient")
-                                                          and cfg.algo.baseline == "rloo")
-    need(train.completions_per_prompt >= 2 or not group_baseline,
+    need(train.completions_per_prompt >= 2 or not row.needs_groups(cfg.algo),
          f"train.completions_per_prompt={train.completions_per_prompt}: algo={cfg.algo.name} needs >= 2 "
          f"(the group is the baseline)")
     completions = train.prompts_per_step * train.completions_per_prompt
@@ -132,7 +130,7 @@ def _validate_strategy(cfg) -> None:
     if strategy != "none" and strategy not in runs_under:
         supported = [name for name, algorithm in ALGORITHMS.items() if strategy in algorithm.strategies]
         raise ConfigError(f"trainer.strategy={strategy} supports algo={'|'.join(supported)}, not "
-                          f"algo={cfg.algo.name} (trainer/algorithms.py says which strategies each runs under): "
+                          f"algo={cfg.algo.name} (trainer/algos/table.py says which strategies each runs under): "
                           f"use trainer.strategy={' or '.join(('none', *runs_under))}")
     if strategy != "none" and ALGORITHMS[cfg.algo.name].build_critic and cfg.algo.critic != "head":
         raise ConfigError(f"algo.critic={cfg.algo.critic} with trainer.strategy={strategy}: under torchrun PPO runs "
@@ -166,7 +164,7 @@ def _validate_dpo(cfg) -> None:
     algo = cfg.algo
     if not ALGORITHMS[algo.name].offline_data:
         if cfg.data:
-            readers = "|".join(name for name, row in ALGORITHMS.items() if row.offline_data)
+            readers = "|".join(name for name, row in ALGORITHMS.items() if row.reads_data)
             raise ConfigError(f"data={cfg.data} (offline preference data) is read only by algo={readers}, "
                               f"not algo={algo.name}")
         return
@@ -201,7 +199,7 @@ def validate_multi_turn(cfg, env) -> None:
     sampled ones)."""
     if not is_multi_turn(env):
         return
-    if ALGORITHMS[cfg.algo.name].family == "dpo" and cfg.get("data"):
+    if ALGORITHMS[cfg.algo.name].offline_data and cfg.get("data"):
         raise ConfigError(f"algo={cfg.algo.name} data={cfg.data}: env={env.name} is multi-turn and offline data "
                           f"holds one-turn completions, not trajectories; drop data= to pair the policy's own "
                           f"trajectories online")

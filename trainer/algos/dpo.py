@@ -4,10 +4,9 @@
         sample G completions per prompt with the current policy -> verify -> pairs (`pairs.py`)
         -> reference logprobs once -> `algo.dpo_updates_per_round` optimizer steps over the round's pairs
         -> sync the engine's weights
-    offline (`data=PATH`, a scored-completions JSONL):
+    offline (`data=PATH`, a scored-completions JSONL; the batch is dpo_offline.py's):
         once: read -> pairs -> reference logprobs of every pair
         each step: the next `algo.pairs_per_step` pairs of a seeded shuffled epoch -> one optimizer step
-                   (`offline_batch`: a batch stays inside one epoch, so it never repeats a pair)
 
 The loss lives in `dpo_loss.py`. Departures and choices:
   * The paper trains offline on fixed human pairs; the online mode is iterative DPO on the policy's
@@ -38,22 +37,22 @@ holds one-turn completions, so `data=` with a multi-turn env is refused (trainer
 
 from __future__ import annotations
 
-import math
-import random
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 
-from rlvr.errors import ConfigError
-from rlvr.trainer.algos.dpo_data import read_scored_completions
 from rlvr.trainer.algos.dpo_loss import dpo_loss
 from rlvr.trainer.algos.pairs import Pair, Scored, build_pairs
 from rlvr.trainer.algos.update import MicroLoss, accumulate_and_step, batch_counts
-from rlvr.trainer.distributed import any_rows, gather_objects, rank, world_size
+from rlvr.trainer.context import RunContext
+from rlvr.trainer.distributed import any_rows, gather_objects, world_size
+from rlvr.trainer.experience.batch import Batch
 from rlvr.trainer.experience.metrics import timed
 from rlvr.trainer.models.logprobs import PackedBatch, pack, token_logprobs
-from rlvr.trainer.rollout.prompts import render_messages
-from rlvr.trainer.seeding import derive_seed
+
+if TYPE_CHECKING:
+    from rlvr.trainer.algos.dpo_offline import OfflineBatch
 
 
 @dataclass
@@ -90,11 +89,12 @@ def pack_pairs(pairs: list[Pair], prompt_of, completion_of, pad_id: int, mask_of
     return pack([prompt_of(g) for g, _ in sides], [completion_of(g, i) for g, i in sides], pad_id, masks)
 
 
-def dpo_update(ctx, batch) -> dict:
+def dpo_update(ctx: RunContext, batch: Batch | OfflineBatch) -> dict:
     """Online (a sampled batch, trainer/experience/batch.py): pairs from its kept groups, their reference
     logprobs, then `algo.dpo_updates_per_round` optimizer steps; a round that offers no pair on any rank makes
-    none. Offline (an `OfflineBatch` from `read_offline_pairs`): one optimizer step on the step's pairs."""
-    if isinstance(batch, OfflineBatch):
+    none. Offline (an `OfflineBatch` from dpo_offline.py's `read_offline_pairs`): one optimizer step on the
+    step's pairs."""
+    if not isinstance(batch, Batch):
         with timed(batch.timings, "update"):
             return dpo_optimizer_step(ctx, batch.pairs)
     cfg, algo = ctx.cfg, ctx.cfg.algo
@@ -102,9 +102,9 @@ def dpo_update(ctx, batch) -> dict:
     rollout = trained.rollout
     groups = [[_scored(rollout, i * group_size + j, trained.rewards[i, j].item()) for j in range(group_size)]
               for i in range(len(trained.rows))]
-    pairs, stats = _pairs(groups, algo)
+    pairs, stats = pairs_of(groups, algo)
     if world_size() > 1:  # the pair statistics of the whole step (every rank's groups), the same on all ranks
-        stats = _pairs([g for rank_groups in gather_objects(groups) for g in rank_groups], algo)[1]
+        stats = pairs_of([g for rank_groups in gather_objects(groups) for g in rank_groups], algo)[1]
     if not any_rows(len(pairs)):  # with ranks: all update, or none (a rank without pairs runs empty micro-batches)
         return stats
     mask_of = None if rollout.loss_mask is None else (lambda g, i: rollout.loss_mask[g * group_size + i])
@@ -117,54 +117,6 @@ def dpo_update(ctx, batch) -> dict:
         for _ in range(algo.dpo_updates_per_round):
             metrics = dpo_optimizer_step(ctx, pair_batch)
     return {**metrics, **stats}
-
-
-@dataclass
-class OfflineBatch:
-    """A step of offline DPO (`data=FILE`): this rank's share of the step's pairs; nothing is sampled."""
-
-    data: "OfflineData"
-    picked: torch.Tensor  # [<= pairs_per_step] the step's pair indices, over all ranks
-    pairs: PairBatch  # this rank's contiguous share of them, with reference logprobs
-    epochs_done: float
-    timings: dict
-
-    def __len__(self) -> int:
-        return len(self.pairs)
-
-    def report(self, ctx, step: int, update_metrics: dict) -> tuple[dict, list[dict]]:
-        """Offline runs log no `reward/mean` (no completion is sampled): the data's pair statistics, the epoch,
-        and the verifier rewards of the step's chosen and rejected completions; samples are its pairs."""
-        data = self.data
-        pairs = [data.pairs[i] for i in self.picked.tolist()]
-        metrics = {
-            "step": step, **update_metrics, **data.stats,
-            "data/epoch": self.epochs_done,
-            "data/reward_chosen": sum(data.groups[p.group][p.chosen].reward for p in pairs) / len(pairs),
-            "data/reward_rejected": sum(data.groups[p.group][p.rejected].reward for p in pairs) / len(pairs),
-            "lr": ctx.scheduler.get_last_lr()[0],
-            **{f"time/{name}": seconds for name, seconds in self.timings.items()},
-        }
-        samples = [{"step": step, "prompt": data.prompts[p.group],
-                    "chosen": {"text": data.groups[p.group][p.chosen].text,
-                               "reward": data.groups[p.group][p.chosen].reward},
-                    "rejected": {"text": data.groups[p.group][p.rejected].text,
-                                 "reward": data.groups[p.group][p.rejected].reward}}
-                   for p in pairs[: ctx.cfg.train.logged_prompts_per_step]]
-        return metrics, samples
-
-
-def read_offline_pairs(ctx, step: int) -> OfflineBatch:
-    """Step `step`'s pairs of `data=FILE` (read, paired and given reference logprobs once, on the first step)."""
-    cfg, timings = ctx.cfg, {}
-    if "dpo_offline" not in ctx.cache:
-        with timed(timings, "prepare"):
-            ctx.cache["dpo_offline"] = _prepare_offline(ctx)
-    data = ctx.cache["dpo_offline"]
-    picked, epochs_done = offline_batch(cfg.seed, step, cfg.algo.pairs_per_step, len(data.batch))
-    picked = torch.tensor(picked)  # [<= pairs_per_step]
-    mine = torch.tensor_split(picked, world_size())[rank()]  # with ranks: a contiguous share (sizes differ by <= 1)
-    return OfflineBatch(data, picked, data.batch.select(mine), epochs_done, timings)
 
 
 def _scored(rollout, k: int, reward: float) -> Scored:
@@ -220,61 +172,6 @@ def sequence_logprobs(model, sequences: PackedBatch, micro_batch_size: int) -> t
     return torch.cat(sums)  # [N]
 
 
-def _pairs(groups: list[list[Scored]], algo) -> tuple[list[Pair], dict]:
+def pairs_of(groups: list[list[Scored]], algo) -> tuple[list[Pair], dict]:
     return build_pairs(groups, algo.pair_strategy, max_pairs_per_prompt=algo.max_pairs_per_prompt,
                        min_margin=algo.min_margin, length_match=algo.length_match)
-
-
-def offline_batch(seed: int, step: int, pairs_per_step: int, size: int) -> tuple[list[int], float]:
-    """Step `step`'s pair indices and the epochs completed after it. Each epoch is a seeded shuffle of
-    the `size` pairs cut into batches of `pairs_per_step` (the last one shorter when it does not divide);
-    a batch never crosses into the next epoch, so it never holds a pair twice."""
-    per_step = min(pairs_per_step, size)
-    batches_per_epoch = math.ceil(size / per_step)
-    epoch, index = divmod(step - 1, batches_per_epoch)
-    end = min((index + 1) * per_step, size)
-    return _epoch_order(seed, epoch, size)[index * per_step : end], epoch + end / size
-
-
-def _epoch_order(seed: int, epoch: int, size: int) -> list[int]:
-    order = list(range(size))
-    random.Random(derive_seed("dpo-epoch", seed, epoch)).shuffle(order)
-    return order
-
-
-@dataclass
-class OfflineData:
-    prompts: list[list[dict]]  # per group: the chat messages
-    groups: list[list[Scored]]
-    pairs: list[Pair]
-    stats: dict
-    batch: PairBatch  # every pair, with reference logprobs
-
-
-def _prepare_offline(ctx) -> OfflineData:
-    cfg, tokenizer = ctx.cfg, ctx.tokenizer
-    prompts, completions = read_scored_completions(cfg.data)
-    try:
-        texts = render_messages(tokenizer, prompts)
-    except ValueError as error:
-        raise ConfigError(f"data={cfg.data}: {error}") from None
-    prompt_ids = [tokenizer(text, add_special_tokens=False)["input_ids"] for text in texts]
-    completion_ids = [[tokenizer(text, add_special_tokens=False)["input_ids"] + ([] if truncated else
-                                                                                   [tokenizer.eos_token_id])
-                       for text, _, truncated in group] for group in completions]
-    groups = [[Scored(text, reward, len(ids)) for (text, reward, _), ids in zip(group, group_ids)]
-              for group, group_ids in zip(completions, completion_ids)]
-    pairs, stats = _pairs(groups, cfg.algo)
-    if not pairs:
-        raise ConfigError(f"data={cfg.data}: no preference pair in {len(groups)} prompt(s): every prompt's "
-                          f"completions tie (or differ by less than algo.min_margin={cfg.algo.min_margin})")
-    sequences = pack_pairs(pairs, lambda g: prompt_ids[g], lambda g, i: completion_ids[g][i], tokenizer.pad_token_id)
-    ref_logps = sequence_logprobs(ctx.reference, sequences, cfg.train.micro_batch_size)  # [2P]
-    if rank() == 0:  # every rank holds all pairs (and their reference logprobs); each step trains on its share
-        print(f"dpo: {len(pairs)} pairs from {len(groups)} prompts in {cfg.data} "
-              f"({stats['pairs/no_pair_frac']:.0%} of prompts without a pair); "
-              + (f"{cfg.algo.pairs_per_step} pairs per step = {math.ceil(len(pairs) / cfg.algo.pairs_per_step)} "
-                 "steps an epoch" if cfg.algo.pairs_per_step <= len(pairs) else
-                 f"algo.pairs_per_step={cfg.algo.pairs_per_step} is more than there are pairs: each step takes "
-                 f"all {len(pairs)}, once each"))
-    return OfflineData(prompts, groups, pairs, stats, PairBatch(sequences, ref_logps))

@@ -34,11 +34,13 @@ import torch
 from rlvr.trainer.algos.advantages import group_advantages, zero_variance_groups
 from rlvr.trainer.algos.losses import grpo_loss, truncated_importance_weights
 from rlvr.trainer.algos.update import MicroLoss, accumulate, batch_counts, optimizer_step
+from rlvr.trainer.context import RunContext
+from rlvr.trainer.experience.batch import Batch
 from rlvr.trainer.experience.metrics import timed
 from rlvr.trainer.models.logprobs import PackedBatch, token_logprobs
 
 
-def grpo_update(ctx, batch) -> dict:
+def grpo_update(ctx: RunContext, batch: Batch) -> dict:
     """GRPO's update on the step's batch (trainer/experience/batch.py): advantages over every sampled group,
     then `algo.mu` optimizer steps on the kept rows. `ctx` holds cfg, model, reference, optimizer."""
     cfg, algo = ctx.cfg, ctx.cfg.algo

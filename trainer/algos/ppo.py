@@ -41,6 +41,8 @@ from rlvr.trainer.algos.advantages import gae, masked_mean_var, whiten
 from rlvr.trainer.algos.ppo_losses import adaptive_beta, ppo_clip_loss, ppo_penalty_loss, value_loss
 from rlvr.trainer.algos.update import MicroLoss, accumulate_and_step, batch_counts
 from rlvr.trainer.distributed import global_sum
+from rlvr.trainer.context import RunContext
+from rlvr.trainer.experience.batch import Batch
 from rlvr.trainer.experience.metrics import timed
 from rlvr.trainer.models.critic import logprobs_and_values
 from rlvr.trainer.models.logprobs import token_logprobs
@@ -58,7 +60,7 @@ def token_rewards(rewards, mask, old_logprobs, ref_logprobs, beta: float):
     return per_token
 
 
-def ppo_update(ctx, batch) -> dict:
+def ppo_update(ctx: RunContext, batch: Batch) -> dict:
     """`algo.mu` epochs on the kept rows (`batch.trained`: drop_group's groups never in the values, GAE or whitening)."""
     cfg, algo = ctx.cfg, ctx.cfg.algo
     trained = batch.trained

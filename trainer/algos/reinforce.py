@@ -19,11 +19,13 @@ from rlvr.trainer.algos.advantages import outcome_advantages
 from rlvr.trainer.algos.losses import aggregate, kl_penalty, reinforce_loss
 from rlvr.trainer.algos.update import MicroLoss, accumulate_and_step, batch_counts
 from rlvr.trainer.distributed import global_sum
+from rlvr.trainer.context import RunContext
+from rlvr.trainer.experience.batch import Batch
 from rlvr.trainer.experience.metrics import timed
 from rlvr.trainer.models.logprobs import token_logprobs
 
 
-def reinforce_update(ctx, batch) -> dict:
+def reinforce_update(ctx: RunContext, batch: Batch) -> dict:
     """One optimizer step on the kept rows (`batch.trained`: drop_group's groups never in the baseline)."""
     cfg, algo = ctx.cfg, ctx.cfg.algo
     trained = batch.trained

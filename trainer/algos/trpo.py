@@ -41,6 +41,8 @@ from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
 from rlvr.trainer.algos.advantages import outcome_advantages
 from rlvr.trainer.algos.losses import aggregate
+from rlvr.trainer.context import RunContext
+from rlvr.trainer.experience.batch import Batch
 from rlvr.trainer.experience.metrics import timed
 from rlvr.trainer.models.logprobs import PackedBatch, log_distributions, pick
 
@@ -67,16 +69,26 @@ def conjugate_gradient(matvec, b: Tensor, iters: int = 10, residual_tol: float =
     return x
 
 
-def trpo_update(ctx, batch) -> dict:
-    """One TRPO step (algo=trpo) or natural-gradient step (algo=npg) on the kept rows of freshly sampled
-    completions. The optimizer and its schedule are not used (trainer/algorithms.py: optimizer=False)."""
+def trpo_update(ctx: RunContext, batch: Batch) -> dict:
+    """One TRPO step (algo=trpo) on the kept rows of freshly sampled completions: the natural-gradient step,
+    then `algo.line_search_steps` halvings until the real KL and surrogate hold. The optimizer and its schedule
+    are not used (trainer/algos/table.py: optimizer=False)."""
+    return _natural_gradient_step(ctx, batch, ctx.cfg.algo.line_search_steps)
+
+
+def npg_update(ctx: RunContext, batch: Batch) -> dict:
+    """One natural-gradient step (algo=npg): TRPO's step of KL size `algo.max_kl`, taken without a line search."""
+    return _natural_gradient_step(ctx, batch, line_search_steps=0)
+
+
+def _natural_gradient_step(ctx: RunContext, batch: Batch, line_search_steps: int) -> dict:
     cfg, algo = ctx.cfg, ctx.cfg.algo
     trained = batch.trained
     advantages = outcome_advantages(trained.rewards, algo.baseline).flatten()  # [N]
     with timed(batch.timings, "update"):
         metrics = natural_gradient_update(
             ctx.model, trained.batch, advantages, max_kl=algo.max_kl, cg_iters=algo.cg_iters,
-            cg_damping=algo.cg_damping, line_search_steps=algo.line_search_steps if algo.name == "trpo" else 0,
+            cg_damping=algo.cg_damping, line_search_steps=line_search_steps,
             backtrack_ratio=algo.backtrack_ratio, fisher_every=algo.fisher_every, aggregation=algo.aggregation,
             micro_batch_size=cfg.train.micro_batch_size, temperature=cfg.rollout.temperature,
             max_tokens=cfg.rollout.max_new_tokens)

@@ -26,7 +26,7 @@ order it runs. `score_round` runs stages 1-4 on each sampling round; collect.py 
   4. Screening (`reward.screen=true`, trainer/reward_config.py) of completions a verifier flagged in
      `details["hacks"]` (metrics.py logs the rates): `reward.screen_mode=zero` gives each flagged completion
      reward 0; `drop_group` marks every completion of a group with a flagged one (reward 0 too), and the step
-     then removes those groups from the batch (collect.py, `without_dropped_groups`): they count in no baseline,
+     then removes those groups from the batch (`without_dropped_groups`, called by collect.py): they count in no baseline,
      whitening or normaliser; `kept_frac` is the share of rows trained on. Screened results say
      `screened: true` in their details. Negative rewards are left as they are (screening never raises a reward).
   5. Overlong penalty (`algo.overlong_buffer > 0`): DAPO's soft overlong punishment, added to the rewards the
@@ -34,7 +34,8 @@ order it runs. `score_round` runs stages 1-4 on each sampling round; collect.py 
      `reward/overlong_penalty`.
   6. Dynamic sampling (`algo.filter_zero_variance_groups`): groups whose rewards are all equal are dropped and,
      with `algo.max_resample_rounds > 0`, further prompts are sampled until the batch is full again. It judges
-     the rewards of stage 4, before the penalty of 5 (DAPO eq. 11 is on accuracy).
+     the rewards of stage 4, before the penalty of 5 (DAPO eq. 11 is on accuracy). It samples more rounds, so it
+     lives with the sampling, in collect.py (`sample_until_full`).
 """
 
 from __future__ import annotations
@@ -48,8 +49,9 @@ from torch import Tensor
 
 from rlvr.envs.multi_turn import is_multi_turn
 from rlvr.errors import ConfigError
-from rlvr.trainer.distributed import gather_from_ranks, rank, world_size
-from rlvr.trainer.experience.batch import Sampled, concat_sampled
+from rlvr.trainer.context import RunContext
+from rlvr.trainer.distributed import gather_from_ranks
+from rlvr.trainer.experience.batch import Sampled
 from rlvr.trainer.experience.metrics import hacks_of, timed
 from rlvr.trainer.seeding import derive_seed
 from rlvr.verifiers.result import Status
@@ -57,7 +59,7 @@ from rlvr.verifiers.result import Status
 SCREEN_MODES = ("zero", "drop_group")
 
 
-def score_round(ctx, drawn, timings: dict, score=None) -> Sampled:
+def score_round(ctx: RunContext, drawn, timings: dict, score=None) -> Sampled:
     """Stages 1-4 on one round's completions (collect.Drawn), then packed. `score(texts, rows)` replaces
     `ctx.env.score` (the asynchronous producer scores group by group on a thread pool)."""
     cfg, rows, rollout = ctx.cfg, drawn.rows, drawn.rollout
@@ -187,6 +189,21 @@ def screen(results: list, group_size: int, mode: str) -> list:
             if f else r for r, f in zip(results, flagged)]
 
 
+def without_dropped_groups(ctx: RunContext, sampled: Sampled) -> tuple[Sampled, torch.Tensor]:
+    """(`sampled` without the groups `reward.screen_mode=drop_group` screened, [B*G] bool of the rows kept).
+
+    drop_group removes such a group from the loss: its rows leave the batch, so they count in no
+    baseline, whitening, token count or normaliser (zeroing their reward would still move a REINFORCE
+    or PPO update, whose advantages are not group-relative). Without drop_group every row is kept and
+    `sampled` is returned as it is."""
+    reward_cfg = ctx.cfg.get("reward")
+    keep = torch.ones(len(sampled.results), dtype=torch.bool)  # [B*G]
+    if reward_cfg is None or not reward_cfg.screen or reward_cfg.screen_mode != "drop_group":
+        return sampled, keep
+    keep = torch.tensor([not r.details.get("screened") for r in sampled.results])  # [B*G] whole groups (screen())
+    return sampled.select(keep), keep
+
+
 # ---- 5. overlong penalty -------------------------------------------------------------------------------------
 
 def overlong_penalty(lengths: Tensor, max_tokens: int, buffer: int, factor: float = 1.0) -> Tensor:
@@ -218,44 +235,3 @@ def with_overlong_penalty(sampled: Sampled, max_tokens: int, buffer: int, factor
     lengths = torch.tensor([len(c) for c in sampled.rollout.completion_ids])  # [R*B*G]
     penalty = overlong_penalty(lengths, max_tokens, buffer, factor).view_as(sampled.rewards)  # [R*B, G]
     return replace(sampled, rewards=sampled.rewards + penalty), penalty
-
-
-# ---- 6. dynamic sampling -------------------------------------------------------------------------------------
-# DAPO's dynamic sampling (Yu et al. 2025, sec. 3.2 and Algorithm 1): groups whose G rewards are all equal (all
-# correct or all wrong) have zero advantage and give no gradient, so they are dropped and more prompts are sampled
-# "until the batch is fully filled with samples whose accuracy is neither 0 nor 1".
-#
-# Here the batch is `train.prompts_per_step` groups per rank. Round 0 is the step's usual draw; while fewer groups
-# than that survive, another round draws and samples `prompts_per_step` fresh prompts, up to
-# `algo.max_resample_rounds` extra rounds (verl's `max_num_gen_batches` plays this role). The first
-# `prompts_per_step` surviving groups in draw order are trained on; if the rounds run out the step trains on the
-# fewer it has (logged as kept_frac, the share of sampled groups trained on, and dynamic_sampling/rounds).
-# reward/mean and the other reward metrics stay those of round 0, the step's usual draw, so the curve compares with
-# other algorithms' (and a frozen run's) on the same prompts; tokens_per_s counts every round.
-#
-# With ranks (trainer.strategy=ddp|fsdp2) the decision is global and identical to one process's: each round every
-# rank shares its survivors, and the first `prompts_per_step x world size` survivors in one process's draw order
-# (round, then rank, then prompt) are kept, so all ranks run the same number of rounds (their generation may make
-# collective calls) and the run matches a 1-process one.
-
-def first_survivors(survived: Tensor, target: int) -> Tensor:
-    """survived: [R, W, B] bool in draw order -> the same shape, True for the first `target` of them."""
-    flat = survived.flatten()
-    return (flat & (flat.long().cumsum(0) <= target)).view_as(survived)
-
-
-def sample_until_full(sample_round: Callable[[int], Sampled], prompts_per_step: int, max_resample_rounds: int,
-                      pad_token_id: int) -> tuple[Sampled, Sampled, Tensor, int]:
-    """(round 0's groups, every group sampled this step on this rank, [R*B] mask of the groups to train on
-    among the latter, rounds R). `sample_round(r)` samples and scores round r (stages 1-4)."""
-    target = prompts_per_step * world_size()
-    parts, survived = [], []  # survived: per round, [W, B]
-    for round_ in range(1 + max_resample_rounds):
-        part = sample_round(round_)
-        parts.append(part)
-        mixed = ~(part.rewards == part.rewards[:, :1]).all(dim=1)  # [B] groups with unequal rewards (eq. 11)
-        survived.append(gather_from_ranks(mixed.long()).bool())  # [W, B]
-        if int(torch.stack(survived).sum()) >= target:
-            break
-    chosen = first_survivors(torch.stack(survived), target)[:, rank()]  # [R, B]
-    return parts[0], concat_sampled(parts, pad_token_id), chosen.flatten(), len(parts)
