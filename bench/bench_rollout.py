@@ -42,7 +42,7 @@ SIZES = {
 
 def build(size: str, tokenizer, env, warm: bool):
     from rlvr.trainer.models.tiny_model import build_model
-    from rlvr.trainer.models.warm_start import warm_start
+    from rlvr.trainer.warm_start import warm_start
 
     model = build_model(tokenizer, **SIZES[size], seed=0)
     if warm:
