@@ -59,9 +59,9 @@ def test_a_loaded_row_holds_the_functions_themselves():
 
 
 def _string_tests_of_algorithms(tree: ast.AST) -> list[str]:
-    """Each comparison of `<...>.name` under an `algo`, or of a `.family`, with a string (== / != / in)."""
+    """Each comparison of `<...>.algo.name`, or of a `family` (attribute or variable), with a string (== / != / in)."""
     def is_name_or_family(node) -> bool:
-        return isinstance(node, ast.Attribute) and (
+        return (isinstance(node, ast.Name) and node.id == "family") or isinstance(node, ast.Attribute) and (
             node.attr == "family" or (node.attr == "name" and isinstance(node.value, ast.Attribute)
                                       and node.value.attr == "algo"))
 
@@ -79,8 +79,9 @@ def _string_tests_of_algorithms(tree: ast.AST) -> list[str]:
 
 def test_the_scan_finds_a_name_or_family_test():
     tree = ast.parse("a = cfg.algo.name == 'ppo'\nb = row.family in ('dpo', 'ppo')\nc = row.family != x\n"
-                     "d = cfg.algo.name in ALGORITHMS\n")
-    assert _string_tests_of_algorithms(tree) == ["cfg.algo.name == 'ppo'", "row.family in ('dpo', 'ppo')"]
+                     "d = cfg.algo.name in ALGORITHMS\ne = family != 'natural_gradient'\nf = env.name == 'x'\n")
+    assert _string_tests_of_algorithms(tree) == ["cfg.algo.name == 'ppo'", "row.family in ('dpo', 'ppo')",
+                                                 "family != 'natural_gradient'"]
 
 
 def test_nothing_outside_the_algorithms_tests_an_algorithm_name_or_family():
