@@ -33,6 +33,8 @@ def test_option_composes_validates_and_builds_its_env(compose_train, group, opti
     overrides = [f"{group}={option}", *(env_data.data_overrides(option, tmp_path) if group == "env" else [])]
     if (group, option) == ("model", "hf"):
         overrides.append(f"model.name_or_path={tmp_path}")  # a local path must exist (validate.py)
+    if (group, option) == ("algo", "distill"):
+        overrides.append(f"algo.teacher={tmp_path}")  # required (algo_keys.py); loaded only by `rlvr train`
     cfg = compose_train(overrides)
     validate_train_config(cfg)
     assert cfg[group].name == option if "name" in cfg[group] else cfg[group].engine == option

@@ -128,6 +128,15 @@ def validate_algo(cfg) -> None:
              f"algo.gamma={algo.gamma} and algo.lam={algo.lam} must be in [0, 1]")
         need(algo.kl_target > 0 and algo.penalty_beta >= 0,
              f"algo.kl_target={algo.kl_target} must be > 0 and algo.penalty_beta={algo.penalty_beta} >= 0")
+    if family == "distill":  # trainer/algos/distill.py; algo.teacher is checked where it loads (models/teacher.py)
+        from rlvr.trainer.algos.distill_loss import LOSSES
+
+        need(algo.loss in LOSSES, f"algo.loss={algo.loss!r}; choose one of {', '.join(LOSSES)}")
+        need(0 <= algo.jsd_beta <= 1, f"algo.jsd_beta={algo.jsd_beta} must be in [0, 1]")
+        need(algo.reward_weight >= 0, f"algo.reward_weight={algo.reward_weight} must be >= 0")
+        need(not algo.reward_weight or cfg.train.completions_per_prompt >= 2,
+             f"algo.reward_weight={algo.reward_weight} adds the reward's group advantage, which needs "
+             f"train.completions_per_prompt >= 2, not {cfg.train.completions_per_prompt}")
     if family == "natural_gradient":
         need(algo.max_kl > 0 and algo.cg_iters >= 1 and 0 < algo.backtrack_ratio < 1,
              f"algo.max_kl={algo.max_kl} must be > 0, algo.cg_iters={algo.cg_iters} >= 1 and "

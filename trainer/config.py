@@ -165,8 +165,30 @@ class DPOConfig(AlgoSchema):
     """Offline (data=PATH): pairs per optimizer step."""
 
 
+@dataclass
+class DistillConfig(AlgoSchema):
+    """distill (distill.py, distill_loss.py; the teacher: trainer/models/teacher.py)."""
+
+    name: str = "distill"
+    teacher: Optional[str] = None
+    """The frozen teacher: a checkpoint or run directory, a .gguf, smollm2, or a Hub name.
+
+    It must share the student's tokenizer (refused at start otherwise, naming both); loaded in process, its
+    memory printed at start."""
+    loss: str = "reverse_kl"
+    """reverse_kl (the sampled tokens' advantage log q - log pi) | gkd (JSD over the vocabulary)."""
+    jsd_beta: float = 0.5
+    """gkd's generalized-JSD beta in [0, 1]: 0 forward KL(teacher||student), 1 reverse KL (TRL's beta)."""
+    reward_weight: float = 0.0
+    """Weight of the verifier reward's group advantage added to every token's; 0: the teacher alone."""
+    aggregation: str = "token_mean"
+    """Loss mean: token_mean | seq_mean_token_mean | seq_mean_token_sum_norm.
+
+    As PolicyGradientConfig's; token_mean weights every sampled token's divergence alike."""
+
+
 ALGO_SCHEMAS = {"policy_gradient": PolicyGradientConfig, "ppo": PPOConfig, "natural_gradient": NaturalGradientConfig,
-                "dpo": DPOConfig}  # family -> schema; conf/algo/NAME.yaml names its family's in its defaults list
+                "dpo": DPOConfig, "distill": DistillConfig}  # family -> schema; conf/algo/NAME.yaml names its family's in its defaults list
 
 
 @dataclass

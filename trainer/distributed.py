@@ -79,7 +79,8 @@ STRATEGIES = ("none", "ddp", "fsdp2")
 # numbers of completions per rank, lr, grad_norm, which is identical on all ranks) is averaged.
 SUMMED = ("loss", "policy_loss", "entropy", "kl", "clip_frac", "ratio_mean", "rollout/logprob_diff_mean",
           "tokens_per_s", "vf_loss", "vf_clip_frac", "kl_old",
-          "rewards/chosen", "rewards/rejected", "rewards/margin", "rewards/accuracy", "logps/chosen", "logps/rejected")
+          "rewards/chosen", "rewards/rejected", "rewards/margin", "rewards/accuracy", "logps/chosen", "logps/rejected",
+          "distill/reverse_kl", "distill/teacher_logprob", "distill/divergence")
 # Shares of each rank's completions (statuses): a rank that saw none of a status logs no key, i.e. 0.
 ZERO_WHEN_MISSING = ("status/",)
 MAXED = ("rollout/logprob_diff_max",)

@@ -115,6 +115,8 @@ def build_run(cfg, log=print) -> Run:
     saved = saved_entries(checkpoint, "base_model", "commands") if checkpoint else {}
     tokenizer, model, plain, reference, critic, base_model = _models(cfg, env, algorithm, checkpoint, saved, parallel,
                                                                      device, log)
+    # a frozen teacher (algo=distill's), refused here when its tokenizer is not the student's
+    cache = {"teacher": algorithm.teacher(cfg, tokenizer, device, parallel.world_size, log)} if algorithm.teacher else {}
     threads = set_model_threads(cfg.threads, plain)  # threads=auto: by the policy's size and the machine's load
     if threads.line:
         log(threads.line)
@@ -146,7 +148,7 @@ def build_run(cfg, log=print) -> Run:
     # with ranks, the step sees its rank's share of the prompts (trainer/distributed.py)
     train_env = curriculum.env if curriculum else env  # a curriculum: train prompts from its current level
     ctx = RunContext(parallel.local_config(cfg), parallel.shard_env(train_env), tokenizer, model, reference, engine,
-                     sampling, optimizer, scheduler, critic, algo_state, log=log)
+                     sampling, optimizer, scheduler, critic, algo_state, cache=cache, log=log)
     run = Run(cfg, ctx, algorithm, parallel, files, run_dir, env, test_rows, curriculum, start_step, bool(checkpoint),
               base_model, commands, log, threads)
     _log_start(run, device, plain)
