@@ -23,7 +23,7 @@ Families, one per config schema (trainer/config.py ALGO_SCHEMAS, so `algo.KEY` m
 
 Under torchrun: the GRPO presets, REINFORCE and DPO with ddp or fsdp2; PPO with ddp and its value
 head (the separate critic and FSDP2's sharded optimizer state are not arranged for its extra
-parameters). TRPO/NPG's conjugate gradient (extra full-batch backward passes) is one-process only
+parameters). distill with ddp (its frozen teacher whole on every rank). TRPO/NPG's conjugate gradient (extra full-batch backward passes) is one-process only
 (trainer/distributed.py).
 """
 
