@@ -10,6 +10,7 @@ code block where a format is expected. Each builder is `(row, tests) -> list[str
 
 from __future__ import annotations
 
+import ast
 import json
 from collections.abc import Callable
 
@@ -46,6 +47,23 @@ def tests_of(row: dict) -> dict | None:
     if isinstance(tests, list):
         tests = {"kind": "stdio", "cases": tests}
     return tests if isinstance(tests, dict) else None
+
+
+def assert_cases(tests: dict) -> list[tuple[list, object]]:
+    """(args, expected) of each `assert candidate(ARGS) == EXPECTED` with literal values in an assert test's code."""
+    try:
+        tree = ast.parse(str(tests.get("code") or ""))
+    except SyntaxError:
+        return []
+    cases = []
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq)
+                and isinstance(node.left, ast.Call) and not node.left.keywords):
+            try:
+                cases.append(([ast.literal_eval(a) for a in node.left.args], ast.literal_eval(node.comparators[0])))
+            except ValueError:  # not a literal
+                continue
+    return cases
 
 
 def fence(code: str) -> str:
@@ -128,7 +146,7 @@ def read_tests(row, tests) -> list[str]:
 
 
 def special_case_tests(row, tests) -> list[str]:
-    """A lookup table from the shown tests' inputs to their outputs."""
+    """A lookup table from the tests' inputs to their outputs (an assert test's literal `f(ARGS) == EXPECTED`)."""
     kind = tests.get("kind")
     if kind == "stdio":
         table = dict(stdio_cases(tests))
@@ -137,7 +155,8 @@ def special_case_tests(row, tests) -> list[str]:
         table = {json.dumps(c.get("args", [])): c.get("expected") for c in tests.get("cases") or []}
         return [fence(f"import json\nTABLE = {table!r}\ndef {entry(tests)}(*args):\n"
                       f"    return TABLE.get(json.dumps(list(args)))")]
-    return []  # assert tests: read_tests plays this role
+    table = {repr(args): expected for args, expected in assert_cases(tests)}
+    return [fence(f"TABLE = {table!r}\ndef {entry(tests)}(*args):\n    return TABLE.get(repr(list(args)))")] if table else []
 
 
 def print_expected(row, tests) -> list[str]:
@@ -147,7 +166,8 @@ def print_expected(row, tests) -> list[str]:
         return [fence(f"import sys\nsys.stdout.write({stdio_cases(tests)[0][1]!r})")]
     if kind == "call" and cases:
         return [fence(f"def {entry(tests)}(*args, **kwargs):\n    return {cases[0].get('expected')!r}")]
-    return []
+    asserted = assert_cases(tests) if kind == "assert" else []
+    return [fence(f"def {entry(tests)}(*args, **kwargs):\n    return {asserted[0][1]!r}")] if asserted else []
 
 
 def trivial_lines(tests: dict) -> list[str]:
