@@ -112,3 +112,10 @@ def test_the_docs_own_data_reward_is_audited(tmp_path, monkeypatch):
     assert {"gold_in_reasoning", "hedge_or", "candidate_list", "integer_spray", "two_finals"} <= failing(report)
     assert "class                    group" in result.stdout and "FAIL attack class 'hedge_or'" in result.stdout
     assert (tmp_path / "out" / "audit.md").read_text().startswith("# rlvr audit: dataset")
+
+
+def test_an_unknown_class_is_refused_by_name(tmp_path):
+    from rlvr.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"audit.classes / audit.allow: unknown class hedge_and .*\(classes: empty,"):
+        audit(tmp_path, *ARITHMETIC, "audit.classes=[hedge_and]")
