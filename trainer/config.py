@@ -187,8 +187,20 @@ class DistillConfig(AlgoSchema):
     As PolicyGradientConfig's; token_mean weights every sampled token's divergence alike."""
 
 
+@dataclass
+class SFTConfig(AlgoSchema):
+    """sft (sft.py, sft_data.py, sft_loss.py; conf/algo/sft.yaml quotes each default's source)."""
+
+    name: str = "sft"
+    source: str = "auto"
+    """What it trains on: auto (data when data=FILE is given, else reference) | reference | data | rft."""
+    keep_per_prompt: int = 1
+    """rft: the most distinct verified-correct completions kept per prompt."""
+
+
 ALGO_SCHEMAS = {"policy_gradient": PolicyGradientConfig, "ppo": PPOConfig, "natural_gradient": NaturalGradientConfig,
-                "dpo": DPOConfig, "distill": DistillConfig}  # family -> schema; conf/algo/NAME.yaml names its family's in its defaults list
+                "dpo": DPOConfig, "distill": DistillConfig,
+                "sft": SFTConfig}  # family -> schema; conf/algo/NAME.yaml names its family's in its defaults list
 
 
 @dataclass
@@ -213,7 +225,7 @@ class ArchConfig:
 
 @dataclass
 class WarmStartConfig:
-    """`model.warm_start.*`: the tiny model's supervised start (trainer/models/warm_start.py)."""
+    """`model.warm_start.*`: the tiny model's supervised start (trainer/warm_start.py)."""
 
     target_accuracy: list = field(default_factory=lambda: [0.3, 0.6])
     """[low, high]: stop once validation accuracy is in this band."""
@@ -546,7 +558,7 @@ class RunConfig:
     threads: Any = "auto"
     """Torch CPU threads: auto (1 under 10M parameters, else every core) | N | 0 (torch's default: every core)."""
     data: Optional[str] = None
-    """algo=dpo: a scored-completions JSONL (rlvr eval's) for offline DPO."""
+    """algo=dpo: a scored-completions JSONL (rlvr eval's) for offline DPO; algo=sft: prompt/completion rows."""
     logger: list = field(default_factory=list)
     """Besides metrics.jsonl, any of: tensorboard, wandb (trainer/loggers.py)."""
     wandb: WandbConfig = field(default_factory=WandbConfig)

@@ -162,10 +162,12 @@ def validate_world_size(cfg, world_size: int) -> None:
 def _validate_dpo(cfg) -> None:
     """DPO's keys (trainer/algos/dpo.py); `data` belongs to the algorithms that read offline data (algo=dpo)."""
     algo = cfg.algo
+    if ALGORITHMS[algo.name].validate is not None:  # its own checks (sft's sources and data=FILE: algos/sft_data.py)
+        return ALGORITHMS[algo.name].validate(cfg)
     if not ALGORITHMS[algo.name].offline_data:
         if cfg.data:
             readers = "|".join(name for name, row in ALGORITHMS.items() if row.reads_data)
-            raise ConfigError(f"data={cfg.data} (offline preference data) is read only by algo={readers}, "
+            raise ConfigError(f"data={cfg.data} (offline preference or SFT data) is read only by algo={readers}, "
                               f"not algo={algo.name}")
         return
     checks = [

@@ -19,6 +19,7 @@ Families, one per config schema (trainer/config.py ALGO_SCHEMAS, so `algo.KEY` m
   ppo               PPO with a value head or a separate critic (algos/ppo.py)
   natural_gradient  TRPO and NPG: conjugate gradient on the KL's Hessian (algos/trpo.py)
   dpo               DPO on pairs built from verified groups, or from a file (algos/dpo.py)
+  sft               supervised fine-tuning from a file, the references, or RFT's verified samples (algos/sft.py)
   distill           on-policy distillation from a frozen teacher with the student's tokenizer (algos/distill.py)
 
 Under torchrun: the GRPO presets, REINFORCE and DPO with ddp or fsdp2; PPO with ddp and its value
@@ -121,6 +122,10 @@ ALGORITHMS = {
     "npg": Algorithm(Later("algos.trpo", "npg_update"), **_NATURAL, unread=("line_search_steps", "backtrack_ratio")),
     "dpo": Algorithm(Later("algos.dpo", "dpo_update"), "dpo", strategies=("ddp", "fsdp2"), reference="always",
                      offline_data=Later("algos.dpo_offline", "read_offline_pairs"), reads_data=True),
+    # its batch: data=FILE's examples, the references, or sampled and verified (rft): algos/sft.py
+    "sft": Algorithm(Later("algos.sft", "sft_update"), "sft", strategies=("ddp",),
+                     batch_of=Later("algos.sft", "sft_batch"), reads_data=True,
+                     validate=Later("algos.sft_data", "validate_sft")),
     "distill": Algorithm(Later("algos.distill", "distill_update"), "distill", strategies=("ddp",),
                          teacher=Later("algos.distill", "load_distill_teacher")),
 }
