@@ -165,3 +165,33 @@ def test_hybrid_logs_the_overturn_counts(judge_server, caplog):
     with caplog.at_level(logging.INFO, logger="rlvr.verifiers.judge"):
         judge.verify_batch(["<answer>5</answer>", "<answer>4</answer>"], [ROW, ROW])
     assert "the judge overturned 1" in caplog.text
+
+
+def test_rlvr_train_stops_at_the_gate_before_any_model_loads(judge_server, compose_train, tmp_path):
+    from rlvr.trainer.run import train
+
+    server = judge_server(lambda prompt: "CORRECT")
+    cfg = compose_train([f"env.reward=[{{verifier: judge, params: {{url: '{server.url}'}}}}]",
+                         f"output_dir={tmp_path / 'run'}"])
+    with pytest.raises(ConfigError, match="judge gate stopped the run"):
+        train(cfg, log=lambda *a: None)
+    assert not (tmp_path / "run" / "metrics.jsonl").exists()
+
+
+def test_rlvr_train_takes_its_rewards_from_a_judge_that_passed_the_gate(judge_server, compose_train, tiny_lm_sft,
+                                                                        tmp_path):
+    import json
+
+    from rlvr.trainer.run import train
+
+    server = judge_server(fair)
+    lines = []
+    cfg = compose_train([f"env.reward=[{{verifier: judge, params: {{url: '{server.url}'}}}}]", "model=hf",
+                         "model.kind=base", f"model.name_or_path={tiny_lm_sft.path}", "rollout=hf", "env.digits=1",
+                         "train.steps=1", "train.prompts_per_step=2", "train.completions_per_prompt=4",
+                         "train.eval_every=100", "train.save_every=100", "threads=1", f"output_dir={tmp_path / 'run'}"])
+    train(cfg, log=lines.append)
+    assert any(line.startswith("judge gate for reward component 'judge'") for line in lines)
+    step = json.loads((tmp_path / "run" / "metrics.jsonl").read_text().splitlines()[-1])
+    asked_by_the_gate = 3 * (4 + 4 + 3 + 3 + 2 + 1 + 1)  # gate_rows x the completions of each class and the honest one
+    assert server.requests > asked_by_the_gate and "reward/judge" in step
