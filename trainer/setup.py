@@ -43,6 +43,7 @@ from rlvr.trainer.device import resolve_autocast, resolve_device, use_device
 from rlvr.trainer.distributed import Parallel, QuietRunFiles, RankModel
 from rlvr.trainer.env_config import build_env
 from rlvr.trainer.experience.rewards import check_reward_errors
+from rlvr.trainer.judge_setup import gate_judges, serve_judges
 from rlvr.trainer.local_sandbox import local_sandbox_warnings
 from rlvr.trainer.loggers import build_loggers
 from rlvr.trainer.model_card import session_command
@@ -99,6 +100,7 @@ def build_run(cfg, log=print) -> Run:
     run_dir = Path(cfg.resume or cfg.output_dir)
     if not cfg.resume and not cfg.overwrite:
         prepare_new_run_dir(run_dir, overwrite=False)  # an earlier run's directory is refused before any work
+    serve_judges(cfg, run_dir, log)  # a judge named by checkpoint: its vLLM server, its url in the reward (judge_setup.py)
     env = build_env(cfg.env)
     curriculum = _check_environment(cfg, env, parallel.world_size)
     test_rows = _held_out_rows(cfg, env, log)
@@ -106,6 +108,7 @@ def build_run(cfg, log=print) -> Run:
         for line in local_sandbox_warnings(env):  # what `rlvr sandbox doctor --backend local` says it cannot contain
             log(line)
     _check_references(cfg, env, log)  # a reward that errors on the task's own answers stops before any model loads
+    gate_judges(cfg, env, log)  # a judge that accepts master keys or injections stops here, with its table
     checkpoint = _checkpoint_to_resume(cfg, run_dir)
     if not cfg.resume and cfg.overwrite and parallel.is_main:  # (without overwrite, refused above)
         prepare_new_run_dir(run_dir, overwrite=True)  # the earlier run's files go now, after every check
