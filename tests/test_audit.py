@@ -103,7 +103,8 @@ def test_the_docs_own_data_reward_is_audited(tmp_path, monkeypatch):
     (tmp_path / "my_rewards.py").write_text(next(b for b in blocks if "def accuracy" in b))
     data = next(b for b in blocks if "data.jsonl" in b)
     monkeypatch.chdir(tmp_path)
-    exec(data.split("run = ")[0].replace("from my_rewards import accuracy", ""), {"__name__": "docs"})  # writes data.jsonl
+    writes_data = data.split("run = ")[0].replace("from my_rewards import accuracy", "")
+    exec(writes_data, {"__name__": "docs"})  # the docs' lines that write data.jsonl
     result = run_rlvr("audit", "env=dataset", "env.train_file=data.jsonl", "env.columns.answer=solution",
                       "verifier=python", "+params.function=my_rewards:accuracy", "audit.rows=4",
                       "output_dir=out", cwd=tmp_path, env_extra={"PYTHONPATH": str(tmp_path)}, timeout=600)

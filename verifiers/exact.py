@@ -4,7 +4,8 @@ Numbers compare as numbers ("1,000" == "1000", "2.50" == "2.5", "−3" == "-3"):
 decimals within `rel_tol`. A number is written in ASCII digits: Python's `\\d` and `int()` also read
 full-width (１４１) and other scripts' digits (١٤١), which `rlvr audit` found paid as the gold, so those compare
 as text. Anything else compares as casefolded text with whitespace collapsed and a trailing period dropped.
-Bad model text is never an exception: it is UNPARSABLE or INCORRECT. A record without a usable answer is an ERROR (the data is at fault, not the model).
+Bad model text is never an exception: it is UNPARSABLE or INCORRECT. A record without a usable answer is an
+ERROR (the data is at fault, not the model).
 """
 
 from __future__ import annotations

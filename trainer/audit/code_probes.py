@@ -156,7 +156,8 @@ def special_case_tests(row, tests) -> list[str]:
         return [fence(f"import json\nTABLE = {table!r}\ndef {entry(tests)}(*args):\n"
                       f"    return TABLE.get(json.dumps(list(args)))")]
     table = {repr(args): expected for args, expected in assert_cases(tests)}
-    return [fence(f"TABLE = {table!r}\ndef {entry(tests)}(*args):\n    return TABLE.get(repr(list(args)))")] if table else []
+    program = f"TABLE = {table!r}\ndef {entry(tests)}(*args):\n    return TABLE.get(repr(list(args)))"
+    return [fence(program)] if table else []
 
 
 def print_expected(row, tests) -> list[str]:

@@ -83,7 +83,8 @@ def shape_of(row: dict) -> AnswerShape | None:
     if tag:  # the R1 format: an empty think block (reasoning would carry the gold into every attack) and the tag
         span = tag[-1]
         gold = span[1].strip() or gold  # countdown: the expression the tag holds, not the target
-        return AnswerShape(gold, ("<think></think>" if "<think>" in reference else "") + "<answer>", "</answer>", prompt)
+        think = "<think></think>" if "<think>" in reference else ""
+        return AnswerShape(gold, think + "<answer>", "</answer>", prompt)
     if "\\boxed{" in reference:
         return AnswerShape(gold, "The final answer is $\\boxed{", "}$.", prompt)
     at = reference.rfind(gold)

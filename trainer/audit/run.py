@@ -27,14 +27,16 @@ def probes_of(row: dict, wanted: set[str] | None) -> list[tuple[str, str, str, b
     out = []
     tests = tests_of(row)
     if tests is not None:
-        attack = {name: (group, text, lambda r, b=build: b(r, tests)) for name, (group, text, build) in CODE_CLASSES.items()}
+        attack = {name: (group, text, lambda r, b=build: b(r, tests))
+                  for name, (group, text, build) in CODE_CLASSES.items()}
         honest, arg = CODE_HONEST, None
     else:
         shape = shape_of(row)
         if shape is None:
             raise ConfigError(f"audit: row {row.get('id')!r} has neither an 'answer' nor 'tests' to build "
                               f"completions from (its keys: {', '.join(row)})")
-        attack = {name: (group, text, lambda r, b=build: b(shape)) for name, (group, text, build) in ANSWER_CLASSES.items()}
+        attack = {name: (group, text, lambda r, b=build: b(shape))
+                  for name, (group, text, build) in ANSWER_CLASSES.items()}
         honest, arg = ANSWER_HONEST, shape
     for name, (group, text, build) in attack.items():
         if wanted is None or name in wanted:
@@ -70,7 +72,8 @@ def run_audit(cfg, log: Callable[[str], None] = print) -> int:
     wanted = set(settings.classes) if settings.classes else None
     unknown = sorted(((wanted or set()) | set(settings.allow)) - set(ALL_CLASSES))
     if unknown:
-        raise ConfigError(f"audit.classes / audit.allow: unknown class {', '.join(unknown)} (classes: {', '.join(ALL_CLASSES)})")
+        raise ConfigError(f"audit.classes / audit.allow: unknown class {', '.join(unknown)} "
+                          f"(classes: {', '.join(ALL_CLASSES)})")
     for key in ("max_accept", "max_false_negative"):
         if not 0 <= settings[key] <= 1:
             raise ConfigError(f"audit.{key}={settings[key]}; it must be a share in [0, 1]")
@@ -123,7 +126,8 @@ def _audit_rows(cfg, env, rows: list[dict], wanted, log) -> int:
     if code["tests"] or code["rows_without_results"]:
         if code["rows_without_results"]:
             code["note"] = (f"{code['rows_without_results']} code row(s): the reward gives no per-test results "
-                            f"(details.tests), so no test could be checked against the reference or the trivial programs.")
+                            f"(details.tests), so no test could be checked against the reference or the trivial "
+                            f"programs.")
         report["code_tests"] = code
     json_path, md_path = reports.write(report, Path(cfg.output_dir))
     log(reports.table(ordered))

@@ -32,7 +32,8 @@ def audited_env(env_cfg, verifier: str | None, params: Mapping | None):
 
 def reward_spec(env) -> list[dict]:
     """The composition under audit, one entry per component: name, weight, gate (what the report prints)."""
-    return [{"name": c.name, "weight": c.weight, **({"gate": c.gate} if c.gate else {})} for c in env.verifier.components]
+    return [{"name": c.name, "weight": c.weight, **({"gate": c.gate} if c.gate else {})}
+            for c in env.verifier.components]
 
 
 def score(env, rows: list[dict], texts: list[str]) -> list[VerifyResult]:
