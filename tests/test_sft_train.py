@@ -1,6 +1,7 @@
 """`rlvr train algo=sft` end to end on the tiny model: two steps from each source (data=FILE, the references, RFT)
 move every parameter; RFT from a model that is never right keeps nothing and makes no update; LoRA trains the
-adapters only; two DDP ranks train to the weights of one process (tests/test_distributed.py's harness)."""
+adapters only; two ranks (ddp, and fsdp2 for RFT) train to the weights of one process (tests/test_distributed.py's
+harness)."""
 
 import json
 
@@ -87,15 +88,15 @@ def test_sft_with_lora_trains_the_adapters_only(tiny_lm_sft, compose_train, tmp_
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("source", ["data", "reference", "rft"])
-def test_two_ddp_ranks_train_sft_to_the_single_process_weights(tiny_lm_sft, compose_train, tmp_path, source):
-    from tests.test_distributed import _assert_same_training, _launch, _overrides as ddp_overrides, _train as one
+@pytest.mark.parametrize("source, strategy", [("data", "ddp"), ("reference", "ddp"), ("rft", "ddp"), ("rft", "fsdp2")])
+def test_two_ranks_train_sft_to_the_single_process_weights(tiny_lm_sft, compose_train, tmp_path, source, strategy):
+    from tests.test_distributed import _assert_same_training, _launch, _overrides as ranked_overrides, _train as one
 
     algo = {"data": ["algo=sft", f"data={sft_file(tmp_path / 'sft.jsonl')}"], "reference": ["algo=sft"],
             "rft": ["algo=sft", "algo.source=rft", "algo.keep_per_prompt=2"]}[source]
-    one(compose_train(ddp_overrides(tiny_lm_sft.path, tmp_path / "none", "none", algo)))
-    _launch(2, ddp_overrides(tiny_lm_sft.path, tmp_path / "ddp", "ddp", algo), tmp_path)
-    _assert_same_training(tmp_path / "none", tmp_path / "ddp", tiny_lm_sft.path, "ddp")
+    one(compose_train(ranked_overrides(tiny_lm_sft.path, tmp_path / "none", "none", algo)))
+    _launch(2, ranked_overrides(tiny_lm_sft.path, tmp_path / strategy, strategy, algo), tmp_path)
+    _assert_same_training(tmp_path / "none", tmp_path / strategy, tiny_lm_sft.path, strategy)
     if source == "rft":  # each rank kept from its own prompts: the parity covers uneven rows per rank
         kept = [m["rft/kept"] for m in _metrics(tmp_path / "none")[1:]]
         assert any(k > 0 for k in kept), kept

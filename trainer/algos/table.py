@@ -123,7 +123,7 @@ ALGORITHMS = {
     "dpo": Algorithm(Later("algos.dpo", "dpo_update"), "dpo", strategies=("ddp", "fsdp2"), reference="always",
                      offline_data=Later("algos.dpo_offline", "read_offline_pairs"), reads_data=True),
     # its batch: data=FILE's examples, the references, or sampled and verified (rft): algos/sft.py
-    "sft": Algorithm(Later("algos.sft", "sft_update"), "sft", strategies=("ddp",),
+    "sft": Algorithm(Later("algos.sft", "sft_update"), "sft", strategies=("ddp", "fsdp2"),
                      batch_of=Later("algos.sft", "sft_batch"), reads_data=True,
                      validate=Later("algos.sft_data", "validate_sft")),
     "distill": Algorithm(Later("algos.distill", "distill_update"), "distill", strategies=("ddp",),
