@@ -10,6 +10,10 @@ and for any reference page generated from the schema. An environment's keys are 
 What is here and nowhere else is the grouping (`TRAIN`, `EVAL`, `VERIFY`): sections in the order a user
 changes things, the keys each shows by default (`keys`) and those it shows under `--help all` or
 `--help TOPIC` (`more`). A pattern `PREFIX.*` takes every key under PREFIX not taken by an earlier pattern.
+
+A key whose field carries a rule (trainer/field_rules.py: `rule(ge=1)`, `rule(choices=...)`) shows it after its
+default, `train.steps=200 (>= 1)`, `(one of: constant, linear, cosine)`: the rule the run checks, read from the same
+field. A set of choices that the meaning's line already names, each of them, is not repeated (`base | instruct: ...`).
 A key no pattern takes is listed under "Other" (tests/test_help.py fails then: place it), and the keys
 that a group option sets (`algo.name`: `algo=NAME`) or that the command never reads (`HIDDEN`) are not listed.
 """
@@ -155,6 +159,30 @@ def schema_keys(cls: type, prefix: str = "", swap: dict[str, type] | None = None
     return keys
 
 
+def schema_rules(cls: type, prefix: str = "", swap: dict[str, type] | None = None) -> dict[str, tuple[Any, bool]]:
+    """{dotted key: (its field's Rule, whether null is allowed)} for the leaves of `cls` that carry one; `swap` as in
+    `schema_keys`."""
+    from rlvr.trainer.field_rules import is_optional, rule_of
+
+    found = {}
+    for f in fields(cls):
+        key = prefix + f.name
+        kind = (swap or {}).get(key) or (f.default_factory if is_dataclass(f.default_factory) else None)
+        if kind is not None:
+            found.update(schema_rules(kind, key + ".", swap))
+        elif rule_of(f) is not None:
+            found[key] = (rule_of(f), is_optional(f))
+    return found
+
+
+def rule_text(rule, nullable: bool, meaning: str) -> str:
+    """The rule as --help prints it after `meaning`, or "" for choices the meaning already names, each of them."""
+    if rule.choices is not None and all(re.search(rf"(?<![\w-]){re.escape(c)}(?![\w-])", meaning)
+                                        for c in rule.choices):
+        return ""
+    return rule.shows(nullable)
+
+
 def one_line(doc: str) -> str:
     """A docstring's first line, as --help prints it (without its full stop)."""
     line = doc.strip().splitlines()[0].strip() if doc.strip() else ""
@@ -275,6 +303,7 @@ class Row:
     default: str
     meaning: str
     brief: bool  # shown by `--help` (without a topic)
+    rule: str = ""  # the field's rule, `(>= 1)` (trainer/field_rules.py); "" when it has none or the meaning says it
 
 
 def rows(command: str, cfg) -> list[Row]:
@@ -283,7 +312,9 @@ def rows(command: str, cfg) -> list[Row]:
     listed = user_keys(command, cfg) + (env_keys(cfg, command) if DYNAMIC in cfg else [])
     where = placed(sections, [k for k, _ in listed])
     other = (Section("Other", "other"), False)  # a key no pattern takes (tests/test_help.py fails on it)
-    made = [Row(where.get(k, other)[0].title, k, default_of(cfg, k), one_line(doc), where.get(k, other)[1])
+    rules = schema_rules(schema_of(command), swap=_chosen_algo(command, cfg))
+    made = [Row(where.get(k, other)[0].title, k, default_of(cfg, k), one_line(doc), where.get(k, other)[1],
+                rule_text(*rules[k], one_line(doc)) if k in rules else "")
             for k, doc in listed]
     rank = {s.title: i for i, s in enumerate(sections)}
     patterns = {s.title: [*s.keys, *s.more] for s in sections}
@@ -293,6 +324,15 @@ def rows(command: str, cfg) -> list[Row]:
         return rank.get(row.section, len(sections)), index
 
     return sorted(made, key=position)  # stable: schema order within a pattern
+
+
+def _chosen_algo(command: str, cfg) -> dict[str, type]:
+    """`rlvr train`: {"algo": the composed algo section's schema}, the chosen family's dataclass (read off the
+    composed node: no import of the algorithm table)."""
+    from omegaconf import OmegaConf
+
+    kind = OmegaConf.get_type(cfg.algo) if command == "train" and "algo" in cfg else None
+    return {"algo": kind} if kind is not None and is_dataclass(kind) else {}
 
 
 def _line(left: str, meaning: str) -> list[str]:
@@ -353,7 +393,7 @@ def render(command: str, cfg, listed: list[Row], choices: list[str], topics: lis
         algo = f" (algo={cfg.algo.name})" if command == "train" and title == "Algorithm" else ""
         out.append(title + algo)
         for row in mine:
-            out += _line(f"  {row.key}={row.default}", row.meaning)
+            out += _line(f"  {row.key}={row.default}" + (f" {row.rule}" if row.rule else ""), row.meaning)
         out += env_line
         out.append("")
     if not (everything or wanted):

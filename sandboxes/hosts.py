@@ -43,7 +43,12 @@ class SandboxUnavailable(RuntimeError):
 
 @dataclass
 class SandboxConfig:
-    """The `sandbox:` block of conf/train.yaml, eval.yaml and verify.yaml."""
+    """The `sandbox:` block of conf/train.yaml, eval.yaml and verify.yaml.
+
+    It lives here, not with the other keys of `rlvr train` in trainer/config.py: the three commands' schemas
+    share it, and verifiers/batch.py (VerifyConfig) sits a floor below the trainer, so it cannot import from
+    there. Its rule is `check_hosts` below, which `apply_hosts` runs before any work, as it also checks
+    RLVR_SANDBOX_HOSTS; a host list is parsed, not bounded, so it carries no trainer/field_rules.py rule."""
 
     hosts: list = field(default_factory=list)
     """Docker engines for code: local | unix:// | tcp:// | ssh://; []: local."""

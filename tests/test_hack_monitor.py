@@ -12,7 +12,8 @@ from rlvr.envs.arithmetic import ArithmeticEnv
 from rlvr.errors import ConfigError
 from rlvr.trainer.algos.table import ALGORITHMS
 from rlvr.trainer.step import train_step
-from rlvr.trainer.reward_config import RewardConfig, check_reward_config
+from rlvr.trainer.config import RewardConfig
+from rlvr.trainer.field_rules import check_fields
 from rlvr.trainer.experience.metrics import hack_metrics, hacks_of
 from rlvr.trainer.experience.rewards import control_rewards, screen
 from rlvr.trainer.rollout.hf import HFEngine
@@ -86,8 +87,8 @@ def test_bad_reward_config_names_the_key(key, value, message):
     cfg = RewardConfig()
     setattr(cfg, key, value)
     with pytest.raises(ConfigError, match=message):
-        check_reward_config(cfg)
-    check_reward_config(RewardConfig())
+        check_fields(cfg, RewardConfig, "reward.")  # the rules on RewardConfig's fields
+    check_fields(RewardConfig(), RewardConfig, "reward.")
 
 
 def test_presets_compose_by_one_override(compose_train):

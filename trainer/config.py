@@ -23,7 +23,19 @@ from typing import Any, Optional
 from hydra.core.config_store import ConfigStore
 
 from rlvr.sandboxes.hosts import SandboxConfig
-from rlvr.trainer.reward_config import RewardConfig
+from rlvr.trainer.field_rules import rule
+from rlvr.trainer.loggers import LOGGERS
+from rlvr.trainer.truncation import TRUNCATED_REWARDS
+
+# Choices declared with their keys. The modules that implement them import torch, which the schema (and `--help`)
+# must not: tests/test_field_rules.py holds each tuple equal to its implementation's.
+SCHEDULES = ("constant", "linear", "cosine")  # trainer/algos/update.py learning_rate_schedule
+WANDB_MODES = ("offline", "online", "disabled")  # wandb.init(mode=...)
+PARALLEL_STRATEGIES = ("none", "ddp", "fsdp2")  # trainer/distributed.py STRATEGIES
+REWARD_KINDS = ("env", "random", "format_only")  # trainer/experience/rewards.py control_rewards (env: none)
+SCREEN_MODES = ("zero", "drop_group")  # trainer/experience/rewards.py SCREEN_MODES
+DPO_LOSS_TYPES = ("sigmoid", "ipo")  # trainer/algos/dpo_loss.py LOSS_TYPES
+PAIR_STRATEGIES = ("best_vs_worst", "all")  # trainer/algos/pairs.py STRATEGIES
 
 
 # ---- algo: one schema per family, chosen by the preset's defaults list (conf/algo/NAME.yaml) ----------------
@@ -145,23 +157,24 @@ class DPOConfig(AlgoSchema):
     """dpo (dpo.py; conf/algo/dpo.yaml quotes each default's source)."""
 
     name: str = "dpo"
-    beta: float = 0.1
+    beta: float = field(default=0.1, metadata=rule(
+        gt=0, message="{key}={value}: DPO's beta (its temperature) must be > 0"))
     """DPO's temperature on the implicit reward (IPO's tau); not a KL weight."""
-    loss_type: str = "sigmoid"
+    loss_type: str = field(default="sigmoid", metadata=rule(choices=DPO_LOSS_TYPES))
     """sigmoid (DPO; cDPO with label_smoothing > 0) | ipo."""
-    label_smoothing: float = 0.0
+    label_smoothing: float = field(default=0.0, metadata=rule(ge=0, lt=0.5))
     """cDPO's probability that a preference label is flipped, in [0, 0.5)."""
-    pair_strategy: str = "all"
+    pair_strategy: str = field(default="all", metadata=rule(choices=PAIR_STRATEGIES))
     """all (every chosen x rejected, capped) | best_vs_worst (one per prompt)."""
-    max_pairs_per_prompt: int = 8
+    max_pairs_per_prompt: int = field(default=8, metadata=rule(ge=1))
     """The most pairs one prompt's group gives."""
-    min_margin: float = 0.0
+    min_margin: float = field(default=0.0, metadata=rule(ge=0))
     """A pair needs chosen reward - rejected reward >= this (and > 0)."""
     length_match: bool = False
     """Prefer pairs of similar completion length (against DPO's length bias)."""
-    dpo_updates_per_round: int = 1
+    dpo_updates_per_round: int = field(default=1, metadata=rule(ge=1))
     """Online: optimizer steps over each round's pairs."""
-    pairs_per_step: int = 64
+    pairs_per_step: int = field(default=64, metadata=rule(ge=1))
     """Offline (data=PATH): pairs per optimizer step."""
 
 
@@ -241,7 +254,8 @@ class WarmStartConfig:
     """Validation rows per check."""
     max_new_tokens: int | None = None
     """Validation decoding length; null: the env's, cut to the context."""
-    stop_on: str = "greedy"
+    stop_on: str = field(default="greedy", metadata=rule(choices=("greedy", "transcripts"),
+                                                         message="{key}={value!r} must be greedy or transcripts"))
     """The band's measure: greedy (validation accuracy) | transcripts.
 
     transcripts: teacher-forced tool transcripts, for a multi-turn tool environment (warm_start.py)."""
@@ -282,18 +296,19 @@ class ModelConfig:
     """Recompute activations in backward: less memory, more time.
 
     Hugging Face's gradient_checkpointing_enable with use_reentrant=False."""
-    autocast: str = "none"
+    autocast: str = field(default="none", metadata=rule(choices=("none", "bf16", "auto")))
     """none | bf16 | auto: forward passes under bf16 autocast, weights in float32.
 
     The optimizer stays in float32 too; allowed on CPU (slower there without bf16 units); trainer/models/model.py.
     auto: bf16 where the device computes bf16 in hardware (a CUDA GPU that reports it, a CPU with AVX512-BF16 or
     AMX), else none; the start log says which (trainer/device.py)."""
-    prompt_format: str = "chat"
+    prompt_format: str = field(default="chat", metadata=rule(choices=("chat", "plain")))
     """chat: the tokenizer's chat template | plain: the texts (base models).
 
     chat is refused for a tokenizer without a template; plain joins each message's text with a blank line.
     The template is saved with each checkpoint."""
-    kind: str = "base"
+    kind: str = field(default="base", metadata=rule(choices=("base", "instruct"), message=(
+        "{key}={value!r} must be base or instruct (which prompt the built-in environments give the model)")))
     """base | instruct: which prompt the built-in environments give the model.
 
     `env.prompt` follows it unless set (envs/base.py PromptStyle). tiny: base (its warm start's format);
@@ -308,7 +323,8 @@ class HFRolloutConfig:
     """rollout=hf: one prefill per prompt, its KV cache copied for G samples.
 
     The same samples and logprobs within 1e-5 (rollout/hf.py); false: generate prefills every copy."""
-    producer: str = "process"
+    producer: str = field(default="process", metadata=rule(choices=("process", "thread"),
+                                                           message="{key}={value!r} must be process or thread"))
     """Async, rollout=hf: process (a core of its own) | thread (shares GIL).
 
     process: a child process on a core of its own (rollout/hf_process.py); thread: a thread of the trainer's
@@ -320,9 +336,9 @@ class VLLMRolloutConfig:
     """`rollout.vllm.*`: vLLM's settings (rollout/vllm.py; the started servers of rollout=server take dtype and
     kv_cache_bytes)."""
 
-    gpu_memory_utilization: float = 0.3
+    gpu_memory_utilization: float = field(default=0.3, metadata=rule(gt=0, le=1))
     """vLLM: share of GPU memory it takes (weights + KV cache)."""
-    tensor_parallel_size: int = 1
+    tensor_parallel_size: int = field(default=1, metadata=rule(ge=1))
     """vLLM: GPUs each engine's model is split over."""
     enable_sleep_mode: bool = False
     """vLLM: free its GPU memory during the update (sleep, then wake)."""
@@ -334,7 +350,7 @@ class VLLMRolloutConfig:
     auto = on the CPU, sized to the run (its batch, or the held-out eval's if larger, at the model's full context);
     a number = bytes; null = vLLM's own (VLLM_CPU_KVCACHE_SPACE GiB, else gpu_memory_utilization of RAM). On a GPU
     auto leaves it to gpu_memory_utilization (rollout/kv_cache.py)."""
-    lora_sync: str = "merged"
+    lora_sync: str = field(default="merged", metadata=rule(choices=("merged", "adapter")))
     """With model.lora: merged (full weights) | adapter (rollout=vllm only).
 
     adapter pushes the adapter alone, served by vLLM's LoRA support. Measured: BENCHMARKS.md "LoRA sync"."""
@@ -366,16 +382,17 @@ class RolloutConfig:
 
     engine: str = "hf"
     """The engine: rollout=hf | vllm | server | auto (vllm if installed)."""
-    max_new_tokens: Optional[int] = None
+    max_new_tokens: Optional[int] = field(default=None, metadata=rule(ge=1, note="or null: the environment's default"))
     """Most tokens per completion; null: the environment's default.
 
     conf/rollout/*.yaml fill in the environment's default_max_new_tokens (and truncated_reward) when the run
     starts; given as null on the command line: the same."""
-    truncated_reward: Optional[str] = None
+    truncated_reward: Optional[str] = field(default=None, metadata=rule(
+        choices=TRUNCATED_REWARDS, note="or null: the environment's default"))
     """What a completion cut at max_new_tokens earns: zero | keep; null: env's."""
-    temperature: float = 1.0
+    temperature: float = field(default=1.0, metadata=rule(gt=0))
     """Sampling temperature (logprobs are computed at the same temperature)."""
-    top_p: float = 1.0
+    top_p: float = field(default=1.0, metadata=rule(gt=0, le=1))
     """Nucleus sampling: sample from the top-p probability mass; 1: off."""
     top_k: int = 0
     """Sample among the k likeliest tokens; 0: off."""
@@ -399,7 +416,7 @@ class RolloutConfig:
     refused at start, by name (rollout/generation_settings.py). Every sampling of the run gets them, evals too."""
     stop: list = field(default_factory=list)
     """Strings that end a completion early, e.g. ['</answer>']."""
-    importance_cap: Optional[float] = 2.0
+    importance_cap: Optional[float] = field(default=2.0, metadata=rule(ge=1, note="or null to turn the correction off"))
     """Truncated importance weight min(pi_trainer / pi_engine, cap); null: off."""
     seed_per_prompt: bool = True
     """A sampling seed per training prompt: vLLM samples alike at any scale.
@@ -407,12 +424,12 @@ class RolloutConfig:
     Keyed by the prompt's place in the step's draw: vLLM then samples the same completions at any world size and
     after a resume (generation speed within noise: BENCHMARKS.md). hf ignores it (one RNG per batch). false: vLLM
     samples from its engine seed."""
-    max_staleness: int = 0
+    max_staleness: int = field(default=0, metadata=rule(ge=0, note="0: the synchronous loop"))
     """Async rollouts: sample up to this many steps ahead; 0: synchronous.
 
     A producer samples and scores ahead of the trainer (experience/async_rollouts.py); a trained sample is at most
     this many policy versions old."""
-    async_timeout_s: float = 1800.0
+    async_timeout_s: float = field(default=1800.0, metadata=rule(gt=0))
     """With max_staleness > 0: the longest any wait for the producer may take."""
     hf: HFRolloutConfig = field(default_factory=HFRolloutConfig)
     """`rollout.hf.*`: what only rollout=hf reads."""
@@ -426,19 +443,19 @@ class RolloutConfig:
 class TrainLoopConfig:
     """`train.*`: the loop's length, each step's sizes, and how often it saves, evaluates and logs samples."""
 
-    steps: int = 200
+    steps: int = field(default=200, metadata=rule(ge=1))
     """Optimizer steps of the run (each samples a fresh batch)."""
-    prompts_per_step: int = 8
+    prompts_per_step: int = field(default=8, metadata=rule(ge=1))
     """Prompts drawn per step."""
     completions_per_prompt: int = 8
     """Completions sampled per prompt: the group size G."""
-    micro_batch_size: int = 64
+    micro_batch_size: int = field(default=64, metadata=rule(ge=1))
     """Completions per forward/backward; a step accumulates over micro-batches."""
-    logprob_chunk_tokens: int = 0
+    logprob_chunk_tokens: int = field(default=0, metadata=rule(ge=0, note="0: off"))
     """> 0: vocabulary log-softmax this many tokens at a time; 0: all at once.
 
     Never holds the float32 [tokens, vocab] matrix (trainer/models/chunked_logprobs.py)."""
-    max_tokens_per_micro_batch: int = 0
+    max_tokens_per_micro_batch: int = field(default=0, metadata=rule(ge=0, note="0: off"))
     """> 0: micro-batches of this many tokens, not micro_batch_size rows.
 
     Rows sorted by length; the same loss and gradient, less padding computed (trainer/algos/token_budget.py)."""
@@ -451,7 +468,7 @@ class TrainLoopConfig:
     """Where the policy trains: auto (GPU if any, else CPU) | cpu | cuda[:N].
 
     The reference and critic go there too (trainer/device.py)."""
-    save_every: int = 100
+    save_every: int = field(default=100, metadata=rule(ge=1))
     """Steps between checkpoints (the last step is always saved)."""
     push_to_hub: bool = False
     """Upload each checkpoint to the Hub repo hub_model_id (TRL's every_save).
@@ -462,14 +479,33 @@ class TrainLoopConfig:
     """With push_to_hub: the repo, owner/name or name; null: the run directory's name."""
     hub_private_repo: Optional[bool] = None
     """With push_to_hub: create the repo private; null: the Hub's default."""
-    eval_every: int = 50
+    eval_every: int = field(default=50, metadata=rule(ge=1))
     """Steps between held-out greedy evals (the last step always has one)."""
-    eval_prompts: int = 200
+    eval_prompts: int = field(default=200, metadata=rule(ge=1))
     """Test prompts in each held-out eval (capped at the env's test split)."""
     logged_prompts_per_step: int = 2
     """Prompts whose completions go to samples.jsonl each step.
 
     Was train.samples_per_step."""
+
+
+@dataclass
+class RewardConfig:
+    """`reward.*`: what the trainer does with the environment's reward (conf/reward/*.yaml, experience/rewards.py).
+
+    `reward=random` and `reward=format_only` are the control presets (rewards.py, stage 3). This section is here,
+    not in a file of its own, so that every key of `rlvr train` has its type, default, meaning and rule in this one
+    file. (`sandbox.*`, SandboxConfig, stays in rlvr/sandboxes/hosts.py: `rlvr eval` and `rlvr verify`
+    carry the same block, and verifiers/batch.py, a floor below the trainer, cannot import this module.)"""
+
+    kind: str = field(default="env", metadata=rule(choices=REWARD_KINDS))
+    """The reward: reward=env (the env's verifiers) | random | format_only."""
+    rate: float = field(default=0.5, metadata=rule(ge=0, le=1))
+    """reward=random: the probability of reward 1 per completion."""
+    screen: bool = False
+    """true: completions with hack signatures are screened (experience/rewards.py)."""
+    screen_mode: str = field(default="zero", metadata=rule(choices=SCREEN_MODES))
+    """With screen: zero (the flagged completion) | drop_group (its group)."""
 
 
 @dataclass
@@ -496,7 +532,7 @@ class CurriculumConfig:
 class OptimConfig:
     """`optim.*`: AdamW and its learning-rate schedule."""
 
-    lr: float = 1e-4
+    lr: float = field(default=1e-4, metadata=rule(gt=0))
     """Learning rate (a preset may set its own)."""
     weight_decay: float = 0.0
     """AdamW's decoupled weight decay."""
@@ -506,7 +542,7 @@ class OptimConfig:
     """Gradients are clipped to this global norm."""
     warmup_steps: int = 0
     """Steps of linear learning-rate warmup from 0."""
-    schedule: str = "constant"
+    schedule: str = field(default="constant", metadata=rule(choices=SCHEDULES))
     """LR after warmup: constant | linear | cosine (to 0 at the last step)."""
 
 
@@ -518,7 +554,7 @@ class WandbConfig:
     """Weights & Biases project."""
     entity: Optional[str] = None
     """Weights & Biases team or user; null: your default."""
-    mode: str = "offline"
+    mode: str = field(default="offline", metadata=rule(choices=WANDB_MODES))
     """offline (no network; `wandb sync` later) | online | disabled."""
 
 
@@ -526,7 +562,7 @@ class WandbConfig:
 class StrategyConfig:
     """`trainer.*`: how the run is spread over processes."""
 
-    strategy: str = "none"
+    strategy: str = field(default="none", metadata=rule(choices=PARALLEL_STRATEGIES))
     """none: one process | ddp | fsdp2: data parallel under torchrun.
 
     Which algorithms run under which: trainer/algos/table.py's `strategies` (trainer/distributed.py)."""
@@ -544,7 +580,7 @@ class RunConfig:
     train: TrainLoopConfig = field(default_factory=TrainLoopConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
     trainer: StrategyConfig = field(default_factory=StrategyConfig)
-    reward: RewardConfig = field(default_factory=RewardConfig)  # conf/reward/*.yaml, trainer/reward_config.py
+    reward: RewardConfig = field(default_factory=RewardConfig)  # conf/reward/*.yaml
     curriculum: CurriculumConfig = field(default_factory=CurriculumConfig)  # trainer/curriculum.py
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)  # Docker engines for code (rlvr.sandboxes.hosts)
     seed: int = 0
@@ -559,7 +595,7 @@ class RunConfig:
     """Torch CPU threads: auto (1 under 10M parameters, else every core) | N | 0 (torch's default: every core)."""
     data: Optional[str] = None
     """algo=dpo: a scored-completions JSONL (rlvr eval's) for offline DPO; algo=sft: prompt/completion rows."""
-    logger: list = field(default_factory=list)
+    logger: list = field(default_factory=list, metadata=rule(choices=LOGGERS, each=True))
     """Besides metrics.jsonl, any of: tensorboard, wandb (trainer/loggers.py)."""
     wandb: WandbConfig = field(default_factory=WandbConfig)
 

@@ -51,7 +51,6 @@ from rlvr.trainer.models.lora import engine_weights, for_engine, lora_on
 from rlvr.trainer.models.model import (build_policy, build_reference, load_tokenizer, resolve_model_path,
                                        resumed_base_path)
 from rlvr.trainer.models.packing import check_packing
-from rlvr.trainer.reward_config import check_reward_config
 from rlvr.trainer.rollout.factory import build_engine, engine_choice, engine_class, resolve_kind
 from rlvr.trainer.rollout.generation_settings import generation_settings
 from rlvr.trainer.rollout.prompts import prompt_lengths
@@ -162,7 +161,6 @@ def _check_environment(cfg, env, world_size: int):
     """The checks that need the environment; resolves the rollout lengths it sets. Returns the curriculum (or None)."""
     validate_multi_turn(cfg, env)
     resolve_rollout_lengths(cfg.rollout, env)  # null: the environment's length and truncation rule
-    check_reward_config(cfg.reward)
     curriculum = build_curriculum(cfg, env, build_env, world_size)  # None unless curriculum.enabled
     if cfg.algo.get("overlong_buffer", 0) >= cfg.rollout.max_new_tokens:  # a key of the policy-gradient family
         raise ConfigError(f"algo.overlong_buffer={cfg.algo.overlong_buffer} must be < rollout.max_new_tokens="

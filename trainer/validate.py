@@ -1,4 +1,10 @@
-"""Checks of `rlvr train`'s config that the schema's types cannot express; each names the field."""
+"""Checks of `rlvr train`'s config that the schema's types cannot express; each names the field.
+
+A rule on one key's value (a range, a set of choices) lives on that key's field in trainer/config.py and is checked
+by one walk (`check_fields`, trainer/field_rules.py), which also lets `--help` show it. What is here spans several
+keys (or the machine, a file, the algorithm table), one function per section: rollout, train, model, DPO, strategy.
+The few single-key checks left here say why they are not on their field.
+"""
 
 from __future__ import annotations
 
@@ -6,67 +12,56 @@ import difflib
 from pathlib import Path
 
 from rlvr.trainer.algo_keys import unread_algo_keys, validate_algo
-from rlvr.trainer.config import RolloutConfig, unknown_keys
+from rlvr.trainer.config import RolloutConfig, RunConfig, unknown_keys
 from rlvr.trainer.device import resolve_device
-from rlvr.trainer.truncation import TRUNCATED_REWARDS
+from rlvr.trainer.field_rules import check_fields
 from rlvr.errors import ConfigError
 from rlvr.envs.multi_turn import is_multi_turn
 
 from rlvr.trainer.algos.table import ALGORITHMS
-from rlvr.trainer.distributed import STRATEGIES as PARALLEL_STRATEGIES
 from rlvr.trainer.algos.dpo_data import read_scored_completions
-from rlvr.trainer.algos.dpo_loss import LOSS_TYPES
-from rlvr.trainer.loggers import LOGGERS
-from rlvr.trainer.algos.pairs import STRATEGIES
 from rlvr.trainer.rollout.factory import CHOICES as ENGINES
 from rlvr.trainer.rollout.factory import GROUPS as ENGINE_GROUPS
 from rlvr.trainer.rollout.generation_settings import check_generation_settings
 from rlvr.trainer.threads import check_threads
 
-SCHEDULES = ("constant", "linear", "cosine")
-WANDB_MODES = ("offline", "online", "disabled")
+
+def need(ok: bool, message: str) -> None:
+    if not ok:
+        raise ConfigError(message)
 
 
 def validate_train_config(cfg) -> None:
-    def need(ok: bool, message: str) -> None:
-        if not ok:
-            raise ConfigError(message)
-
+    """Every check before any work: each key's own rule (on its field), then the rules across keys, by section."""
     need(cfg.algo.name in ALGORITHMS,
          f"algo.name={cfg.algo.name!r} is not available; choose one of {', '.join(ALGORITHMS)}")
+    check_fields(cfg, RunConfig)  # each key's own rule: its range or choices, on its field (trainer/config.py)
     validate_algo(cfg)  # per family (trainer/algo_keys.py)
-    check_threads(cfg.threads)
+    check_threads(cfg.threads)  # `threads`: auto | N | 0, read by trainer/threads.py
+    _validate_rollout(cfg)
+    _validate_train(cfg)
+    _validate_model(cfg)
+    _validate_dpo(cfg)
+    _validate_strategy(cfg)
+    _refuse_unread_keys(cfg)
+
+
+def _validate_rollout(cfg) -> None:
+    """`rollout.*`: the engine, its generation settings and groups, asynchronous rollouts, LoRA adapter sync."""
+    # The engine's choices are the rows of the engine table (rollout/factory.py: a new engine is a row there), whose
+    # module imports torch; the schema imports none (`--help` stays fast), so this one choice is checked here.
     need(cfg.rollout.engine in ENGINES, f"rollout.engine={cfg.rollout.engine!r}; choose one of {', '.join(ENGINES)}")
-    need(cfg.rollout.max_new_tokens is None or cfg.rollout.max_new_tokens >= 1,
-         f"rollout.max_new_tokens={cfg.rollout.max_new_tokens} must be >= 1 (or null: the environment's default)")
-    need(cfg.rollout.truncated_reward in (None, *TRUNCATED_REWARDS),
-         f"rollout.truncated_reward={cfg.rollout.truncated_reward!r}; choose one of {', '.join(TRUNCATED_REWARDS)} "
-         f"(or null: the environment's default)")
-    need(cfg.rollout.temperature > 0, f"rollout.temperature={cfg.rollout.temperature} must be > 0")
-    need(0 < cfg.rollout.top_p <= 1, f"rollout.top_p={cfg.rollout.top_p} must be in (0, 1]")
-    # repetition_penalty > 0, 0 <= min_p <= 1, generation_kwargs' keys for the engine (auto: once resolved)
+    # repetition_penalty > 0, 0 <= min_p <= 1, generation_kwargs' keys for the engine (auto: once resolved); the same
+    # function checks `rlvr eval`'s rollout, and the engine factory's options
     check_generation_settings(cfg.rollout.engine, cfg.rollout)
-    need(cfg.rollout.importance_cap is None or cfg.rollout.importance_cap >= 1,
-         f"rollout.importance_cap={cfg.rollout.importance_cap} must be >= 1 (or null to turn the correction off)")
     validate_async(cfg, need)
     validate_lora_sync(cfg, need)  # before the groups' rule: its messages say more about lora_sync
     validate_engine_groups(cfg)
-    need(0 < cfg.rollout.vllm.gpu_memory_utilization <= 1,
-         f"rollout.vllm.gpu_memory_utilization={cfg.rollout.vllm.gpu_memory_utilization} must be in (0, 1]")
-    need(cfg.rollout.vllm.tensor_parallel_size >= 1,
-         f"rollout.vllm.tensor_parallel_size={cfg.rollout.vllm.tensor_parallel_size} must be >= 1")
-    for name in cfg.logger:
-        need(name in LOGGERS, f"logger={list(cfg.logger)}: unknown logger {name!r}; choose some of {', '.join(LOGGERS)}")
-    need(cfg.wandb.mode in WANDB_MODES, f"wandb.mode={cfg.wandb.mode!r}; choose one of {', '.join(WANDB_MODES)}")
-    need(cfg.optim.schedule in SCHEDULES, f"optim.schedule={cfg.optim.schedule!r}; choose one of {', '.join(SCHEDULES)}")
-    need(cfg.optim.lr > 0, f"optim.lr={cfg.optim.lr} must be > 0")
+
+
+def _validate_train(cfg) -> None:
+    """`train.*` against the algorithm and against each other; `train.device` against this machine."""
     train = cfg.train
-    for name in ("steps", "prompts_per_step", "micro_batch_size", "save_every", "eval_every", "eval_prompts"):
-        need(train[name] >= 1, f"train.{name}={train[name]} must be >= 1")
-    need(train.logprob_chunk_tokens >= 0,
-         f"train.logprob_chunk_tokens={train.logprob_chunk_tokens} must be >= 0 (0: off)")
-    need(train.max_tokens_per_micro_batch >= 0,
-         f"train.max_tokens_per_micro_batch={train.max_tokens_per_micro_batch} must be >= 0 (0: off)")
     row = ALGORITHMS[cfg.algo.name]
     need(train.max_tokens_per_micro_batch == 0 or not row.whole_distributions,
          f"train.max_tokens_per_micro_batch={train.max_tokens_per_micro_batch}: algo={cfg.algo.name} takes its own "
@@ -85,22 +80,27 @@ def validate_train_config(cfg) -> None:
     need(train.micro_batch_size >= completions or completions % train.micro_batch_size == 0,
          f"train.micro_batch_size={train.micro_batch_size} must divide prompts_per_step x completions_per_prompt "
          f"= {completions}")
+
+
+def _validate_model(cfg) -> None:
+    """`model.*`: a model to load, the warm start's band, LoRA's settings (each checked only when LoRA is on)."""
     need(cfg.model.name == "tiny" or bool(cfg.model.name_or_path),
          f"model.name_or_path is required for model={cfg.model.name!r} (a local directory or Hub name)")
-    need(cfg.model.kind in ("base", "instruct"), f"model.kind={cfg.model.kind!r} must be base or instruct (which "
-         f"prompt the built-in environments give the model)")
     path = str(cfg.model.name_or_path or "")
     need(not _looks_local(path) or Path(path).expanduser().exists(),
          f"model.name_or_path={path}: no such {'file' if path.endswith('.gguf') else 'directory'} (give a local Hugging Face model directory, a .gguf "
          f"file, a packaged model such as smollm2, or a Hub name such as Qwen/Qwen2.5-0.5B-Instruct)")
-    band = list(cfg.model.warm_start.target_accuracy)
+    band = list(cfg.model.warm_start.target_accuracy)  # one key, but a rule between its two items
     need(len(band) == 2 and 0 <= band[0] <= band[1] <= 1,
          f"model.warm_start.target_accuracy={band} must be [low, high] with 0 <= low <= high <= 1")
-    need(cfg.model.warm_start.stop_on in ("greedy", "transcripts"),
-         f"model.warm_start.stop_on={cfg.model.warm_start.stop_on!r} must be greedy or transcripts")
-    _validate_dpo(cfg)
-    _validate_strategy(cfg)
-    _refuse_unread_keys(cfg)
+    lora = cfg.model.lora
+    if lora.r < 0 or (lora.r > 0 and (lora.alpha <= 0 or not 0 <= lora.dropout < 1 or not lora.target_modules)):
+        raise ConfigError(f"model.lora: r={lora.r} must be >= 0 (0: off) and, when on, alpha={lora.alpha} > 0, "
+                          f"dropout={lora.dropout} in [0, 1) and target_modules={list(lora.target_modules)} non-empty")
+    from rlvr.trainer.models.lora import peft_config
+
+    if lora.get("peft"):  # a passed-through peft.LoraConfig: refused at start, naming peft's reason
+        peft_config(lora)
 
 
 def _refuse_unread_keys(cfg) -> None:
@@ -124,8 +124,6 @@ def _looks_local(path: str) -> bool:
 def _validate_strategy(cfg) -> None:
     """`trainer.strategy` (trainer/distributed.py): which algorithms run data parallel; `model.lora` with it."""
     strategy = cfg.trainer.strategy
-    if strategy not in PARALLEL_STRATEGIES:
-        raise ConfigError(f"trainer.strategy={strategy!r}; choose one of {', '.join(PARALLEL_STRATEGIES)}")
     runs_under = ALGORITHMS[cfg.algo.name].strategies
     if strategy != "none" and strategy not in runs_under:
         supported = [name for name, algorithm in ALGORITHMS.items() if strategy in algorithm.strategies]
@@ -135,19 +133,9 @@ def _validate_strategy(cfg) -> None:
     if strategy != "none" and ALGORITHMS[cfg.algo.name].build_critic and cfg.algo.critic != "head":
         raise ConfigError(f"algo.critic={cfg.algo.critic} with trainer.strategy={strategy}: under torchrun PPO runs "
                           "with algo.critic=head (the separate critic model is one-process only)")
-    if cfg.model.prompt_format not in ("chat", "plain"):
-        raise ConfigError(f"model.prompt_format={cfg.model.prompt_format!r}; choose one of chat, plain")
-    if cfg.model.autocast not in ("none", "bf16", "auto"):
-        raise ConfigError(f"model.autocast={cfg.model.autocast!r}; choose one of none, bf16, auto")
-    lora = cfg.model.lora
-    if lora.r < 0 or (lora.r > 0 and (lora.alpha <= 0 or not 0 <= lora.dropout < 1 or not lora.target_modules)):
-        raise ConfigError(f"model.lora: r={lora.r} must be >= 0 (0: off) and, when on, alpha={lora.alpha} > 0, "
-                          f"dropout={lora.dropout} in [0, 1) and target_modules={list(lora.target_modules)} non-empty")
-    from rlvr.trainer.models.lora import lora_on, peft_config
+    from rlvr.trainer.models.lora import lora_on
 
-    if lora.get("peft"):  # a passed-through peft.LoraConfig: refused at start, naming peft's reason
-        peft_config(lora)
-    if lora_on(lora) and strategy == "fsdp2":
+    if lora_on(cfg.model.lora) and strategy == "fsdp2":
         raise ConfigError("model.lora.r > 0 runs with trainer.strategy=none or ddp, not fsdp2 (frozen base "
                           "weights and adapters in one FSDP unit are not supported here)")
 
@@ -170,18 +158,9 @@ def _validate_dpo(cfg) -> None:
             raise ConfigError(f"data={cfg.data} (offline preference or SFT data) is read only by algo={readers}, "
                               f"not algo={algo.name}")
         return
-    checks = [
-        (algo.beta > 0, f"algo.beta={algo.beta}: DPO's beta (its temperature) must be > 0"),
-        (algo.loss_type in LOSS_TYPES, f"algo.loss_type={algo.loss_type!r}; choose one of {', '.join(LOSS_TYPES)}"),
-        (0 <= algo.label_smoothing < 0.5, f"algo.label_smoothing={algo.label_smoothing} must be in [0, 0.5)"),
+    checks = [  # each of DPOConfig's keys has its own range or choices on its field (trainer/config.py)
         (algo.label_smoothing == 0 or algo.loss_type == "sigmoid",
          f"algo.label_smoothing={algo.label_smoothing} (cDPO) applies to algo.loss_type=sigmoid, not {algo.loss_type!r}"),
-        (algo.pair_strategy in STRATEGIES,
-         f"algo.pair_strategy={algo.pair_strategy!r}; choose one of {', '.join(STRATEGIES)}"),
-        (algo.max_pairs_per_prompt >= 1, f"algo.max_pairs_per_prompt={algo.max_pairs_per_prompt} must be >= 1"),
-        (algo.min_margin >= 0, f"algo.min_margin={algo.min_margin} must be >= 0"),
-        (algo.dpo_updates_per_round >= 1, f"algo.dpo_updates_per_round={algo.dpo_updates_per_round} must be >= 1"),
-        (algo.pairs_per_step >= 1, f"algo.pairs_per_step={algo.pairs_per_step} must be >= 1"),
         (bool(cfg.data) or cfg.train.completions_per_prompt >= 2,
          f"train.completions_per_prompt={cfg.train.completions_per_prompt}: online algo=dpo needs >= 2 "
          f"(pairs come from one prompt's completions)"),
@@ -229,7 +208,6 @@ def validate_engine_groups(cfg) -> None:
 def validate_lora_sync(cfg, need) -> None:
     """`rollout.vllm.lora_sync` (rollout/vllm.py): adapter sync needs adapters and the colocated vLLM engine."""
     mode = cfg.rollout.vllm.lora_sync
-    need(mode in ("merged", "adapter"), f"rollout.vllm.lora_sync={mode!r}; choose one of merged, adapter")
     if mode == "merged":
         return
     from rlvr.trainer.models.lora import adapter_sync_refusal, lora_on
@@ -248,10 +226,6 @@ def validate_lora_sync(cfg, need) -> None:
 def validate_async(cfg, need) -> None:
     """`rollout.max_staleness > 0` (experience/async_rollouts.py): only where stale samples are corrected."""
     k = cfg.rollout.max_staleness
-    need(k >= 0, f"rollout.max_staleness={k} must be >= 0 (0: the synchronous loop)")
-    need(cfg.rollout.async_timeout_s > 0, f"rollout.async_timeout_s={cfg.rollout.async_timeout_s} must be > 0")
-    need(cfg.rollout.hf.producer in ("process", "thread"),
-         f"rollout.hf.producer={cfg.rollout.hf.producer!r} must be process or thread")
     if k == 0:
         return
     need(ALGORITHMS[cfg.algo.name].corrects_staleness,

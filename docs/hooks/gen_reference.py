@@ -4,7 +4,8 @@
   links to other files of the repository turned into plain names, so the front page has one source.
 - `reference/configuration.md`: every key of `rlvr train`, `rlvr eval` and `rlvr verify` with its default and its
   meaning, from the functions `rlvr train --help all` prints with (rlvr/help.py: the meaning is the docstring under
-  the key's field in the schema), so the page cannot say other than the command does.
+  the key's field in the schema, then its rule from the field's metadata), so the page cannot say other than the
+  command does.
 - `reference/api/...`: one page per module, found by walking the package tree as it is installed (pyproject.toml's
   `package-dir` maps `rlvr.envs` to `envs/` and so on), so a module added or moved needs no edit here; the pages
   show the modules' docstrings (mkdocstrings reads the source, it imports nothing), from the folder
@@ -95,7 +96,7 @@ def _register_schemas(command: str) -> None:
 def _table(rows, docs, heading: str) -> list[str]:
     out = [heading, "", "| key | default | meaning |", "|---|---|---|"]
     for row in rows:
-        meaning = docs.get(row.key) or row.meaning
+        meaning = f"{docs.get(row.key) or row.meaning} {row.rule}".strip()  # the field's rule, as --help shows it
         out.append(f"| {_code(row.key)} | {_code(row.default)} | {_cell(meaning)} |")
     return out + [""]
 
@@ -109,7 +110,8 @@ def configuration_page() -> str:
         "Every key of `rlvr train`, `rlvr eval` and `rlvr verify`, with its default and its meaning. This page is",
         "generated when the site is built, by the same functions that print `rlvr train --help all`: each meaning is",
         "the docstring under the key's field in the command's schema (an environment's keys: the comments of its",
-        "YAML), so it says what the installed code says. Defaults are those of the command with no overrides;",
+        "YAML), followed by the value's rule where its field has one (`(>= 1)`: the check the command makes), so it",
+        "says what the installed code says. Defaults are those of the command with no overrides;",
         "`rlvr train --help GROUP=OPTION` prints them under a preset, as the preset tables below do.",
         "",
         "A key is set on the command line as `key=value` (Hydra's syntax: lists as `'key=[a,b]'`); a misspelt key,",

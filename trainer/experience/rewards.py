@@ -23,7 +23,7 @@ order it runs. `score_round` runs stages 1-4 on each sampling round; collect.py 
        format_only  the reward of the environment's `format` component alone (1 when the format is right)
      `rlvr eval 'models=[REAL/checkpoints/step_N,CONTROL/checkpoints/step_N]'` shows the two side by side, the
      control's row marked `(reward=random)` (its run's config.yaml; trainer/evaluation/specs.py).
-  4. Screening (`reward.screen=true`, trainer/reward_config.py) of completions a verifier flagged in
+  4. Screening (`reward.screen=true`, trainer/config.py RewardConfig) of completions a verifier flagged in
      `details["hacks"]` (metrics.py logs the rates): `reward.screen_mode=zero` gives each flagged completion
      reward 0; `drop_group` marks every completion of a group with a flagged one (reward 0 too), and the step
      then removes those groups from the batch (`without_dropped_groups`, called by collect.py): they count in no baseline,
