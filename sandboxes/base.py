@@ -3,7 +3,7 @@
 `program` is Python source, run as `python3 main.py` in an empty, private working directory with
 `stdin` on its standard input. With a `Checker`, a second, trusted program runs beside it under
 another user and talks to it over two pipes; the checker's verdict comes back in
-`Execution.verdict` through a channel the program never holds (see agent.py). Backends: `docker` (default; see docker_backend.py for what it
+`Execution.verdict` through a channel the program never holds (see agent/supervisor.py). Backends: `docker` (default; see docker_backend.py for what it
 enforces) and `local` (namespaces and rlimits, for machines without Docker; weaker, see
 sandboxes/README.md), built by name in factory.py. Nothing here imports a backend, verifiers, envs
 or the trainer.
@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, replace
 from importlib.resources import files
 from typing import Any, Protocol
 
-from rlvr.sandboxes.agent_clock import BACKSTOP
+from rlvr.sandboxes.agent.clock import BACKSTOP
 
 MiB = 1 << 20
 STDERR_CAP = 64 * 1024  # a supervisor's own stderr kept on the host; past it the sandbox is dirty
@@ -25,7 +25,7 @@ HOST_GRACE_S = 10.0  # beyond a run's longest time, for the supervisor to kill, 
 
 def host_timeout_s(limits: Limits) -> float:
     """How long the host waits for a supervisor's reply before it kills the sandbox: the run clock's backstop
-    (agent_clock.py: BACKSTOP x wall_s, or deadline_s when sooner, however long the run waited) plus HOST_GRACE_S."""
+    (agent/clock.py: BACKSTOP x wall_s, or deadline_s when sooner, however long the run waited) plus HOST_GRACE_S."""
     return min(BACKSTOP * limits.wall_s, limits.deadline_s or float("inf")) + HOST_GRACE_S
 
 
@@ -46,7 +46,7 @@ class ExecStatus(str, enum.Enum):
     """How a run ended. EXITED means the program ended on its own (any exit code, or a signal)."""
 
     EXITED = "exited"
-    TIMEOUT = "timeout"  # CPU time, or wall time not spent waiting for a CPU (agent_clock.py)
+    TIMEOUT = "timeout"  # CPU time, or wall time not spent waiting for a CPU (agent/clock.py)
     MEMORY_LIMIT = "memory_limit"
     OUTPUT_LIMIT = "output_limit"  # stdout/stderr past the cap, or a file past the size/disk cap
     ERROR = "error"  # the sandbox itself failed; says nothing about the program
@@ -60,7 +60,7 @@ class Limits:
     containers per distinct triple; the rest apply per run.
     """
 
-    wall_s: float = 10.0  # time not spent waiting for a CPU; any run ends at BACKSTOP x this (agent_clock.py)
+    wall_s: float = 10.0  # time not spent waiting for a CPU; any run ends at BACKSTOP x this (agent/clock.py)
     cpu_s: float = 10.0  # the program's CPU time, its processes summed, not the checker's (and RLIMIT_CPU on each)
     memory_bytes: int = 512 * MiB  # address space of the program; the container gets this + agent headroom
     output_bytes: int = 1 * MiB  # each of stdout and stderr
@@ -137,12 +137,12 @@ _AGENT_SOURCE: str | None = None
 
 
 def agent_source() -> str:
-    """The supervisor as one program for `python3 -c`: agent_reset.py's source, agent_clock.py's, agent_process.py's,
-    then agent.py's."""
+    """The supervisor as one program for `python3 -c`: the sources of the agent package's reset.py, counters.py,
+    clock.py, process.py, then supervisor.py (agent/__init__.py says why in that order)."""
     global _AGENT_SOURCE
     if _AGENT_SOURCE is None:
-        folder = files("rlvr.sandboxes")
-        parts = ("agent_reset.py", "agent_counters.py", "agent_clock.py", "agent_process.py", "agent.py")
+        folder = files("rlvr.sandboxes.agent")
+        parts = ("reset.py", "counters.py", "clock.py", "process.py", "supervisor.py")
         _AGENT_SOURCE = "\n\n".join(folder.joinpath(name).read_text() for name in parts)
     return _AGENT_SOURCE
 

@@ -1,4 +1,4 @@
-"""The run clock counts all of a run (sandboxes/agent_clock.py; issue 50, class 3): CPU spent where the program
+"""The run clock counts all of a run (sandboxes/agent/clock.py; issue 50, class 3): CPU spent where the program
 hides it is still CPU, waiting the program makes for itself is not waiting for the machine, and a tool call
 cannot outlast the turn's tool-time budget it started in.
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from rlvr.sandboxes.agent_clock import BACKSTOP
+from rlvr.sandboxes.agent.clock import BACKSTOP
 from rlvr.sandboxes.base import ExecStatus, Limits, MiB
 from rlvr.sandboxes.session import PythonSession
 
@@ -142,7 +142,7 @@ def _fake_run(monkeypatch, probe: float, reaped=lambda k: 0.0, ticks=100, tick=N
     reports), with the supervisor's probe measuring `probe` of its own time waiting, and `reaped(k)` CPU seconds
     reaped by init at tick k; no cgroup. Returns the tick at which the clock ends the run (None: not in `ticks`).
     `sample=False` keeps the caller's `_task_sample`, which reads the tick number from `tick`."""
-    from rlvr.sandboxes import agent_clock
+    from rlvr.sandboxes.agent import clock as agent_clock  # `clock` is the RunClock below
 
     tick = tick if tick is not None else [0]
     monkeypatch.setattr(agent_clock, "_cgroup_cpu_file", lambda me: None)
@@ -177,7 +177,7 @@ def test_waiting_that_reaches_run_delay_in_lumps_is_credited_in_full(monkeypatch
     waits 0.9 of its time. Capped over the run, all of it is credited: after 60 ticks (6 s) 6 - 5.4 = 0.6 s counts
     against the 1 s wall limit, the 10% it ran. Capped per tick (before), each 0.135 lost 0.045: 0.0325 s counted
     per tick and the run ended at tick 31, a timeout load had caused (CI, 2026-12-07: 0.6 s of CPU, 7.7 s)."""
-    from rlvr.sandboxes import agent_clock
+    from rlvr.sandboxes.agent import clock as agent_clock  # `clock` is the RunClock below
 
     delay = lambda k: 0.18 * (k // 2) + (0.045 if k % 2 else 0.0)  # run_delay at tick k
     tick = [0]

@@ -1,4 +1,4 @@
-"""The supervisor's per-run wipe (sandboxes/agent_reset.py) on hostile trees, run on the host.
+"""The supervisor's per-run wipe (sandboxes/agent/reset.py) on hostile trees, run on the host.
 
 Properties: it never raises; it empties what it can reach; it never follows a link out of the
 directory it wipes; past its depth or entry budget it says False (the sandbox is then replaced).
@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 
 import pytest
-from rlvr.sandboxes import agent_reset
-from rlvr.sandboxes.agent_reset import (
+from rlvr.sandboxes.agent import reset
+from rlvr.sandboxes.agent.reset import (
     WIPE_MAX_DEPTH,
     WIPE_MAX_ENTRIES,
     _changed_roots,
@@ -75,7 +75,7 @@ def test_a_1100_deep_chain_is_refused_without_raising(tmp_path):
 
 def test_too_many_entries_is_refused(tmp_path, monkeypatch):
     assert WIPE_MAX_ENTRIES >= 1000
-    monkeypatch.setattr(agent_reset, "WIPE_MAX_ENTRIES", 50)  # the same budget check, 50 files instead of 20,000
+    monkeypatch.setattr(reset, "WIPE_MAX_ENTRIES", 50)  # the same budget check, 50 files instead of 20,000
     for i in range(60):
         (tmp_path / str(i)).touch()
     assert _wipe(str(tmp_path)) is False

@@ -1,7 +1,7 @@
-"""Per-run state reset for the sandbox supervisor (agent.py): what one run leaves, the next must not see.
+"""Per-run state reset for the sandbox supervisor (supervisor.py): what one run leaves, the next must not see.
 
 Standard library only, no rlvr imports, no `from __future__`: base.agent_source() sends this
-file's source into the sandbox followed by agent_clock.py's, agent_process.py's and agent.py's. After every run the
+file's source into the sandbox followed by clock.py's, process.py's and supervisor.py's. After every run the
 workdir root, /tmp and /dev/shm are emptied and POSIX message queues unlinked; SysV IPC objects
 (which the supervisor, without CAP_SYS_ADMIN, may not remove), shared memory charged to the
 sandbox's memory cgroup above the level at start, any tree the bounded wipe could not remove, and
@@ -189,7 +189,7 @@ def _shmem_bytes() -> int:
 
 def _cgroup_count(places) -> int:
     """The first readable count among (cgroup file, key) places (a "key value" line, cgroup v2 then v1), 0 when
-    none is readable: the one reader of the memory cgroup's flat-keyed files (agent.py's OOM-kill count too)."""
+    none is readable: the one reader of the memory cgroup's flat-keyed files (supervisor.py's OOM-kill count too)."""
     for path, key in places:
         try:
             with open(path) as f:

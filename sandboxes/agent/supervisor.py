@@ -1,7 +1,7 @@
 """The supervisor that runs inside a sandbox: reads jobs, runs each program under limits, reports.
 
 Standard library only and no rlvr imports: both backends start it as `python3 -I -S -c SOURCE
-CONFIG` (SOURCE = base.agent_source(): agent_reset.py, agent_clock.py, agent_process.py, then this file),
+CONFIG` (SOURCE = base.agent_source(): reset.py, clock.py, process.py, then this file),
 Docker inside the container, the local backend inside fresh namespaces. One JSON line
 in (job id, program, stdin, limits, optional checker) -> one JSON line out (the same job id,
 stdout, stderr, exit code, status, wall and CPU seconds, peak memory, the checker's verdict),
@@ -17,14 +17,14 @@ the program talk only over two pipes (checker fd 4 -> program fd 3, program fd 4
 the checker writes its verdict to its fd 5, which the program never has, and the supervisor
 returns what arrived there as `verdict`. The checker's input (the tests) arrives on its stdin.
 
-Per job: the program is written to a fresh run directory (agent_reset.RUN_DIR) under the workdir root, which
-belongs to root (agent_reset.py: the program owns no inode that outlives its run), and run there
+Per job: the program is written to a fresh run directory (reset.RUN_DIR) under the workdir root, which
+belongs to root (reset.py: the program owns no inode that outlives its run), and run there
 as `python3 -I -B main.py` in a new session with rlimits (CPU, address space, file size, open
 files, processes where asked) and an oom_score_adj of 1000. Its time limits are the run clock's
-(agent_clock.py: CPU time, and wall time not spent waiting for a CPU, with a backstop); output
+(clock.py: CPU time, and wall time not spent waiting for a CPU, with a backstop); output
 beyond the cap kills the job. With a checker, the job ends when the checker exits. Afterwards every
 other process is killed (`kill(-1, SIGKILL)` over the PID namespace) and per-run state is reset
-(agent_reset.py: the workdir root, /tmp and /dev/shm emptied and their own inodes checked, POSIX
+(reset.py: the workdir root, /tmp and /dev/shm emptied and their own inodes checked, POSIX
 message queues removed); SysV IPC objects left behind, shared memory above the level at start, a
 tree the bounded wipe cannot remove, a changed root inode, or a surviving process set `dirty` in
 the reply, which tells the host to replace the sandbox. Clean-up never raises.
@@ -42,11 +42,11 @@ CHECKER_MEMORY = 256 << 20  # address space of the checker process (trusted test
 CHECKER_OUTPUT = 64 << 10  # the checker's own stdout/stderr, kept for diagnosis
 
 try:  # imported on the host (tests); inside a sandbox their sources come first (base.agent_source)
-    from rlvr.sandboxes.agent_clock import RunClock
-    from rlvr.sandboxes.agent_counters import _after_run, _before_run
-    from rlvr.sandboxes.agent_process import (_LIBC, _drain, _has_exited, _kill_everything_else, _kill_group, _reap,
+    from rlvr.sandboxes.agent.clock import RunClock
+    from rlvr.sandboxes.agent.counters import _after_run, _before_run
+    from rlvr.sandboxes.agent.process import (_LIBC, _drain, _has_exited, _kill_everything_else, _kill_group, _reap,
                                               _spawn, _supervise)
-    from rlvr.sandboxes.agent_reset import (_cgroup_count, _clear_keyrings, _make_run_dir, _prepare_roots,
+    from rlvr.sandboxes.agent.reset import (_cgroup_count, _clear_keyrings, _make_run_dir, _prepare_roots,
                                             _reset_state, _shmem_bytes)
 except ImportError:
     pass
@@ -93,7 +93,7 @@ def run_job(job: dict, config: dict) -> dict:
     keyring_uid = program_uid if config.get("clear_keyrings") else None
     if keyring_uid is not None and not _clear_keyrings(keyring_uid):  # before too: a run killed mid-way never reset
         raise OSError(f"could not clear the kernel keyrings of uid {keyring_uid}")
-    counters = _before_run(config)  # counters a program can read, scrambled (agent_counters.py)
+    counters = _before_run(config)  # counters a program can read, scrambled (counters.py)
     workdir = _make_run_dir(config["workdir"], program_uid, job["program"])
     oom_before = _oom_kills()
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": workdir, "LANG": "C.UTF-8", "TMPDIR": "/tmp",
@@ -119,7 +119,7 @@ def run_job(job: dict, config: dict) -> dict:
         feeds.append((chk_in[1], checker.get("input", "").encode("utf-8")))
         captures.update({chk_out[0]: CHECKER_OUTPUT, chk_err[0]: CHECKER_OUTPUT, verdict[0]: int(limits["output_bytes"])})
         limited.add(verdict[0])
-    start = time.monotonic()  # the program's clock starts with the program (agent_clock.py)
+    start = time.monotonic()  # the program's clock starts with the program (clock.py)
     clock = RunClock(limits, start, not_program=(checker_pid,) if checker_pid is not None else ())
     pid = _spawn([python, "-I", "-B", "main.py"], env, workdir, limits, program_uid, prog_fds)
     for fd in child_ends:

@@ -1,7 +1,7 @@
 """Counters a program can read, scrambled before every run, and a run that moves one too far replaced.
 
 Standard library only, no rlvr imports, no `from __future__`: base.agent_source() sends this file's source into
-the sandbox after agent_reset.py's.
+the sandbox after reset.py's.
 
 Why. Some numbers the kernel hands out are kept from one run to the next, and any program can read them: the
 inode numbers of memfds, SysV shared memory and shared anonymous maps (one internal tmpfs for the whole host)
@@ -40,8 +40,8 @@ Left: the host-wide batch counters' batch count (which batch a CPU draws next), 
 import ctypes
 import os
 
-try:  # imported on the host (tests); inside a sandbox agent_reset.py's source comes first (base.agent_source)
-    from rlvr.sandboxes.agent_reset import STATE_DIRS
+try:  # imported on the host (tests); inside a sandbox reset.py's source comes first (base.agent_source)
+    from rlvr.sandboxes.agent.reset import STATE_DIRS
 except ImportError:
     pass
 
@@ -165,7 +165,7 @@ def _moved(before: dict, places):
     except (OSError, StopIteration, ValueError) as error:
         return [f"counters unreadable after the run ({error})"], None
     # the supervisor's own steps between the readings: the second reading's probe, and the run directory and
-    # main.py on the workdir's tmpfs (agent_reset._make_run_dir)
+    # main.py on the workdir's tmpfs (reset._make_run_dir)
     own = {name: 1 for name in (*places, *_IPC_KINDS)}
     own[places[0]] = 3
     slack = SPREAD + 16  # and processes: the checker's and the program's own

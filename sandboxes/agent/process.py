@@ -1,10 +1,10 @@
-"""How the sandbox supervisor (agent.py) runs a process and ends it: fork and exec under limits, as another
+"""How the sandbox supervisor (supervisor.py) runs a process and ends it: fork and exec under limits, as another
 user, with only the descriptors it is given (`_spawn`); feed its stdin and collect its capped output until it
-exits or its run clock (agent_clock.py) runs out (`_supervise`); then kill and reap it and everything else in
+exits or its run clock (clock.py) runs out (`_supervise`); then kill and reap it and everything else in
 the PID namespace (`_kill_everything_else`).
 
 Standard library only, no rlvr imports, no `from __future__`: base.agent_source() sends this file's source into
-the sandbox between agent_clock.py's and agent.py's.
+the sandbox between clock.py's and supervisor.py's.
 """
 
 import ctypes
@@ -104,7 +104,7 @@ def _run_inline(source: str, code_object=None) -> None:
 
 
 def _set_rlimits(limits: dict) -> None:
-    # a backstop one second past the run clock's CPU limit (agent_clock.py), which ends the run as a timeout: were
+    # a backstop one second past the run clock's CPU limit (clock.py), which ends the run as a timeout: were
     # the kernel's SIGXCPU first (its accounting runs ahead of /proc's), the checker could see its candidate's
     # pipes close before the candidate is a zombie, and the run read as an early exit (seen under load)
     cpu = max(1, int(limits["cpu_s"] + 0.999)) + 1
@@ -123,7 +123,7 @@ def _supervise(main_pid, feeds, captures, limited, clock, host_reader=None):
     """Feed the input pipes, collect capped output, read the run clock until `main_pid` exits.
 
     Returns (status, outputs by fd). Each fd in `captures` keeps at most its cap; one in `limited`
-    going past it ends the job with output_limit; a limit of the clock (agent_clock.py) with timeout.
+    going past it ends the job with output_limit; a limit of the clock (clock.py) with timeout.
     """
     outputs = {fd: bytearray() for fd in captures}
     pidfd = os.pidfd_open(main_pid)
