@@ -1,4 +1,4 @@
-"""Docker backend: each run goes to a supervisor (agent.py) inside a locked-down container.
+"""Docker backend: each run goes to a supervisor (agent/supervisor.py) inside a locked-down container.
 
 Every container is created with: `--network none`; a read-only root with size-capped tmpfs at
 /sandbox (the workdir root, root's and 0711: each run works in a fresh directory below it; noexec)
@@ -6,8 +6,8 @@ and /tmp; `--cap-drop ALL` plus only what the supervisor needs to run programs a
 clean up after them (CHOWN, DAC_OVERRIDE, FOWNER, KILL, SETUID, SETGID); `no-new-privileges`; `--pids-limit`; memory equal to memory+swap (no swap); a CPU quota;
 `--init`; a private IPC namespace whose SysV limits are those of a tmpfs; an empty environment (nothing from the host); no logging
 driver (output is not stored); `--rm`. The supervisor is root and non-dumpable; programs run as
-65534 and checkers as 65533, without capabilities (agent.py). Inside, the supervisor applies
-per-run rlimits, the run clock (agent_clock.py) and the output cap, and kills every leftover process after
+65534 and checkers as 65533, without capabilities (agent/supervisor.py). Inside, the supervisor applies
+per-run rlimits, the run clock (agent/clock.py) and the output cap, and kills every leftover process after
 each run. The host adds its own wall-clock kill: no reply within `base.host_timeout_s` (the run clock's
 backstop, BACKSTOP x wall_s, + HOST_GRACE_S) and the container is removed.
 

@@ -1,4 +1,4 @@
-"""Local backend: the same supervisor (agent.py), one per run, under bubblewrap.
+"""Local backend: the same supervisor (agent/supervisor.py), one per run, under bubblewrap.
 
 For machines without Docker. Each run is `bwrap --unshare-pid --unshare-net --unshare-ipc --unshare-uts
 --die-with-parent` around the supervisor, in a fresh root holding only what is bound (LocalSandbox._filesystem:
@@ -6,7 +6,7 @@ For machines without Docker. Each run is `bwrap --unshare-pid --unshare-net --un
 inside: a private PID namespace (every process of the run dies with it), a network namespace of its own (abstract
 Unix sockets too), a private IPC namespace whose SysV limits the supervisor sets (base.ipc_sysctls). The supervisor
 makes every mount read-only and mounts private size-capped tmpfs on /tmp (which holds the workdir), /var/tmp,
-/dev/shm, /run/lock and a fresh /dev/mqueue (agent.py). Run as root, the program and the checker run under a pair
+/dev/shm, /run/lock and a fresh /dev/mqueue (agent/supervisor.py). Run as root, the program and the checker run under a pair
 of uids leased for the run alone (UidLeases below) with RLIMIT_NPROC on the program, the supervisor is a root
 process they cannot signal or trace, nobody has supplementary groups, and the run has a memory + pids cgroup of its
 own (RunCgroup: memory no rlimit counts, SysV segments and unmapped memfd pages, is bounded by run_memory_bytes).
@@ -17,7 +17,7 @@ the output cap are the supervisor's, as in Docker.
 
 What this does NOT protect against (also in sandboxes/README.md and `rlvr sandbox doctor`): what is bound is
 readable; kernel attack surface is the full syscall set (no seccomp); without root, no cgroup bounds memory outside
-the address space or the process count; no CPU quota: a run's CPU time is bounded (the run clock, agent_clock.py,
+the address space or the process count; no CPU quota: a run's CPU time is bounded (the run clock, agent/clock.py,
 reads the run's cgroup as root, else sums its processes and what init reaped; RLIMIT_CPU per process), not how
 many cores it uses at once.
 """
@@ -124,7 +124,7 @@ class RunCgroup:
             self.dirs = {}
 
     def _add_cpuacct(self, own: dict) -> None:
-        """v1: a cpuacct cgroup per run too, where the run clock counts the run's CPU (agent_clock.py)."""
+        """v1: a cpuacct cgroup per run too, where the run clock counts the run's CPU (agent/clock.py)."""
         key = next((key for key in own if "cpuacct" in key.split(",")), None)
         try:
             if key is not None:
@@ -150,7 +150,7 @@ class RunCgroup:
             paths = [os.path.join(self.dirs["memory"], name), os.path.join(self.dirs["pids"], name)]
             settings = {"memory.limit_in_bytes": memory, "memory.memsw.limit_in_bytes": memory, "pids.max": pids}
             inside = ["--ro-bind", paths[0], "/sys/fs/cgroup/memory"]
-            if "cpuacct" in self.dirs:  # the run clock counts the run's CPU there (agent_clock.py)
+            if "cpuacct" in self.dirs:  # the run clock counts the run's CPU there (agent/clock.py)
                 paths.append(os.path.join(self.dirs["cpuacct"], name))
                 inside += ["--ro-bind", paths[-1], "/sys/fs/cgroup/cpuacct"]
         for path in paths:
@@ -217,13 +217,13 @@ class LocalSandbox:
         config = {
             "workdir": "/tmp/sandbox", "mount_tmpfs": True, "tmpfs_bytes": int(limits.tmpfs_bytes),
             "one_job": True, "python": self.python, "sysctls": ipc_sysctls(limits),
-            "fresh_namespaces": True,  # pid, IPC and tmpfs counters start afresh each run (agent_counters.py)
+            "fresh_namespaces": True,  # pid, IPC and tmpfs counters start afresh each run (agent/counters.py)
             "uids": {"program": uids[0], "checker": uids[1]} if uids else None,
             "clear_keyrings": uids is not None,  # the leased uid's keyrings outlive runs: emptied before and after
         }
         # Not --unshare-all: as root, a user namespace would leave the leased uids unmapped. The supervisor keeps
         # root's capabilities (bwrap keeps them for a root caller; in a user namespace --cap-add ALL) and drops
-        # them for the program (agent.py). The root is a fresh tmpfs holding only what is bound below.
+        # them for the program (agent/supervisor.py). The root is a fresh tmpfs holding only what is bound below.
         namespaces = ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
         if not self.root:
             namespaces += ["--unshare-user", "--uid", "0", "--gid", "0", "--cap-add", "ALL"]

@@ -37,7 +37,7 @@ program's user (local_backend.py: `separate_users`); the program can then kill i
 Choices and their costs, written down because a live interpreter would behave differently:
   * the per-call limits (`Limits`: wall, CPU, memory, output) bound the replay and the new cell
     together, and replay time grows with the number of cells (the tool tasks here use few); time
-    a call spends waiting for a CPU on a loaded machine is not counted (agent_clock.py); a caller with a budget
+    a call spends waiting for a CPU on a loaded machine is not counted (agent/clock.py); a caller with a budget
     of its own (a turn's tool time) passes what is left of it as `within_s`, which caps the call's wall limit
     and ends it at that much elapsed time, waiting or not (Limits.deadline_s);
   * a cell that did not return cleanly (exception, `sys.exit`, timeout, memory) is not kept, so its partial
@@ -49,7 +49,7 @@ Choices and their costs, written down because a live interpreter would behave di
 The `Execution` that `run` returns is the sandbox's with `exit_code` the cell's: 0 when it returned (kept),
 1 when it raised, the process's own code (None for 0, or when it never ran) when it ended the interpreter.
 Not done yet: a persistent in-container interpreter (one container per trajectory held from the
-warm pool) to make long sessions cheap; it needs a new supervisor job type in agent.py.
+warm pool) to make long sessions cheap; it needs a new supervisor job type in agent/supervisor.py.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ would. The counters: the inode numbers of memfds (one kernel tmpfs for the whole
 batches), the container's pid counter, its tmpfs inode counters (/tmp and the workdir) and its SysV IPC ids.
 The places: the same warm container, a fresh container, the local backend's fresh namespaces, and from
 Docker to local. Each test first checks that the writer's encoding took (the attack ran), then that no more
-than one of TRIALS readers lands within NEAR of the value: with the supervisor's scrambles (agent_counters.py)
+than one of TRIALS readers lands within NEAR of the value: with the supervisor's scrambles (agent/counters.py)
 each lands there with probability NEAR/256, before them every one did. Pinned to one CPU (0), as an attacker
 would be, so the per-CPU batches line up.
 """
@@ -180,7 +180,7 @@ def test_sysv_ids_carry_nothing_in_a_warm_container(docker):
 
 def test_a_run_that_moves_a_counter_far_gets_a_fresh_container(docker):
     """Noise only slows a writer that moves a counter by the noise's width per step; a run that moves one by more
-    than the width (agent_counters.SPREAD) has its container replaced, whose counters start afresh."""
+    than the width (agent/counters.py: SPREAD) has its container replaced, whose counters start afresh."""
     far = "import threading, os\nfor _ in range(2000):\n    t = threading.Thread(target=int); t.start(); t.join()\n" \
           "print(int(open('/proc/sys/kernel/ns_last_pid').read()))\n"
     for _ in range(2):

@@ -4,7 +4,7 @@ load can flip), while a spinning program still ends at its CPU limit and a sleep
 Four CPU hogs per core run beside the sandbox for this module, as generation and training do beside the verifier
 in RL, and two runs go at once, as the verifier's workers run them (two hogs per core and one run at a time slowed
 these programs too little to fail them reliably on the old clock: 0.5 s of CPU took 0.7-0.8 s here). Before the
-run clock (sandboxes/agent_clock.py) a python-tool cell using 27 ms of CPU came back `timeout` at its 1 s wall
+run clock (sandboxes/agent/clock.py) a python-tool cell using 27 ms of CPU came back `timeout` at its 1 s wall
 limit: it had waited a second on the run queue. Every assertion is on statuses and CPU seconds, none on how long
 the test takes.
 """

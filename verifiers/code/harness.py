@@ -2,7 +2,7 @@
 
 `stdio` tests run the extracted code itself, once per case, and compare its stdout on the host:
 nothing about the expected output ever enters the sandbox. `assert` and `call` tests run two
-processes under two users (sandboxes/agent.py): CANDIDATE, the model's code, and CHECKER, the
+processes under two users (sandboxes/agent/supervisor.py): CANDIDATE, the model's code, and CHECKER, the
 tests (their code: candidate_program.py and checker_program.py, shipped as text after wire.py's). The candidate process execs prefix + code and then only answers calls: a call request
 (function name, arguments) arrives on its fd 3, the return value (or the exception's type name,
 message and built-in bases) goes back on its fd 4, both through the strict serialiser of
