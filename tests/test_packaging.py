@@ -23,6 +23,16 @@ EXPECTED = [
     "rlvr/envs/__init__.py", "rlvr/envs/arithmetic.py", "rlvr/trainer/algos/grpo.py", "rlvr/trainer/run.py",
     "rlvr/verifiers/format.py", "rlvr/verifiers/math/verifier.py", "rlvr/verifiers/code/wire.py",
     "rlvr/sandboxes/__init__.py", "rlvr/integrations/reward_functions.py",
+    # attack programs, read as text by sandboxes/probes.py and verifiers/code/cheats.py
+    "rlvr/sandboxes/probe_programs/aftermath.py", "rlvr/verifiers/code/cheat_programs/hunt.py",
+    # the supervisor, shipped into the sandbox as the text of these files (sandboxes/base.py: agent_source)
+    "rlvr/sandboxes/agent/__init__.py", "rlvr/sandboxes/agent/reset.py", "rlvr/sandboxes/agent/counters.py",
+    "rlvr/sandboxes/agent/clock.py", "rlvr/sandboxes/agent/process.py", "rlvr/sandboxes/agent/supervisor.py",
+    # what `rlvr envs new` writes (envs/scaffold.py)
+    "rlvr/envs/templates/README.md.tmpl", "rlvr/envs/templates/__init__.py.tmpl", "rlvr/envs/templates/env.py.tmpl",
+    "rlvr/envs/templates/env.yaml.tmpl", "rlvr/envs/templates/multi_turn_env.py.tmpl",
+    "rlvr/envs/templates/multi_turn_env.yaml.tmpl", "rlvr/envs/templates/pyproject.toml.tmpl",
+    "rlvr/envs/templates/test_env.py.tmpl", "rlvr/envs/templates/test_multi_turn_env.py.tmpl",
 ]
 
 

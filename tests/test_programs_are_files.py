@@ -96,6 +96,19 @@ def test_each_shipped_program_is_its_files_text_and_compiles(module, name):
     compile(text, name, "exec")
 
 
+def test_the_supervisor_is_its_package_files_in_order_and_compiles():
+    """base.agent_source() is the agent package's files whole, in the order each needs the ones before it (its
+    __init__.py), and nothing else: inside the sandbox a name comes from the text above it, never an import."""
+    from rlvr.sandboxes.base import agent_source
+
+    order = ["reset.py", "counters.py", "clock.py", "process.py", "supervisor.py"]
+    folder = ROOT / "sandboxes" / "agent"
+    assert sorted(order + ["__init__.py"]) == sorted(p.name for p in folder.glob("*.py")), "a file left unshipped"
+    text = agent_source()
+    assert text == "\n\n".join((folder / name).read_text(encoding="utf-8") for name in order)
+    compile(text, "agent_source", "exec")
+
+
 @pytest.mark.parametrize("module", PROGRAM_MODULES)
 def test_each_program_file_imports_on_the_host_without_running(module, monkeypatch):
     """Importing a program runs none of it: no stdin read, no change to sys.path (the checker's _rlvr_site runs only
