@@ -1,7 +1,7 @@
 """The run's clock for the sandbox supervisor (supervisor.py): which time counts against a program's limits.
 
 Standard library only, no rlvr imports, no `from __future__`: base.agent_source() sends this file's source into
-the sandbox between reset.py's and process.py's.
+the sandbox between counters.py's and process.py's (the order: __init__.py).
 
 Why (measured on the 2-core development machine with CPU hogs beside the sandbox): a python-tool cell
 that needed 27 ms of CPU came back `timeout` at its 1 s wall limit. Its /proc/<pid>/schedstat said it had spent

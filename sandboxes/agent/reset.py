@@ -1,7 +1,7 @@
 """Per-run state reset for the sandbox supervisor (supervisor.py): what one run leaves, the next must not see.
 
-Standard library only, no rlvr imports, no `from __future__`: base.agent_source() sends this
-file's source into the sandbox followed by clock.py's, process.py's and supervisor.py's. After every run the
+Standard library only, no rlvr imports, no `from __future__`: base.agent_source() sends this file's source
+into the sandbox first, followed by counters.py's, clock.py's, process.py's and supervisor.py's. After every run the
 workdir root, /tmp and /dev/shm are emptied and POSIX message queues unlinked; SysV IPC objects
 (which the supervisor, without CAP_SYS_ADMIN, may not remove), shared memory charged to the
 sandbox's memory cgroup above the level at start, any tree the bounded wipe could not remove, and

@@ -1,7 +1,7 @@
 """The supervisor that runs inside a sandbox: reads jobs, runs each program under limits, reports.
 
 Standard library only and no rlvr imports: both backends start it as `python3 -I -S -c SOURCE
-CONFIG` (SOURCE = base.agent_source(): reset.py, clock.py, process.py, then this file),
+CONFIG` (SOURCE = base.agent_source(): reset.py, counters.py, clock.py, process.py, then this file),
 Docker inside the container, the local backend inside fresh namespaces. One JSON line
 in (job id, program, stdin, limits, optional checker) -> one JSON line out (the same job id,
 stdout, stderr, exit code, status, wall and CPU seconds, peak memory, the checker's verdict),
