@@ -13,9 +13,10 @@ The check is over all ranks (`any_rows`), so ranks update together or not at all
 another has some still runs `update`, on an empty share, so its collective calls match.
 
 What differs between algorithms is asked of their row (trainer/algos/table.py), never of their name: a row may
-make its own batch (`batch_of`: algo=sft's examples), read it from `data=FILE` (`offline_data`: offline DPO's
-pairs), and may say it does not step the optimizer's schedule (`optimizer=False`: TRPO and NPG take their own
-step, whose size comes from `algo.max_kl`).
+make its own batch (`batch_of`: algo=sft's examples, or RFT's samples through the `collect` it is handed, since
+no algorithm imports the collection), read it from `data=FILE` (`offline_data`: offline DPO's pairs), and may say
+it does not step the optimizer's schedule (`optimizer=False`: TRPO and NPG take their own step, whose size comes
+from `algo.max_kl`).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ def train_step(ctx: RunContext, step: int, algorithm: Algorithm) -> tuple[dict, 
     """Step `step` of the run `ctx` holds, with `algorithm`'s `update(ctx, batch) -> metrics`; returns the
     step's (metrics, samples)."""
     if algorithm.batch_of is not None:
-        batch = algorithm.batch_of(ctx, step)
+        batch = algorithm.batch_of(ctx, step, collect)  # collect: for an algorithm that samples (sft's RFT)
     elif algorithm.offline_data is not None and ctx.cfg.data:
         batch = algorithm.offline_data(ctx, step)
     else:

@@ -24,6 +24,8 @@ from rlvr.trainer.algos.advantages import group_advantages
 from rlvr.trainer.algos.distill_loss import distill_advantages, generalized_jsd, sampled_token_loss
 from rlvr.trainer.algos.losses import aggregate
 from rlvr.trainer.algos.update import MicroLoss, accumulate_and_step, batch_counts
+from rlvr.trainer.context import RunContext
+from rlvr.trainer.experience.batch import Batch
 from rlvr.trainer.experience.metrics import timed
 from rlvr.trainer.models.logprobs import log_softmax, pick, run_forward, scatter_back, token_logprobs
 
@@ -45,7 +47,7 @@ def load_distill_teacher(cfg, tokenizer, device, world_size: int, log=print):
     return RankModel(teacher) if world_size > 1 else teacher
 
 
-def distill_update(ctx, batch) -> dict:
+def distill_update(ctx: RunContext, batch: Batch) -> dict:
     """One optimizer step on the kept rows; `ctx.cache["teacher"]` is the frozen teacher."""
     cfg, algo = ctx.cfg, ctx.cfg.algo
     teacher = ctx.cache[TEACHER]

@@ -6,9 +6,11 @@
                       algo.keep_per_prompt distinct ones per prompt) -> train on them
     then              `sft_loss` (token mean over every completion token of the step) -> one optimizer step
 
-The batch is `sft_batch(ctx, step)`; the frame around the update (schedule, weight sync, metrics) is
-trainer/step.py's, and micro-batching, the token budget, packing, LoRA and torchrun are trainer/algos/update.py's,
-as for GRPO. `algo.source=auto` (the default) is `data` when data=FILE is given, else `reference`.
+The batch is `sft_batch(ctx, step, collect)` (the step hands it trainer/experience/collect.py's `collect`, which
+RFT samples with: an algorithm never imports the collection); the frame around the update (schedule, weight sync,
+metrics) is trainer/step.py's, and micro-batching, the token budget, packing, LoRA and torchrun are
+trainer/algos/update.py's, as for GRPO. `algo.source=auto` (the default) is `data` when data=FILE is given, else
+`reference`.
 
 RFT is rejection-sampling fine-tuning / expert iteration: STaR (Zelikman et al. 2022) keeps a rationale that
 reaches the right answer and fine-tunes on it; RFT (Yuan et al. 2023, "Scaling relationship on learning
@@ -29,6 +31,7 @@ all ranks, so two ranks train to the weights one process does (tests/test_sft_tr
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
@@ -38,7 +41,8 @@ from rlvr.trainer.algos.sft_data import file_batch, read_sft_file, reference_bat
 from rlvr.trainer.algos.sft_loss import sft_loss
 from rlvr.trainer.algos.update import MicroLoss, accumulate_and_step, batch_counts
 from rlvr.trainer.distributed import any_rows, global_sum, rank, world_size
-from rlvr.trainer.experience.collect import collect
+from rlvr.trainer.context import RunContext
+from rlvr.trainer.experience.batch import Batch
 from rlvr.trainer.experience.metrics import timed
 from rlvr.trainer.models.logprobs import PackedBatch, token_logprobs
 from rlvr.trainer.rollout.prompts import render_messages, render_prompts
@@ -67,8 +71,8 @@ class SupervisedBatch:
         return metrics, samples
 
 
-def sft_batch(ctx, step: int):
-    """Step `step`'s batch: a `SupervisedBatch` (data, reference) or the sampled, scored Batch (rft)."""
+def sft_batch(ctx: RunContext, step: int, collect: Callable[[RunContext, int], Batch]) -> SupervisedBatch | Batch:
+    """Step `step`'s batch: a `SupervisedBatch` (data, reference) or the sampled, scored Batch (rft, `collect`)."""
     cfg, timings = ctx.cfg, {}
     source = source_of(cfg)
     if source == "rft":
@@ -110,7 +114,7 @@ def kept_completions(results: list, completion_ids: list[list[int]], group_size:
     return kept
 
 
-def sft_update(ctx, batch) -> dict:
+def sft_update(ctx: RunContext, batch: SupervisedBatch | Batch) -> dict:
     """One optimizer step of `sft_loss` on the step's examples (a SupervisedBatch), or on the verified-correct
     completions RFT keeps from the sampled batch; none when RFT kept nothing on any rank (module docstring)."""
     metrics = {}

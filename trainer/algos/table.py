@@ -73,7 +73,8 @@ class Algorithm:
     offline_data: Callable | None = None
     reads_data: bool = False  # reads `data=FILE` (offline DPO's pairs, SFT's examples); refused for the others
     validate: Callable | None = None  # (cfg) -> None: checks of its own keys and data that span several (sft's)
-    # (ctx, step) -> the step's batch, made by the algorithm instead of trainer/experience/collect.py's (sft's)
+    # (ctx, step, collect) -> the step's batch, made by the algorithm instead of trainer/experience/collect.py's
+    # (sft's); `collect` is handed over for one that samples (RFT), since no algorithm imports the collection
     batch_of: Callable | None = None
     # trains on samples up to rollout.max_staleness versions old (experience/async_rollouts.py): its loss corrects
     # them with the engine's logprobs (rollout.importance_cap's truncated importance weights)
