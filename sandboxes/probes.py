@@ -12,6 +12,10 @@ supervisor (its fds, memory, signals) to forge or stall its reply, leave state f
 including the uid's persistent one, and the workdir's own inode: its mode, a default ACL, extended
 attributes), and make the clean-up fail (a 1,100-deep directory chain). Each is followed by the
 AFTERMATH run, which must start and find none of it.
+
+A program longer than a few lines is a file of probe_programs/ (a folder of text, never imported: each attacks
+the process that runs it), read here and shipped as its text; the few values the host knows only at run time (the
+marker, this machine's syscall numbers) are the lines of the file's header, which `_program` sets.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import tempfile
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from importlib.resources import files
 
 from rlvr.sandboxes.base import ExecStatus, Execution, Limits, MiB
 
@@ -77,68 +82,53 @@ ADD_KEY, KEYCTL = {"aarch64": (217, 219)}.get(platform.machine(), (248, 250))  #
 KEY_NAME = "rlvr-probe-key"  # a key the state probe adds to its user's kernel keyring
 
 
+_PROGRAMS = files("rlvr.sandboxes").joinpath("probe_programs")
+
+
+_HEADER = "# sandboxes/probes.py sets the lines up to the blank one (_program)"
+
+
+def _program(name: str, **values) -> str:
+    """The text of probe_programs/NAME.py, the program the sandbox runs. A file that opens with _HEADER has its
+    header set: each `KEY = ...` line above its first blank line becomes `KEY = repr(values[KEY])`, the values the
+    host knows only at run time (this run's marker, this machine's syscall numbers). Every header line must be
+    given a value and every value must have its line, so a renamed key fails here rather than running a default."""
+    text = _PROGRAMS.joinpath(f"{name}.py").read_text(encoding="utf-8")
+    if not text.startswith(_HEADER):
+        if values:
+            raise ValueError(f"probe_programs/{name}.py has no header to set {sorted(values)} in")
+        return text
+    header, blank, body = text.partition("\n\n")
+    lines, missing = header.split("\n"), dict(values)
+    for i, line in enumerate(lines):
+        if not line.startswith("#"):
+            key = line.split(" = ", 1)[0]
+            if key not in missing:
+                raise ValueError(f"probe_programs/{name}.py: header line {key!r} was given no value")
+            lines[i] = f"{key} = {missing.pop(key)!r}"
+    if missing:
+        raise ValueError(f"probe_programs/{name}.py: no header line for {sorted(missing)}")
+    return "\n".join(lines) + blank + body
+
+
 def _supervisor_reach(c: ProbeContext) -> str:
     """Open every other process's fds and memory, forge a reply and flood stderr through them, ptrace
     and stop them; then outlive the wall limit. Contained: every attempt refused, the run a timeout."""
-    return (
-        "import os, signal, ctypes, json, time\n"
-        "me = os.getpid()\nreached = []\n"
-        "fake = json.dumps({'job_id': 'x', 'status': 'exited', 'stdout': '', 'stderr': '', 'exit_code': 0,"
-        " 'wall_s': 0.05, 'cpu_s': 0.0, 'peak_memory_bytes': 0, 'dirty': False}) + '\\n'\n"
-        "libc = ctypes.CDLL(None, use_errno=True)\n"
-        "for p in [int(p) for p in os.listdir('/proc') if p.isdigit() and int(p) != me]:\n"
-        "    try:\n        fds = os.listdir(f'/proc/{p}/fd')\n        reached.append(('fd', p))\n"
-        "    except OSError:\n        fds = ['0', '1', '2']\n"
-        "    for fd in fds:\n"
-        "        try:\n            w = os.open(f'/proc/{p}/fd/{fd}', os.O_WRONLY | os.O_NONBLOCK)\n"
-        "            os.write(w, fake.encode() + b'x' * 65536)\n            reached.append(('write', p, fd))\n"
-        "        except OSError:\n            pass\n"
-        "    try:\n        open(f'/proc/{p}/mem', 'rb').read(1)\n        reached.append(('mem', p))\n"
-        "    except OSError:\n        pass\n"
-        "    if libc.ptrace(16, p, 0, 0) == 0:\n        reached.append(('ptrace', p))\n"
-        "    try:\n        os.kill(p, signal.SIGSTOP)\n        reached.append(('stop', p))\n"
-        "    except OSError:\n        pass\n"
-        "print('reached', reached, flush=True)\ntime.sleep(30)\n")
+    return _program("supervisor_reach")
 
 
 def _leave_state(c: ProbeContext) -> str:
     """Leave a file in every writable place, SysV shared memory (32 MB, touched), a queue and a
-    semaphore set, and a POSIX message queue, all named after the marker, for a later run to find."""
-    return (
-        "import os, ctypes\n"
-        f"marker = {c.marker!r}\n"
-        f"for d in {STATE_PLACES + ('.',)!r} + (os.path.expanduser('~'),):\n"
-        "    try:\n        open(os.path.join(d, marker), 'w').write('cached answer')\n        print('left', d)\n"
-        "    except OSError as e:\n        print('refused', d, e.errno)\n"
-        "libc = ctypes.CDLL(None, use_errno=True)\nlibc.shmat.restype = ctypes.c_void_p\n"
-        "shm = libc.shmget(0x5EED, 32 << 20, 0o1666)\n"
-        "if shm >= 0:\n    addr = libc.shmat(shm, None, 0)\n"
-        "    if addr not in (None, ctypes.c_void_p(-1).value):\n"
-        "        ctypes.memset(addr, 1, 32 << 20)\n        libc.shmdt(ctypes.c_void_p(addr))\n"
-        "print('sysv', shm, libc.msgget(0x5EED, 0o1666), libc.semget(0x5EED, 1, 0o1666))\n"
-        "libc.mq_open.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p]\n"
-        "print('mq', libc.mq_open(('/' + marker).encode(), os.O_CREAT | os.O_RDWR, 0o666, None), ctypes.get_errno())\n"
-        f"print('key', libc.syscall({ADD_KEY}, b'user', {KEY_NAME!r}.encode(), b'cached', 6, -4))\n"
-        f"ring = libc.syscall({KEYCTL}, 22, -1, -2)\n"  # the uid's persistent keyring, which outlives every process
-        f"print('persistent', ring, libc.syscall({ADD_KEY}, b'user', {KEY_NAME!r}.encode(), b'cached', 6, ring)"
-        " if ring >= 0 else ctypes.get_errno())\n")
-
-
-# No access for anyone, as a default ACL: files written into the directory later would inherit it.
-NO_ACCESS_ACL = "struct.pack('<I', 2) + b''.join(struct.pack('<HHI', tag, 0, 0xFFFFFFFF) for tag in (1, 4, 0x20))"
+    semaphore set, and a POSIX message queue, all named after the marker, for a later run to find; a key in the
+    user's keyring and in the uid's persistent one."""
+    return _program("leave_state", marker=c.marker, WRITABLE=STATE_PLACES + (".",), ADD_KEY=ADD_KEY, KEYCTL=KEYCTL,
+                    KEY_NAME=KEY_NAME)
 
 
 def _mark_the_workdir(c: ProbeContext) -> str:
     """Mark the inodes of the places themselves, which emptying them keeps: an extended attribute on each, then
     a no-access default ACL and mode 0 on the workdir and its parent, so that a later run could not start."""
-    return (
-        "import os, struct\nmarked = []\n"
-        f"for d in ('.', '..', os.path.expanduser('~')) + {STATE_PLACES!r}:\n"
-        f"    for step in (lambda: os.setxattr(d, 'user.' + {c.marker!r}, b'cached answer'),\n"
-        f"                 lambda: os.setxattr(d, 'system.posix_acl_default', {NO_ACCESS_ACL}),\n"
-        "                 lambda: os.chmod(d, 0)):\n"
-        "        try:\n            step()\n            marked.append(d)\n        except OSError:\n            pass\n"
-        "print('marked', sorted(set(marked)))\n")
+    return _program("mark_the_workdir", marker=c.marker, PLACES=STATE_PLACES)
 
 
 def _nothing_on_host(e: Execution, ctx: ProbeContext) -> str | None:
@@ -160,18 +150,7 @@ def held_bound(limits: Limits) -> int:
 def _hoard(c: ProbeContext) -> str:
     """Memory no rlimit counts: SysV segments and memfd pages, each touched and then unmapped (RLIMIT_AS only
     counts what is mapped). Prints what it holds as it goes; contained: a refusal or the memory limit first."""
-    return (
-        "import ctypes, mmap, os\nlibc = ctypes.CDLL(None, use_errno=True)\nlibc.shmat.restype = ctypes.c_void_p\n"
-        "held, fds = 0, []\n"
-        f"for i in range({HOARD_MB // 16}):\n"
-        "    shm = libc.shmget(0x20000 + i, 16 << 20, 0o1600)\n"
-        "    if shm < 0:\n        print('sysv refused', ctypes.get_errno(), flush=True)\n        break\n"
-        "    addr = libc.shmat(shm, None, 0)\n    ctypes.memset(addr, 1, 16 << 20)\n"
-        "    libc.shmdt(ctypes.c_void_p(addr))\n    held += 16\n    print('held', held, flush=True)\n"
-        f"while held < {HOARD_MB}:\n"
-        "    fd = os.memfd_create('hoard')\n    os.ftruncate(fd, 8 << 20)\n"
-        "    with mmap.mmap(fd, 8 << 20) as m:\n        m.write(b'x' * (8 << 20))\n"
-        "    fds.append(fd)\n    held += 8\n    print('held', held, flush=True)\n")
+    return _program("hoard", SEGMENTS=HOARD_MB // 16, HOARD_MB=HOARD_MB)
 
 
 def _held_within_limits(e: Execution, c: ProbeContext) -> str | None:
@@ -284,30 +263,7 @@ PROBES: tuple[Probe, ...] = (
 )
 
 # Run after any probe in the same pool: nothing of the previous run may be alive or left on disk.
-AFTERMATH = (
-    "import os\nme, parent = os.getpid(), os.getppid()\n"
-    "others = []\nfor p in os.listdir('/proc'):\n"
-    "    if p.isdigit() and int(p) not in (1, me, parent):\n"
-    "        try:\n            state = open(f'/proc/{p}/stat').read().rsplit(')', 1)[1].split()[0]\n"
-    "        except OSError:\n            continue\n"
-    "        if state != 'Z':\n            others.append(open(f'/proc/{p}/cmdline').read())\n"
-    "print('others', others)\nprint('files', sorted(os.listdir('.')), sorted(f for f in os.listdir('/tmp') if f != 'sandbox'))\n"
-    "def ls(d):\n    try:\n        return os.listdir(d)\n    except OSError:\n        return []\n"
-    f"state = [d + '/' + f for d in {STATE_PLACES!r} for f in ls(d) if f.startswith('rlvr-probe')]\n"
-    "for kind in ('shm', 'msg', 'sem'):\n"
-    "    try:\n        if len(open('/proc/sysvipc/' + kind).read().splitlines()) > 1:\n            state.append('sysv ' + kind)\n"
-    "    except OSError:\n        pass\n"
-    "for d in ('.', '..', os.path.expanduser('~')) + " + repr(STATE_PLACES) + ":\n"
-    "    try:\n        if any(a.startswith('user.rlvr-probe') for a in os.listxattr(d)):\n"
-    "            state.append('xattr ' + d)\n    except OSError:\n        pass\n"
-    "import ctypes\nlibc = ctypes.CDLL(None)\n"
-    f"if libc.syscall({KEYCTL}, 10, -4, b'user', {KEY_NAME!r}.encode(), 0) >= 0:\n"
-    "    state.append('keyring')\n"
-    f"ring = libc.syscall({KEYCTL}, 22, -1, -2)\n"
-    f"if ring >= 0 and libc.syscall({KEYCTL}, 10, ring, b'user', {KEY_NAME!r}.encode(), 0) >= 0:\n"
-    "    state.append('persistent keyring')\n"
-    "print('state', state)\n"
-)
+AFTERMATH = _program("aftermath", PLACES=STATE_PLACES, KEYCTL=KEYCTL, KEY_NAME=KEY_NAME)
 
 
 def aftermath_problem(execution: Execution) -> str | None:

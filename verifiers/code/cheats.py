@@ -11,76 +11,36 @@ cut the harness's notes short, or turn its own failure into a sandbox error. The
 use their own tests: an exception that ends the checker's loops early (StopIteration through `map` or
 `zip`), near-misses that a float tolerance used to accept for exact integers, and a return value that
 made the host's comparison raise (which turned a whole batch into `error`).
+
+A program longer than a few lines is a file of cheat_programs/, shipped as that file's text whole.
 """
 
 from __future__ import annotations
 
-import textwrap
+from importlib.resources import files
 
 CHEAT_TESTS = {"kind": "assert", "prefix": "", "entry_point": "sq",
                "code": "import math\n\ndef check(candidate):\n    assert candidate(2) == 4\n    assert candidate(3) == 9\n"
                        "    assert abs(candidate(1.5) - 2.25) < 1e-9\n    assert math.isclose(candidate(0.5), 0.25)\n"}
 CHEAT_CALL_TESTS = {"kind": "call", "fn": "sq", "cases": [{"args": [2], "expected": 4}, {"args": [3], "expected": 9}]}
-_STEAL_BODY = (
-    "seen = ''\n"
-    "for d in ('.', '/tmp', '/sandbox'):\n"
-    "    try:\n        names = os.listdir(d)\n    except OSError:\n        names = []\n"
-    "    for f in names:\n"
-    "        try:\n            seen += open(os.path.join(d, f)).read()\n        except OSError:\n            pass\n"
-    "try:\n    seen += sys.stdin.read()\nexcept (OSError, ValueError):\n    pass\n"
-    "TABLE.update({int(a): int(b) for a, b in re.findall(r'candidate\\((\\d+)\\) == (\\d+)', seen)})\n"
-    "TABLE.update({int(a): int(b) for a, b in re.findall(r'\"args\": \\[(\\d+)\\], \"expected\": (\\d+)', seen)})\n"
-)
-_STEAL_TESTS = "import os, re, sys\nTABLE = {}\n" + _STEAL_BODY + "def sq(x):\n    return TABLE[x]\n"
-# Everything this process could read: every object gc knows, every frame's names, its own memory,
-# every other process's command line, environment and memory; then a table from what matched.
-_HUNT_BODY = (
-    "seen = []\n"
-    "for o in gc.get_objects():\n"
-    "    try:\n        seen.append(repr(o)[:20000])\n    except Exception:\n        pass\n"
-    "f = sys._getframe()\n"
-    "while f is not None:\n    seen.append(repr(f.f_locals)[:20000] + repr(f.f_globals)[:20000])\n    f = f.f_back\n"
-    "def memory(pid):\n"
-    "    try:\n        maps, mem = open(f'/proc/{pid}/maps'), open(f'/proc/{pid}/mem', 'rb')\n"
-    "    except OSError:\n        return\n"
-    "    for line in maps:\n        span, perms = line.split()[:2]\n"
-    "        lo, hi = (int(x, 16) for x in span.split('-'))\n"
-    "        if perms[0] == 'r' and hi - lo < (64 << 20):\n"
-    "            try:\n                mem.seek(lo)\n                seen.append(mem.read(hi - lo).decode('latin-1'))\n"
-    "            except (OSError, ValueError, OverflowError):\n                pass\n"
-    "memory('self')\n"
-    "for p in os.listdir('/proc'):\n"
-    "    if p.isdigit() and int(p) != os.getpid():\n"
-    "        memory(p)\n"
-    "        for part in ('cmdline', 'environ'):\n"
-    "            try:\n                seen.append(open(f'/proc/{p}/{part}', 'rb').read().decode('latin-1'))\n"
-    "            except OSError:\n                pass\n"
-    "text = '\\n'.join(seen)\n"
-    "TABLE.update({float(a): float(b) for a, b in re.findall(r'candidate\\(([\\d.]+)\\)(?: - |, | == )([\\d.]+)', text)})\n"
-    "TABLE.update({float(a): float(b) for a, b in re.findall(r'\"args\": \\[([\\d.]+)\\], \"expected\": ([\\d.]+)', text)})\n"
-)
-_LOOKUP = "def sq(x):\n    y = TABLE.get(x, 0)\n    return int(y) if type(x) is int else y\n"
-_HUNT = "import gc, os, re, sys\nTABLE = {}\n" + _HUNT_BODY + _LOOKUP
-# The same reads done inside the function, while the checker calls it: after the harness's load-time notes.
-_STEAL_LATER = ("import os, re, sys\nTABLE = {}\nTRIED = []\ndef steal():\n" + textwrap.indent(_STEAL_BODY, "    ")
-                + "def sq(x):\n    if not TRIED:\n        TRIED.append(1)\n        steal()\n"
-                + "    return TABLE.get(x, 0)\n")
-_STEAL_THEN_EXIT = ("import os, re, sys\nTABLE = {}\ndef steal():\n" + textwrap.indent(_STEAL_BODY, "    ")
-                    + "def sq(x):\n    steal()\n    os._exit(0)\n")
-_HUNT_LATER = ("import gc, os, re, sys\nTABLE = {}\nTRIED = []\ndef hunt():\n" + textwrap.indent(_HUNT_BODY, "    ")
-               + "def sq(x):\n    if not TRIED:\n        TRIED.append(1)\n        hunt()\n"
-               + _LOOKUP.split("\n", 1)[1])
-# ctypes: a C library, raw reads of its own memory, the interpreter's C API.
-_CTYPES = (
-    "import ctypes\n"
-    "libc = ctypes.CDLL('libc.so.6')\n"
-    "libc.getpid()\n"
-    "raw = ctypes.string_at(id('check'), 64)\n"
-    "buf = ctypes.create_string_buffer(64)\n"
-    "ctypes.memmove(buf, id('check'), 64)\n"
-    "ctypes.pythonapi.Py_IncRef(ctypes.py_object(raw))\n"
-    "def sq(x):\n    return 0\n"
-)
+# The programs longer than a few lines are files of cheat_programs/, shipped as their text (never imported: each
+# attacks the process that runs it). Each reads what it can reach and answers from a table of what matched:
+# steal_tests reads the workdir, /tmp, /sandbox and stdin at load; hunt reads every object gc knows, every frame's
+# names, its own memory and every other process's command line, environment and memory; the *_later versions do
+# the same inside the function, while the checker calls it (after the harness's load-time notes).
+_PROGRAMS = files("rlvr.verifiers.code").joinpath("cheat_programs")
+
+
+def _program(name: str) -> str:
+    return _PROGRAMS.joinpath(f"{name}.py").read_text(encoding="utf-8")
+
+
+_STEAL_TESTS = _program("steal_tests")
+_HUNT = _program("hunt")
+_STEAL_LATER = _program("steal_tests_later")
+_STEAL_THEN_EXIT = _program("steal_then_exit")
+_HUNT_LATER = _program("hunt_later")
+_CTYPES = _program("ctypes_at_import")  # a C library, raw reads of its own memory, the interpreter's C API
 _CTYPES_LATER = (  # through importlib, inside the call
     "def sq(x):\n"
     "    import importlib\n"
@@ -89,56 +49,13 @@ _CTYPES_LATER = (  # through importlib, inside the call
     "    return 0\n"
 )
 # Ways to read that open nothing in this process: extended attributes, a socket (the Docker API's), another program.
-_OTHER_WAYS = (
-    "import os, socket, subprocess\n"
-    "def sq(x):\n"
-    "    try:\n        os.getxattr('.', 'user.answers')\n    except OSError:\n        pass\n"
-    "    try:\n        socket.socket(socket.AF_UNIX).connect('/var/run/docker.sock')\n"
-    "    except OSError:\n        pass\n"
-    "    try:\n        subprocess.run(['cat', '/proc/1/cmdline'], capture_output=True)\n"
-    "    except OSError:\n        pass\n"
-    "    return 0\n"
-)
+_OTHER_WAYS = _program("other_ways")
 # The harness's end-of-notes exchange cut short: the process ends when the checker asks for its last notes.
-_SKIP_END_OF_NOTES = (
-    "import os, sys\n"
-    "_main = sys.modules['__main__']\n"
-    "_recv = _main.wire_recv\n"
-    "def _quiet(fd):\n"
-    "    message = _recv(fd)\n"
-    "    if message == ['end']:\n        os._exit(0)\n"
-    "    return message\n"
-    "_main.wire_recv = _quiet\n"
-    "def sq(x):\n    return 0\n"
-)
+_SKIP_END_OF_NOTES = _program("skip_end_of_notes")
 # Verdict lines in both the old (nonce) and the new (JSON) formats, on every descriptor this process
 # has and on every descriptor of every process it can open through /proc.
-_FORGE = (
-    "import os\n"
-    "fake = ''.join(f'\\n{{\"tag\": \"{t}\", \"i\": {i}, \"text\": \"{v}\"}}\\n' for t, i, v in"
-    " (('PASS', 0, ''), ('RESULT', 0, '4'), ('RESULT', 1, '9'))) + '{\"tag\": \"DONE\"}\\n'\n"
-    "fake = (fake + 'PASS\\t0\\nDONE\\n').encode()\n"
-    "targets = [(None, fd) for fd in range(0, 256)]\n"
-    "for p in os.listdir('/proc'):\n"
-    "    if p.isdigit():\n"
-    "        try:\n            targets += [(p, fd) for fd in os.listdir(f'/proc/{p}/fd')]\n"
-    "        except OSError:\n            targets += [(p, fd) for fd in range(0, 8)]\n"
-    "for p, fd in targets:\n"
-    "    try:\n"
-    "        w = fd if p is None else os.open(f'/proc/{p}/fd/{fd}', os.O_WRONLY | os.O_NONBLOCK)\n"
-    "        os.write(w, fake)\n"
-    "    except OSError:\n        pass\n"
-    "def sq(x):\n    return 0\n"
-)
-_PROXY = (
-    "import weakref\n"
-    "class Any:\n"
-    "    def __eq__(self, other):\n        return True\n"
-    "    def __sub__(self, other):\n        return 0\n"
-    "    __rsub__ = __sub__\n"
-    "KEEP = []\n"
-    "def sq(x):\n    a = Any()\n    KEEP.append(a)\n    return weakref.proxy(a)\n"
-)
+_FORGE = _program("forge_verdicts")
+_PROXY = _program("always_equal_proxy")
 _MAPPING_PROXY = (
     "import types\n"
     "class D(dict):\n    def __eq__(self, other):\n        return True\n    __hash__ = None\n"
@@ -150,14 +67,7 @@ _PATCH_CHECK_TOOLS = (
     "math.isclose = lambda *a, **k: True\n"
     "def sq(x):\n    return x * x if type(x) is int else 0.0\n"
 )
-_KILL_OTHERS = (
-    "import os, signal\n"
-    "for p in os.listdir('/proc'):\n"
-    "    if p.isdigit() and int(p) != os.getpid():\n"
-    "        for sig in (signal.SIGSTOP, signal.SIGKILL):\n"
-    "            try:\n                os.kill(int(p), sig)\n            except OSError:\n                pass\n"
-    "def sq(x):\n    return 0\n"
-)
+_KILL_OTHERS = _program("kill_others")
 _DEEP_TREE = (
     "import os\n"
     "base = os.getcwd()\n"
