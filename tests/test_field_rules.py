@@ -47,6 +47,11 @@ REFUSED = [
                  id="with-its-own-wording"),
     pytest.param(["reward.screen_mode=drop"], (schema.RewardConfig, "screen_mode"),
                  "reward.screen_mode='drop'; choose one of zero, drop_group", id="reward-section"),
+    pytest.param(["algo=ppo", "algo.mu=0"], (schema.PPOConfig, "mu"), "algo.mu=0 must be >= 1", id="algo-ge"),
+    pytest.param(["algo=dapo", "algo.kl_estimator=k4"], (schema.PolicyGradientConfig, "kl_estimator"),
+                 "algo.kl_estimator='k4'; choose one of k1, k2, k3", id="algo-choices"),
+    pytest.param(["algo=trpo", "algo.backtrack_ratio=1"], (schema.NaturalGradientConfig, "backtrack_ratio"),
+                 "algo.backtrack_ratio=1.0 must be in (0, 1)", id="algo-open-interval"),
 ]
 
 
@@ -122,10 +127,29 @@ def test_help_shows_choices_the_meaning_does_not_name(capsys, monkeypatch):
 def test_choices_declared_on_fields_are_those_their_implementations_take():
     """The schema (and --help) imports no torch, so these tuples are written on the fields; here they are held
     equal to the modules that implement them."""
+    from rlvr.trainer.algos.advantages import BASELINES
+    from rlvr.trainer.algos.distill_loss import LOSSES as DISTILL_LOSSES
     from rlvr.trainer.algos.dpo_loss import LOSS_TYPES
+    from rlvr.trainer.algos.losses import AGGREGATIONS, IMPORTANCE_LEVELS, KL_ESTIMATORS
     from rlvr.trainer.algos.pairs import STRATEGIES
     from rlvr.trainer.distributed import STRATEGIES as PARALLEL
     from rlvr.trainer.experience.rewards import SCREEN_MODES
+    from rlvr.trainer.models.critic import CRITICS
 
     assert schema.DPO_LOSS_TYPES == LOSS_TYPES and schema.PAIR_STRATEGIES == STRATEGIES
     assert schema.PARALLEL_STRATEGIES == PARALLEL and schema.SCREEN_MODES == SCREEN_MODES
+    assert (schema.KL_ESTIMATORS, schema.AGGREGATIONS, schema.IMPORTANCE_LEVELS) \
+        == (KL_ESTIMATORS, AGGREGATIONS, IMPORTANCE_LEVELS)
+    assert (schema.BASELINES, schema.CRITICS, schema.DISTILL_LOSSES) == (BASELINES, CRITICS, DISTILL_LOSSES)
+
+
+def test_an_algo_section_without_its_schema_is_checked_by_its_familys_field_rules(compose_train):
+    """A config built from plain data (OmegaConf.create of a saved run's dict) carries no dataclass: the walk from
+    RunConfig sees only AlgoSchema there, so validate_algo walks the family's schema for it."""
+    from omegaconf import OmegaConf
+
+    plain = OmegaConf.create(OmegaConf.to_container(compose_train(["algo=ppo", "algo.mu=0"])))
+    assert OmegaConf.get_type(plain.algo) is dict
+    with pytest.raises(ConfigError) as info:
+        validate_train_config(plain)
+    assert str(info.value) == "algo.mu=0 must be >= 1"

@@ -1,5 +1,5 @@
 """The `algo.*` keys: which schema each `algo.name` takes, which of its keys each algorithm reads, and
-every check of their values, in one place.
+the checks of their values that span several keys (a key's own range or choices is on its field).
 
 Each algorithm belongs to one config family, whose dataclass in trainer/config.py is the schema of its
 `algo` section (conf/algo/NAME.yaml names it in its defaults list), so a key means one thing per
@@ -21,8 +21,7 @@ from omegaconf import OmegaConf
 from rlvr.errors import ConfigError
 from rlvr.trainer.algos.table import ALGORITHMS
 from rlvr.trainer.config import ALGO_SCHEMAS
-
-OBJECTIVES = ("clip", "penalty")
+from rlvr.trainer.field_rules import check_fields
 
 
 def schema_of(name: str):
@@ -91,13 +90,8 @@ def unread_algo_keys(algo) -> list[str]:
 
 
 def validate_algo(cfg) -> None:
-    """The checks of `algo.*` values the types cannot express, per family; each names the key."""
-    # the choices live beside their implementations, which import torch: here, not at the top, so that the
-    # command line's checks (`refuse_foreign_overrides`) and `rlvr train --help` run without it
-    from rlvr.trainer.algos.advantages import BASELINES
-    from rlvr.trainer.algos.losses import AGGREGATIONS
-    from rlvr.trainer.models.critic import CRITICS
-
+    """The checks of `algo.*` values that span several keys, per family; each names the keys. A key's own range or
+    choices is on its field in trainer/config.py, checked before this by `check_fields` (trainer/field_rules.py)."""
     algo = cfg.algo
 
     def need(ok: bool, message: str) -> None:
@@ -109,61 +103,24 @@ def validate_algo(cfg) -> None:
     need(OmegaConf.get_type(algo) in (schema, dict),
          f"algo.name={algo.name} takes the {schema.__name__} schema, not {OmegaConf.get_type(algo).__name__}: "
          f"choose the algorithm with algo={algo.name}")
-    if "aggregation" in algo:
-        need(algo.aggregation in AGGREGATIONS,
-             f"algo.aggregation={algo.aggregation!r}; choose one of {', '.join(AGGREGATIONS)}")
-    if "baseline" in algo:
-        need(algo.baseline in BASELINES, f"algo.baseline={algo.baseline!r}; choose one of {', '.join(BASELINES)}")
-    if family in ("policy_gradient", "ppo"):
-        need(algo.beta >= 0, f"algo.beta={algo.beta} must be >= 0")
-        need(0 <= algo.clip_eps_low < 1, f"algo.clip_eps_low={algo.clip_eps_low} must be in [0, 1)")
-        need(algo.clip_eps_high >= 0, f"algo.clip_eps_high={algo.clip_eps_high} must be >= 0")
-        need(algo.mu >= 1, f"algo.mu={algo.mu} must be >= 1")
+    if OmegaConf.get_type(algo) is dict:  # no schema attached, so the walk saw none of the family's fields' rules
+        check_fields(algo, schema, "algo.")
     if family == "policy_gradient":
-        _validate_policy_gradient(cfg, need)
-    if family == "ppo":
-        need(algo.critic in CRITICS, f"algo.critic={algo.critic!r}; choose one of {', '.join(CRITICS)}")
-        need(algo.objective in OBJECTIVES, f"algo.objective={algo.objective!r}; choose one of {', '.join(OBJECTIVES)}")
-        need(0 <= algo.gamma <= 1 and 0 <= algo.lam <= 1,
-             f"algo.gamma={algo.gamma} and algo.lam={algo.lam} must be in [0, 1]")
-        need(algo.kl_target > 0 and algo.penalty_beta >= 0,
-             f"algo.kl_target={algo.kl_target} must be > 0 and algo.penalty_beta={algo.penalty_beta} >= 0")
+        need(algo.importance_level == "token" or algo.aggregation == "seq_mean_token_mean",
+             f"algo.importance_level=sequence (GSPO) needs algo.aggregation=seq_mean_token_mean, not "
+             f"{algo.aggregation!r}: GSPO averages one loss per sequence; a token sum would weight each sequence by "
+             f"its length")
+        need(cfg.rollout.max_new_tokens is None or algo.overlong_buffer < cfg.rollout.max_new_tokens,
+             f"algo.overlong_buffer={algo.overlong_buffer} must be < rollout.max_new_tokens="
+             f"{cfg.rollout.max_new_tokens} (the buffer is the last tokens before the length limit)")
+        need(algo.max_resample_rounds == 0 or algo.filter_zero_variance_groups,
+             f"algo.max_resample_rounds={algo.max_resample_rounds} refills the batch after "
+             f"algo.filter_zero_variance_groups drops groups, so it needs that set to true")
     if family == "distill":  # trainer/algos/distill.py; algo.teacher is checked where it loads (models/teacher.py)
-        from rlvr.trainer.algos.distill_loss import LOSSES
-
-        need(algo.loss in LOSSES, f"algo.loss={algo.loss!r}; choose one of {', '.join(LOSSES)}")
-        need(0 <= algo.jsd_beta <= 1, f"algo.jsd_beta={algo.jsd_beta} must be in [0, 1]")
-        need(algo.reward_weight >= 0, f"algo.reward_weight={algo.reward_weight} must be >= 0")
         need(not algo.reward_weight or cfg.train.completions_per_prompt >= 2,
              f"algo.reward_weight={algo.reward_weight} adds the reward's group advantage, which needs "
              f"train.completions_per_prompt >= 2, not {cfg.train.completions_per_prompt}")
     if family == "natural_gradient":
-        need(algo.max_kl > 0 and algo.cg_iters >= 1 and 0 < algo.backtrack_ratio < 1,
-             f"algo.max_kl={algo.max_kl} must be > 0, algo.cg_iters={algo.cg_iters} >= 1 and "
-             f"algo.backtrack_ratio={algo.backtrack_ratio} in (0, 1)")
-        need(1 <= algo.fisher_every <= cfg.train.prompts_per_step * cfg.train.completions_per_prompt,
-             f"algo.fisher_every={algo.fisher_every} must be >= 1 and at most the step's completions")
-
-
-def _validate_policy_gradient(cfg, need) -> None:
-    from rlvr.trainer.algos.losses import IMPORTANCE_LEVELS, KL_ESTIMATORS  # torch: see validate_algo
-
-    algo = cfg.algo
-    need(algo.kl_estimator in KL_ESTIMATORS,
-         f"algo.kl_estimator={algo.kl_estimator!r}; choose one of {', '.join(KL_ESTIMATORS)}")
-    need(algo.importance_level in IMPORTANCE_LEVELS,
-         f"algo.importance_level={algo.importance_level!r}; choose one of {', '.join(IMPORTANCE_LEVELS)}")
-    need(algo.importance_level == "token" or algo.aggregation == "seq_mean_token_mean",
-         f"algo.importance_level=sequence (GSPO) needs algo.aggregation=seq_mean_token_mean, not "
-         f"{algo.aggregation!r}: GSPO averages one loss per sequence; a token sum would weight each sequence by "
-         f"its length")
-    need(algo.overlong_buffer >= 0 and algo.overlong_penalty >= 0,
-         f"algo.overlong_buffer={algo.overlong_buffer} and algo.overlong_penalty={algo.overlong_penalty} "
-         f"must be >= 0")
-    need(cfg.rollout.max_new_tokens is None or algo.overlong_buffer < cfg.rollout.max_new_tokens,
-         f"algo.overlong_buffer={algo.overlong_buffer} must be < rollout.max_new_tokens="
-         f"{cfg.rollout.max_new_tokens} (the buffer is the last tokens before the length limit)")
-    need(algo.max_resample_rounds >= 0, f"algo.max_resample_rounds={algo.max_resample_rounds} must be >= 0")
-    need(algo.max_resample_rounds == 0 or algo.filter_zero_variance_groups,
-         f"algo.max_resample_rounds={algo.max_resample_rounds} refills the batch after "
-         f"algo.filter_zero_variance_groups drops groups, so it needs that set to true")
+        completions = cfg.train.prompts_per_step * cfg.train.completions_per_prompt
+        need(algo.fisher_every <= completions,
+             f"algo.fisher_every={algo.fisher_every} must be at most the step's completions ({completions})")

@@ -36,11 +36,19 @@ REWARD_KINDS = ("env", "random", "format_only")  # trainer/experience/rewards.py
 SCREEN_MODES = ("zero", "drop_group")  # trainer/experience/rewards.py SCREEN_MODES
 DPO_LOSS_TYPES = ("sigmoid", "ipo")  # trainer/algos/dpo_loss.py LOSS_TYPES
 PAIR_STRATEGIES = ("best_vs_worst", "all")  # trainer/algos/pairs.py STRATEGIES
+KL_ESTIMATORS = ("k1", "k2", "k3")  # trainer/algos/losses.py KL_ESTIMATORS
+AGGREGATIONS = ("token_mean", "seq_mean_token_mean", "seq_mean_token_sum_norm")  # trainer/algos/losses.py
+IMPORTANCE_LEVELS = ("token", "sequence")  # trainer/algos/losses.py IMPORTANCE_LEVELS
+BASELINES = ("none", "mean", "rloo")  # trainer/algos/advantages.py BASELINES
+CRITICS = ("head", "model")  # trainer/models/critic.py CRITICS
+OBJECTIVES = ("clip", "penalty")  # trainer/algos/ppo.py: PPO-clip | adaptive-KL PPO-penalty
+DISTILL_LOSSES = ("reverse_kl", "gkd")  # trainer/algos/distill_loss.py LOSSES
 
 
 # ---- algo: one schema per family, chosen by the preset's defaults list (conf/algo/NAME.yaml) ----------------
-# trainer/algo_keys.py maps each algo.name to its family and holds every check of algo.* keys. A key of
-# another family is not a field here, so `algo=ppo algo.loss_type=ipo` fails at composition.
+# trainer/algo_keys.py maps each algo.name to its family and holds the checks of algo.* keys that span several
+# keys; a key's own range or choices is on its field. A key of another family is not a field here, so
+# `algo=ppo algo.loss_type=ipo` fails at composition.
 
 
 @dataclass
@@ -57,38 +65,38 @@ class PolicyGradientConfig(AlgoSchema):
     """reinforce, grpo, dr_grpo, dapo, gspo (grpo.py, reinforce.py; dynamic sampling: experience/rewards.py)."""
 
     name: str = "grpo"
-    beta: float = 0.0
+    beta: float = field(default=0.0, metadata=rule(ge=0))
     """KL coefficient to the frozen reference; 0 loads no reference model."""
-    kl_estimator: str = "k3"
+    kl_estimator: str = field(default="k3", metadata=rule(choices=KL_ESTIMATORS))
     """Estimator of that KL per token: k1 | k2 | k3 (trainer/algos/losses.py)."""
-    aggregation: str = "seq_mean_token_mean"
+    aggregation: str = field(default="seq_mean_token_mean", metadata=rule(choices=AGGREGATIONS))
     """Loss mean: token_mean | seq_mean_token_mean | seq_mean_token_sum_norm.
 
     How the per-token loss becomes one number (trainer/algos/losses.py `aggregate`): token_mean, over every
     token of the batch (DAPO); seq_mean_token_mean, over each sequence's tokens, then over sequences (GRPO);
     seq_mean_token_sum_norm, the token sum over sequences x rollout.max_new_tokens (Dr. GRPO)."""
-    clip_eps_low: float = 0.2
+    clip_eps_low: float = field(default=0.2, metadata=rule(ge=0, lt=1))
     """Lower clip range: ratio kept above 1 - clip_eps_low."""
-    clip_eps_high: float = 0.2
+    clip_eps_high: float = field(default=0.2, metadata=rule(ge=0))
     """Upper clip range: ratio kept below 1 + clip_eps_high (DAPO: 0.28)."""
     scale_advantages_by_std: bool = True
     """Divide each group's advantages by its reward std; false: Dr. GRPO."""
     filter_zero_variance_groups: bool = False
     """DAPO dynamic sampling: drop groups whose rewards are all equal."""
-    max_resample_rounds: int = 0
+    max_resample_rounds: int = field(default=0, metadata=rule(ge=0))
     """With that filter: up to this many more rounds to refill the batch."""
-    mu: int = 1
+    mu: int = field(default=1, metadata=rule(ge=1))
     """Updates (inner epochs) per batch; old logprobs computed once before."""
-    importance_level: str = "token"
+    importance_level: str = field(default="token", metadata=rule(choices=IMPORTANCE_LEVELS))
     """Importance ratio per token | sequence (GSPO: one clipped ratio each)."""
-    overlong_buffer: int = 0
+    overlong_buffer: int = field(default=0, metadata=rule(ge=0))
     """DAPO: penalise the last N tokens before max_new_tokens; 0: off.
 
     DAPO's soft overlong punishment (eq. 13): the last `overlong_buffer` tokens before rollout.max_new_tokens
     cost up to `overlong_penalty` reward, linearly."""
-    overlong_penalty: float = 1.0
+    overlong_penalty: float = field(default=1.0, metadata=rule(ge=0))
     """Reward lost at max_new_tokens, linearly over overlong_buffer tokens."""
-    baseline: str = "rloo"
+    baseline: str = field(default="rloo", metadata=rule(choices=BASELINES))
     """reinforce's baseline: none | mean (of the batch) | rloo (leave-one-out)."""
 
 
@@ -97,33 +105,33 @@ class PPOConfig(AlgoSchema):
     """ppo (ppo.py)."""
 
     name: str = "ppo"
-    beta: float = 0.0
+    beta: float = field(default=0.0, metadata=rule(ge=0))
     """KL coefficient of the per-token penalty in the reward; 0: no reference."""
-    clip_eps_low: float = 0.2
+    clip_eps_low: float = field(default=0.2, metadata=rule(ge=0, lt=1))
     """Lower clip range: ratio kept above 1 - clip_eps_low."""
-    clip_eps_high: float = 0.2
+    clip_eps_high: float = field(default=0.2, metadata=rule(ge=0))
     """Upper clip range: ratio kept below 1 + clip_eps_high."""
-    aggregation: str = "seq_mean_token_mean"
+    aggregation: str = field(default="seq_mean_token_mean", metadata=rule(choices=AGGREGATIONS))
     """Loss mean: token_mean | seq_mean_token_mean | seq_mean_token_sum_norm.
 
     As PolicyGradientConfig's."""
-    mu: int = 1
+    mu: int = field(default=1, metadata=rule(ge=1))
     """Epochs over one batch."""
-    objective: str = "clip"
+    objective: str = field(default="clip", metadata=rule(choices=OBJECTIVES))
     """clip (PPO-clip) | penalty (adaptive-KL PPO-penalty)."""
-    gamma: float = 1.0
+    gamma: float = field(default=1.0, metadata=rule(ge=0, le=1))
     """GAE discount over tokens."""
-    lam: float = 0.95
+    lam: float = field(default=0.95, metadata=rule(ge=0, le=1))
     """GAE lambda."""
-    critic: str = "head"
+    critic: str = field(default="head", metadata=rule(choices=CRITICS))
     """head: a value head on the policy's trunk | model: a separate copy."""
     vf_coef: float = 0.1
     """Weight of the value loss."""
     clip_eps_value: Optional[float] = 0.2
     """Value clipping around the old values; null: off."""
-    penalty_beta: float = 1.0
+    penalty_beta: float = field(default=1.0, metadata=rule(ge=0))
     """PPO-penalty's initial KL(old || new) coefficient (adapted each step)."""
-    kl_target: float = 0.01
+    kl_target: float = field(default=0.01, metadata=rule(gt=0))
     """PPO-penalty's target KL d_targ."""
 
 
@@ -132,23 +140,23 @@ class NaturalGradientConfig(AlgoSchema):
     """trpo, npg (trpo.py)."""
 
     name: str = "trpo"
-    aggregation: str = "seq_mean_token_mean"
+    aggregation: str = field(default="seq_mean_token_mean", metadata=rule(choices=AGGREGATIONS))
     """Loss mean: token_mean | seq_mean_token_mean | seq_mean_token_sum_norm.
 
     As PolicyGradientConfig's."""
-    baseline: str = "rloo"
+    baseline: str = field(default="rloo", metadata=rule(choices=BASELINES))
     """Subtracted from each reward: none | mean | rloo (leave-one-out)."""
-    max_kl: float = 0.01
+    max_kl: float = field(default=0.01, metadata=rule(gt=0))
     """Trust-region size delta on the mean per-token KL(old || new)."""
-    cg_iters: int = 10
+    cg_iters: int = field(default=10, metadata=rule(ge=1))
     """Conjugate-gradient iterations that solve F x = g for the step direction."""
     cg_damping: float = 0.1
     """Damping added to the Fisher matrix F (as in the TRPO authors' code)."""
     line_search_steps: int = 10
     """trpo: line-search tries before keeping the old weights (npg: none)."""
-    backtrack_ratio: float = 0.5
+    backtrack_ratio: float = field(default=0.5, metadata=rule(gt=0, lt=1))
     """trpo: the factor each line-search step shrinks the step by."""
-    fisher_every: int = 1
+    fisher_every: int = field(default=1, metadata=rule(ge=1))
     """Estimate F on every k-th completion (baselines' trpo_mpi: every 5th)."""
 
 
@@ -188,13 +196,13 @@ class DistillConfig(AlgoSchema):
 
     It must share the student's tokenizer (refused at start otherwise, naming both); loaded in process, its
     memory printed at start."""
-    loss: str = "reverse_kl"
+    loss: str = field(default="reverse_kl", metadata=rule(choices=DISTILL_LOSSES))
     """reverse_kl (the sampled tokens' advantage log q - log pi) | gkd (JSD over the vocabulary)."""
-    jsd_beta: float = 0.5
+    jsd_beta: float = field(default=0.5, metadata=rule(ge=0, le=1))
     """gkd's generalized-JSD beta in [0, 1]: 0 forward KL(teacher||student), 1 reverse KL (TRL's beta)."""
-    reward_weight: float = 0.0
+    reward_weight: float = field(default=0.0, metadata=rule(ge=0))
     """Weight of the verifier reward's group advantage added to every token's; 0: the teacher alone."""
-    aggregation: str = "token_mean"
+    aggregation: str = field(default="token_mean", metadata=rule(choices=AGGREGATIONS))
     """Loss mean: token_mean | seq_mean_token_mean | seq_mean_token_sum_norm.
 
     As PolicyGradientConfig's; token_mean weights every sampled token's divergence alike."""
