@@ -89,7 +89,7 @@ COMPOSITION_ERRORS = [
     ("train.stepz=3", "rlvr train: train.stepz=3: train has no key 'stepz'; did you mean train.steps?"),
     ("env.digitz=3", "rlvr train: env.digitz=3: env has no key 'digitz'; did you mean env.digits?"),
     ("train.steps=abc", "rlvr train: train.steps=abc: Value 'abc' of type 'str' could not be converted to Integer"),
-    ("algo=nope", "Could not find 'algo/nope' (options: dapo, dpo, dr_grpo, grpo, gspo, npg, ppo, reinforce, trpo)"),
+    ("algo=nope", "Could not find 'algo/nope' (options: dapo, distill, dpo, dr_grpo, grpo, gspo, npg, ppo, reinforce, sft, trpo)"),
 ]
 
 

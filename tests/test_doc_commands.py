@@ -41,6 +41,7 @@ SKIPPED = {
     "resume=RUN_DIR": "resume= reads an existing run's config.yaml (tests/test_resume.py)",
     "env=my_task": "the plugin walkthrough's package is not installed here (tests/test_plugin_roundtrip.py)",
     "data=scored/completions.jsonl": "reads what the `rlvr eval` line before it writes (tests/test_dpo_train.py)",
+    "data=examples.jsonl": "a user's own SFT rows, not on this machine (tests/test_sft_train.py reads such a file)",
     "[overrides...]": "a usage line, not a command",
     "rlvr train ...": "a usage line, not a command",
     "rlvr eval ...": "a usage line, not a command",

@@ -150,16 +150,15 @@ def test_a_resume_that_changes_what_the_checkpoint_is_is_refused_before_anything
 
 
 def test_a_resume_that_fails_in_its_first_step_leaves_the_config_as_it_was(tiny_lm, tmp_path, rlvr, monkeypatch):
-    from rlvr.trainer.algos.table import ALGORITHMS
+    from rlvr.trainer import run
 
     assert rlvr(*tiny_train(tiny_lm, "train.steps=1", "output_dir=run"))[0] in (0, None)
     saved = (tmp_path / "run" / "config.yaml").read_text()
-    algorithm = ALGORITHMS["grpo"]
 
-    def broken(ctx, step):
+    def broken(ctx, step, algorithm):
         raise RuntimeError("step failed")
 
-    monkeypatch.setitem(ALGORITHMS, "grpo", dataclasses.replace(algorithm, step=broken))
+    monkeypatch.setattr(run, "train_step", broken)
     code, out = rlvr("train", "resume=run", "train.steps=2", "optim.lr=0.5")
     assert code not in (0, None) and "step failed" in out
     assert (tmp_path / "run" / "config.yaml").read_text() == saved
