@@ -66,7 +66,7 @@ $(VENV)/.docs: pyproject.toml $(VENV)/.base
 	touch $@
 
 # The documentation site (mkdocs.yml, docs/): built in strict mode into build/site/ (open build/site/index.html);
-# make test builds it too (tests/test_docs_site.py). The variables silence the theme's and plugins' banners about
+# make test builds it too (tests/repo/test_docs_site.py). The variables silence the theme's and plugins' banners about
 # MkDocs' future (docs/development/docs.md).
 docs: $(VENV)/.docs
 	NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true $(BIN)/python -m mkdocs build --strict
@@ -79,12 +79,12 @@ docs: $(VENV)/.docs
 PYTEST_WORKERS ?= 2
 test: $(VENV)/.test $(VENV)/.verl docker
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --durations=40 -m "not slow and not real"
-	PYTHONPATH=$(VERL_SIDE) $(BIN)/python -m pytest tests/test_verl_reward_manager.py -p no:randomly -q
+	PYTHONPATH=$(VERL_SIDE) $(BIN)/python -m pytest tests/integrations/test_verl_reward_manager.py -p no:randomly -q
 
 # verl's own reward managers, to run rlvr's verl reward functions inside them: in a folder beside the venv, on
 # PYTHONPATH only for that one test file (the second pytest line above; the main run skips it). verl 0.9.1 pins
 # transformers<5.11 and rlvr runs a later one, so verl cannot be one of rlvr's dependencies; its reward managers
-# import and run beside it (tests/test_verl_reward_manager.py's docstring).
+# import and run beside it (tests/integrations/test_verl_reward_manager.py's docstring).
 VERL_SIDE := $(VENV)/verl-side
 $(VENV)/.verl: $(VENV)/.base
 	$(BIN)/pip install --quiet --no-deps --target $(VERL_SIDE) verl==0.9.1 ray==2.60.0 tensordict==0.10.0 \

@@ -5,7 +5,7 @@
 Each algorithm runs as its own `rlvr train` subprocess (rollout=hf, threads=1) with the same seed, the
 same number of steps and therefore the same prompts at every step (rows are drawn from the seed and the
 step), from the same warm-started tiny model (one-digit addition, warm start stopped inside 30-60%
-held-out accuracy, as tests/test_algorithms_learn.py; built once and cached under $RLVR_CACHE).
+held-out accuracy, as tests/trainer/algos/test_algorithms_learn.py; built once and cached under $RLVR_CACHE).
 Every algorithm uses its preset (conf/algo/*.yaml) and optim.lr=3e-4; the overrides below are the only
 other differences, each with its reason. A frozen run (lr 1e-12) draws the same prompts, so its
 reward curve is the warm start's own: an algorithm's rise is its reward minus the frozen reward,
@@ -33,7 +33,7 @@ RESULTS = ROOT / "bench" / "results"
 FIGURE = RESULTS / "algorithms_reward.png"
 DOCS_FIGURE = ROOT / "docs" / "algorithms_reward.png"
 
-COMMON = [  # tests/test_algorithms_learn.py's warm start and task
+COMMON = [  # tests/trainer/algos/test_algorithms_learn.py's warm start and task
     "rollout=hf", "env.digits=1", "model.warm_start.target_accuracy=[0.3,0.6]", "model.warm_start.lr=3e-3",
     "model.warm_start.eval_every=10", "model.warm_start.eval_rows=50", "train.save_every=100000",
     "rollout.max_new_tokens=10", "seed=0", "threads=1", "optim.lr=3e-4",

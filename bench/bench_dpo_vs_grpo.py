@@ -11,7 +11,7 @@ random numbers, so the extra evals do not change the run: 12 DPO steps with an e
 logged the same rewards, to the last digit, as with an eval every 20 steps). Matching on measured
 seconds keeps the budgets equal on a machine whose load changes; an earlier version chose DPO's step
 count from a 10-step timing run and gave DPO 27-37% more seconds than GRPO.
-Both use lr 3e-4; DPO beta 0.3 (tests/test_dpo_train.py's setting).
+Both use lr 3e-4; DPO beta 0.3 (tests/trainer/algos/test_dpo_train.py's setting).
 
     .venv/bin/python bench/bench_dpo_vs_grpo.py [--seeds 0 1] [--grpo-steps 60]
 

@@ -3,7 +3,7 @@
     python bench/bench_sandbox_hosts.py --second-host unix:///tmp/rd2/d.sock [--runs 200] [--rounds 3] [--workers 2]
 
 The second engine must be running and hold the image (`rlvr sandbox build --hosts local,URL`); on one
-machine, start one beside the default engine as tests/test_sandbox_hosts.py does (BENCHMARKS.md has the
+machine, start one beside the default engine as tests/sandboxes/test_sandbox_hosts.py does (BENCHMARKS.md has the
 command). Without --second-host the script says so and measures nothing.
 
 Each round runs both arms back to back, `--runs` trivial executions (`print(1)`) each, warm pools

@@ -11,7 +11,7 @@ Held-out greedy accuracy is measured every 20 steps (10 for trpo and npg) on the
 the rise is paired per seed; the tables give its mean and sample standard deviation over the seeds, at the
 end of the run, and at `--at-steps` for two steadier statistics (the mean of the held-out evaluations in
 the second half of the first N steps, and the training reward's second half minus its first) with a 95%
-prediction bound for one more seed: tests/test_algorithms_learn.py runs those prefixes and takes its
+prediction bound for one more seed: tests/trainer/algos/test_algorithms_learn.py runs those prefixes and takes its
 margins from these bounds (a run's first N steps do not depend on how many follow, and the held-out
 evaluations draw no random numbers).
 

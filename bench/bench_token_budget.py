@@ -8,7 +8,7 @@ from [--min-completion, --max-completion] (most short, a few long, as an RL batc
 number of padded tokens per micro-batch on average (`--micro-batch-size` x the mean row length), so
 each forward holds about as much. Per setting: padded tokens the model computes (rows x longest row,
 summed over micro-batches), the median seconds of `grpo.accumulate_gradients` over `--repeats`, the
-loss and the gradient norm (the same numbers: tests/test_token_budget.py checks them to 1e-6).
+loss and the gradient norm (the same numbers: tests/trainer/algos/test_token_budget.py checks them to 1e-6).
 `packed`: `train.pack_sequences=true` at the same budget and at each of `--packed-budgets`: each micro-batch's
 rows run as one row (trainer/models/packing.py), so no padding is computed, but the attention of a packed
 row of T tokens spans T x T positions (masked to the block diagonal by the kernel, not skipped, on CPU sdpa).

@@ -6,7 +6,7 @@ parameters, one test, and a pyproject whose entry point in group `rlvr.envs` mak
 `rlvr train env=NAME` work once the package is installed (`pip install -e D`). `--multi-turn` writes a
 multi-turn environment (a `MultiTurnEnv` game with start/step/close) instead.
 
-The files are templates in envs/templates/ (package data, so the wheel carries them; tests/test_programs_are_files.py
+The files are templates in envs/templates/ (package data, so the wheel carries them; tests/repo/test_programs_are_files.py
 compiles every Python one filled in). The multi-turn example is a small game with state, so every part of the
 multi-turn contract (envs/multi_turn.py) has something to do: a running sum. The prompt gives the first number; each
 assistant message is the total so far as `<answer>N</answer>`; a right total gets the next number (role "user"), a

@@ -33,7 +33,7 @@ the process, so the sandbox pool and the math workers are shared across calls; t
 
 Where the work runs is the verifiers' own business (the math verifier's worker processes, the code
 verifier's Docker sandbox), so both adapters give the same verdicts as `rlvr verify` on the same
-records (tests/test_reward_functions.py checks it, and TRL's logged rewards, on a two-step TRL run).
+records (tests/envs/test_reward_functions.py checks it, and TRL's logged rewards, on a two-step TRL run).
 Multi-turn environments are refused: their reward scores a whole trajectory, which TRL's and verl's
 single-turn reward functions never see.
 """

@@ -14,7 +14,7 @@ changes things, the keys each shows by default (`keys`) and those it shows under
 A key whose field carries a rule (trainer/field_rules.py: `rule(ge=1)`, `rule(choices=...)`) shows it after its
 default, `train.steps=200 (>= 1)`, `(one of: constant, linear, cosine)`: the rule the run checks, read from the same
 field. A set of choices that the meaning's line already names, each of them, is not repeated (`base | instruct: ...`).
-A key no pattern takes is listed under "Other" (tests/test_help.py fails then: place it), and the keys
+A key no pattern takes is listed under "Other" (tests/rlvr/test_help.py fails then: place it), and the keys
 that a group option sets (`algo.name`: `algo=NAME`) or that the command never reads (`HIDDEN`) are not listed.
 """
 
@@ -311,7 +311,7 @@ def rows(command: str, cfg) -> list[Row]:
     sections = SECTIONS[command]
     listed = user_keys(command, cfg) + (env_keys(cfg, command) if DYNAMIC in cfg else [])
     where = placed(sections, [k for k, _ in listed])
-    other = (Section("Other", "other"), False)  # a key no pattern takes (tests/test_help.py fails on it)
+    other = (Section("Other", "other"), False)  # a key no pattern takes (tests/rlvr/test_help.py fails on it)
     rules = schema_rules(schema_of(command), swap=_chosen_algo(command, cfg))
     made = [Row(where.get(k, other)[0].title, k, default_of(cfg, k), one_line(doc), where.get(k, other)[1],
                 rule_text(*rules[k], one_line(doc)) if k in rules else "")

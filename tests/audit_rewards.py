@@ -1,4 +1,4 @@
-"""Reward functions for tests/test_audit.py, as a user writes them for `verifier=python` (TRL's signature).
+"""Reward functions for tests/trainer/audit/test_audit.py, as a user writes them for `verifier=python` (TRL's signature).
 
 `careful` is a good reward: the single last <answer> tag, an ASCII number equal to the gold. Each `accepts_CLASS`
 is `careful` plus one flaw, the kind a hand-written reward has, that pays the audit's class CLASS. `code_careful`

@@ -1,5 +1,5 @@
 """A completion that counts the characters its `find` calls examine: a test of a linear scan reads the count
-instead of a clock (tests/test_code_fence.py, tests/test_reasoning_gym_extract.py)."""
+instead of a clock (tests/verifiers/code/test_code_fence.py, tests/verifiers/test_reasoning_gym_extract.py)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """A throwaway package written under a temporary directory and `pip install -e`'d into the test environment for
-the tests that need one found the way a user's is (tests/test_vf_env.py, tests/test_vf_multi_turn.py)."""
+the tests that need one found the way a user's is (tests/envs/vf/test_vf_env.py, tests/envs/vf/test_vf_multi_turn.py)."""
 
 import contextlib
 import json

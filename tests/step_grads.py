@@ -6,8 +6,8 @@ import torch
 
 from rlvr.trainer.algos.table import ALGORITHMS
 from rlvr.trainer.step import train_step
-from tests.test_algorithm_steps import _context
-from tests.test_trainer_step import STEP_OVERRIDES
+from tests.trainer.algos.test_algorithm_steps import _context
+from tests.trainer.test_trainer_step import STEP_OVERRIDES
 
 
 class RecordingSGD(torch.optim.SGD):

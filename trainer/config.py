@@ -8,7 +8,7 @@ dataclasses. Sizes carry their units: `prompts_per_step` counts prompts,
 
 The string under each field is its documentation, and the only one: its first line is what
 `rlvr train --help` prints beside the key and its default (rlvr/help.py reads it), the lines after it
-say more for a reader of this file. tests/test_help.py fails for a field without one.
+say more for a reader of this file. tests/rlvr/test_help.py fails for a field without one.
 
 Over 500 lines on purpose: it is the whole schema, one dataclass per config section and per algorithm
 family, each field with its unit and meaning; split across files, the keys a reader looks up together
@@ -28,7 +28,7 @@ from rlvr.trainer.loggers import LOGGERS
 from rlvr.trainer.truncation import TRUNCATED_REWARDS
 
 # Choices declared with their keys. The modules that implement them import torch, which the schema (and `--help`)
-# must not: tests/test_field_rules.py holds each tuple equal to its implementation's.
+# must not: tests/trainer/test_field_rules.py holds each tuple equal to its implementation's.
 SCHEDULES = ("constant", "linear", "cosine")  # trainer/algos/update.py learning_rate_schedule
 WANDB_MODES = ("offline", "online", "disabled")  # wandb.init(mode=...)
 PARALLEL_STRATEGIES = ("none", "ddp", "fsdp2")  # trainer/distributed.py STRATEGIES

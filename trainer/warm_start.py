@@ -29,7 +29,7 @@ so far say it will not get there within `max_steps`. The checks are read as mean
     same rate to `max_steps`, leaves it below the target. A plateau fires two windows after it began, and so
     does a rise too slow to arrive in time. What it is for: guess_number trained on one-turn answers sat at 8-16%
     against 30% for 1,500 steps under the first rule alone (checks like those stop at step 600 under this one,
-    tests/test_warm_start_give_up.py), and a tool_multiply warm start sat at 84% against 90% for 2,000 steps.
+    tests/trainer/test_warm_start_give_up.py), and a tool_multiply warm start sat at 84% against 90% for 2,000 steps.
     The price: a model that sits still above a quarter of the target and then jumps is cut short (2-digit
     addition once sat near 10% for 1,500 steps before jumping to 93%). More `max_steps` widens the window and the
     first rule's wait, so it is also the knob for more patience.

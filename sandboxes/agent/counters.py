@@ -9,7 +9,7 @@ and of pipes and sockets (`get_next_ino`), each handed out per CPU in batches of
 counter, its tmpfs places' inode counters and its SysV IPC ids. A run can allocate until the next number has a
 chosen remainder and a later run reads it back by allocating one: in the same warm container, a fresh container,
 the local backend's fresh namespaces, another rlvr process (measured: an 8-bit value read back exactly in
-4 tries of 4 from each of them; tests/test_sandbox_counters.py). Used as an answer cache, an honest sample's answers
+4 tries of 4 from each of them; tests/sandboxes/test_sandbox_counters.py). Used as an answer cache, an honest sample's answers
 are replayed by a later sample that computes nothing. None of these can be reset from inside a container
 (a fresh pid namespace or tmpfs needs CAP_SYS_ADMIN; /proc/sys, where ns_last_pid is, is read-only there).
 

@@ -2,13 +2,13 @@ r"""Regression table for `verifier=math`: realistic model outputs, the gold answ
 
 Columns: (completion, gold, label, note). `label` is True when the completion deserves credit.
 `note` says what the case exercises; a note starting "MV:" explains why math-verify 0.9.0
-(default `parse`/`verify`) disagrees with the label (checked by tests/test_math_table.py, which
+(default `parse`/`verify`) disagrees with the label (checked by tests/verifiers/math/test_math_table.py, which
 requires every disagreement to carry such a note). Traces are abridged but keep the shape of
 real outputs: Qwen/DeepSeek-R1 `<think>` blocks, Minerva's closing sentence, GSM8K's `####`.
 The sections marked "class 1" to "class 7" cover seven classes of answers (bare answers, exact values against near
 misses, clock times and ratios, relations and chains, matrices, long solutions without a box,
 repeating decimals / sentences in tags / units in `\\textbf`); the bare answers there are scored
-with the default `lenient=True` (tests/test_math_exact.py checks `lenient=False` too).
+with the default `lenient=True` (tests/verifiers/math/test_math_exact.py checks `lenient=False` too).
 """
 
 R1 = "<think>\nOkay, let me work through this. First I compute the pieces, then check: 2+2=4, so maybe 4? Wait, no.\n</think>\n"

@@ -23,7 +23,7 @@ The loss lives in `dpo_loss.py`. Departures and choices:
   * Under torchrun (ddp, fsdp2) online, each rank pairs the groups of its share of the prompts; offline,
     every rank holds all pairs and trains on a contiguous share of each step's. The loss is averaged over
     the pairs of all ranks, a rank with fewer (or no) pairs runs empty micro-batches so the collective
-    passes match, and the pair statistics are the whole step's (tests/test_distributed.py).
+    passes match, and the pair statistics are the whole step's (tests/trainer/test_distributed.py).
 
 Offline data: scored completions in JSONL, read and checked by `dpo_data.py` (the format is there).
 

@@ -28,7 +28,7 @@ Departures from the paper:
 Under torchrun (`trainer.strategy=ddp`, `algo.critic=head`) each rank takes its share of the prompts;
 the counts, the whitening, the adaptive rule's KL and the value statistics are over all ranks, and
 the value head's gradient is averaged like the policy's, so 2 ranks train as 1 process would
-(tests/test_distributed.py). `reward.screen_mode=drop_group` removes screened groups before the
+(tests/trainer/test_distributed.py). `reward.screen_mode=drop_group` removes screened groups before the
 values, GAE and whitening (trainer/experience/collect.py); a step that drops every group makes no update
 (trainer/step.py; with ranks, a rank left without rows while another has some is not handled).
 """

@@ -26,7 +26,7 @@ mathematical reasoning with large language models") keeps every distinct correct
   * The loss is taken at temperature 1 (the policy itself), whatever rollout.temperature sampled.
 
 Under torchrun each rank keeps from its own share of the prompts and the loss divides by the completion tokens of
-all ranks, so two ranks train to the weights one process does (tests/test_sft_train.py).
+all ranks, so two ranks train to the weights one process does (tests/trainer/algos/test_sft_train.py).
 """
 
 from __future__ import annotations

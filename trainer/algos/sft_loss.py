@@ -4,7 +4,7 @@
 
 where C is every completion token of the batch (over all rows and, under torchrun, all ranks): one mean over
 tokens, as TRL's `SFTTrainer` with `completion_only_loss=True` takes it (the model's cross-entropy with the prompt
-labelled -100, divided by the batch's label tokens; tests/test_sft_loss.py checks the two agree on identical
+labelled -100, divided by the batch's label tokens; tests/trainer/algos/test_sft_loss.py checks the two agree on identical
 tensors). A long completion therefore weighs more than a short one, as in TRL and the warm start; GRPO's default
 (`seq_mean_token_mean`) would weigh each sequence alike.
 

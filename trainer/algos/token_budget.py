@@ -12,7 +12,7 @@ micro-batch costs the sum of its rows' lengths: `packed=True` fills each by that
 in decreasing length (NeMo-RL's and verl's packers fill bins the same way). The code is ours.
 
 The loss is unchanged: each micro-batch's loss is already normalised by the whole batch's counts
-(update.py), so any partition of the rows sums to the same loss and gradient (tests/test_token_budget.py).
+(update.py), so any partition of the rows sums to the same loss and gradient (tests/trainer/algos/test_token_budget.py).
 """
 
 from __future__ import annotations

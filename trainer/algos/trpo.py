@@ -174,7 +174,7 @@ def kl_fisher_product(model, params, chunks, num_tokens, temperature: float, dam
     d theta and H = (diag(p) - p p^T) / T^2, the Hessian of KL(p || softmax(z / T)) in the logits z. So
     F v = J^T (H (J v)): a forward-mode pass for J v (torch.func.jvp) and one backward for J^T u, instead of
     a forward, a backward with create_graph=True and a second backward through it (same values to float
-    precision, tests/test_algorithm_steps.py; about half the time here).
+    precision, tests/trainer/algos/test_algorithm_steps.py; about half the time here).
     """
     names = [name for name, p in model.named_parameters() if p.requires_grad]
     assert len(names) == len(params), "params must be the model's trainable parameters, in order"

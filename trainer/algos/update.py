@@ -8,7 +8,7 @@ What stays the same across algorithms lives only here:
   * Each micro-batch loss is already normalised by the whole batch's counts (sequences and tokens over
     all ranks, `batch_counts`), so the summed gradient equals the full batch's and no division by the
     number of micro-batches is needed: micro-batch 1 x accumulation 8 gives the gradient of micro-batch
-    8 x accumulation 1 (tests/test_trainer_step.py).
+    8 x accumulation 1 (tests/trainer/test_trainer_step.py).
   * Under trainer.strategy=ddp|fsdp2 the loss is scaled by the world size (DDP and FSDP2 average over
     ranks; x W makes it the sum), and a rank with fewer micro-batches than the busiest one runs empty
     (zero-weight) ones so the collective calls match (trainer/distributed.py). One process: no-ops.

@@ -3,7 +3,7 @@
 `generate_and_score` is the whole of "sample, verify, apply the truncation rule" for a chunk of
 rows; `evaluate_greedy` (the trainer's held-out eval, run.py, and the warm start's stopping rule,
 trainer/warm_start.py) and `rlvr eval` (eval_run.py) both call it, so their numbers agree exactly
-for the same rows and length (tests/test_eval_cmd.py)."""
+for the same rows and length (tests/trainer/evaluation/test_eval_cmd.py)."""
 
 from __future__ import annotations
 

@@ -47,7 +47,7 @@ class _ChunkedPick(torch.autograd.Function):
 def chunked_logprobs_from_logits(logits: torch.Tensor, targets: torch.Tensor, temperature: float,
                                  with_entropy: bool, chunk: int):
     """[..., V] logits, [...] targets -> (logprobs [...], entropy [...] or None), `chunk` positions at a
-    time; the same numbers as the plain computation (tests/test_chunked_logprobs.py)."""
+    time; the same numbers as the plain computation (tests/trainer/models/test_chunked_logprobs.py)."""
     if chunk < 1:
         raise ValueError(f"chunk={chunk} must be >= 1")
     flat, flat_targets = logits.reshape(-1, logits.shape[-1]), targets.reshape(-1)  # [M, V], [M]

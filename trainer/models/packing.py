@@ -17,7 +17,7 @@ its own way). verl (`use_remove_padding`), NeMo-RL and open-instruct pack the sa
 
 Only the positions that predict a completion token are projected to the vocabulary (`logits_to_keep` as
 an index tensor), and the results go back to the batch's [n, L-1] layout, so every loss reads the same
-tensors as on padded rows (tests/test_packing.py: the same loss and gradients per algorithm family).
+tensors as on padded rows (tests/trainer/algos/test_packing.py: the same loss and gradients per algorithm family).
 """
 
 from __future__ import annotations

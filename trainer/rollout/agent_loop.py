@@ -20,7 +20,7 @@ a turn gets only the room left, an observation that would not fit is not appende
 so `rollout.truncated_reward` treats them as one-turn truncations. Environment steps of one turn run
 in a thread pool (a sandboxed tool call waits on Docker, not on this process).
 
-Tested on both engines (tests/test_multi_turn.py for HF, tests/test_multi_turn_vllm.py for vLLM).
+Tested on both engines (tests/trainer/rollout/test_multi_turn.py for HF, tests/trainer/models/test_multi_turn_vllm.py for vLLM).
 Not done yet: per-prompt sampling seeds (`rollout.seed_per_prompt` is ignored here: each turn calls
 the engine with `seeds=None`, so vLLM's trajectories do not repeat across world sizes or a resume);
 a run under torchrun (each rank runs its own trajectories; no test covers it). Per-turn rewards are

@@ -23,7 +23,7 @@ class EngineEntry(NamedTuple):
 
 
 # Every engine `rollout.engine=` names, in one place: the class `engine_class` imports and the config groups it reads.
-# Validation (`CHOICES`, `GROUPS`), the factory and tests/test_engine_protocol.py all derive from it: a new engine is
+# Validation (`CHOICES`, `GROUPS`), the factory and tests/trainer/rollout/test_engine_protocol.py all derive from it: a new engine is
 # a line here (its settings: a group in RolloutConfig, conf/rollout/NAME.yaml, and `build_engine` passing them).
 ENGINES = {
     "hf": EngineEntry("rlvr.trainer.rollout.hf", "HFEngine", ("hf",)),  # Hugging Face generate on the policy

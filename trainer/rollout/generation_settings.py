@@ -5,7 +5,7 @@ HF generate (rollout/hf.py): the repetition penalty on the raw logits, over ever
 completion so far (positive logits divided by it, negative ones multiplied), then temperature, min-p (drop tokens whose
 probability is below min_p times the top token's), then top-k and top-p. vLLM's sampler (vllm/v1/sample/sampler.py:
 penalties in `apply_logits_processors`, then `sample`: temperature, the argmax-invariant min-p, top-k/top-p) and HF's
-`RepetitionPenaltyLogitsProcessor` / `MinPLogitsWarper` define these; tests/test_generation_settings.py checks that
+`RepetitionPenaltyLogitsProcessor` / `MinPLogitsWarper` define these; tests/trainer/rollout/test_generation_settings.py checks that
 HF and vLLM decode the same greedy tokens under a penalty. Greedy decoding keeps the penalty (it moves the argmax);
 min-p cannot change an argmax.
 

@@ -19,7 +19,7 @@ they are.
 KV cache (all but its last token) is computed once and repeated G times, instead of `generate` prefilling
 G copies of every prompt. The prefill was about 42% of `generate` on the bench's tiny model (BENCHMARKS.md
 "GRPO step time vs TRL"). The numbers move only in their last bits (the prompt runs as 8 rows, not 64):
-tests/test_rollout_hf.py checks the same seed samples the same completions with logprobs within 1e-5.
+tests/trainer/rollout/test_rollout_hf.py checks the same seed samples the same completions with logprobs within 1e-5.
 """
 
 from __future__ import annotations

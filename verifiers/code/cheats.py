@@ -1,6 +1,6 @@
 """Completions that try to pass without solving `sq` (return x * x); none may score.
 
-Shared by `rlvr sandbox doctor` (verifier.probe_rows) and tests/test_code_verifier.py. Rows named
+Shared by `rlvr sandbox doctor` (verifier.probe_rows) and tests/verifiers/code/test_code_verifier.py. Rows named
 "honest ..." are controls and must pass; every other row must score 0 and end neither `correct`
 nor `error` (a sandbox error would hide the program's failure from the status counts). Each cheat is our own version of an attack class: end
 the run early, redefine or patch what the check uses, return objects that compare equal to

@@ -42,7 +42,7 @@ reward is the checker's verdict alone, so a program that forges, suppresses or f
 
 The monitor is evidence, not a verdict: the reward is the checker's verdict alone (harness.py), which does not
 depend on any of this; a flag says what was seen, and no flag proves nothing. What a hostile program can no
-longer hide (issue 50's blind spots, tests/test_hack_signatures.py): a pipe of its own put on the replies
+longer hide (issue 50's blind spots, tests/verifiers/code/test_hack_signatures.py): a pipe of its own put on the replies
 descriptor to filter the notes out (the sender checks the descriptor's identity at each send and writes through
 the real pipe, which the program must keep to forward its replies: tamper); forged notes filling the cap (16 are
 kept per kind, an unknown prefix being one kind, so a kind not seen yet always has room); ctypes taken from

@@ -21,7 +21,7 @@ Hostile text: this runs on the host, before any worker or time limit, on text a 
 are found by `latex_spans` (the lazy span regex rescanned the text once per unclosed `\\[`: 56 s on 100 kB of
 them), the Minerva line by `_minerva_matches` (`\\s*(.+?)\\s*\\.?\\s*I hope` backtracked cubically: more than
 120 s on "final answer is 1" and 3,000 spaces), the text between two boxes is read only when short (a name
-pattern rescanned `a_a_a_...` once per letter: over 120 s on 100 kB). tests/test_math_hostile.py holds them.
+pattern rescanned `a_a_a_...` once per letter: over 120 s on 100 kB). tests/verifiers/math/test_math_hostile.py holds them.
 
 Sources of the conventions: Minerva's "Final Answer: The final answer is X. I hope it is correct."
 (Lewkowycz et al. 2022, also lm-eval's minerva_math); GSM8K's `#### X`; the last-box rule and
