@@ -90,8 +90,8 @@ def unread_algo_keys(algo) -> list[str]:
 
 
 def validate_algo(cfg) -> None:
-    """The checks of `algo.*` values that span several keys, per family; each names the keys. A key's own range or
-    choices is on its field in trainer/config.py, checked before this by `check_fields` (trainer/field_rules.py)."""
+    """The schema check, then the row's checks of `algo.*` values that span several keys (`check_keys`). A key's
+    own range or choices is on its field in trainer/config.py, checked before this by `check_fields`."""
     algo = cfg.algo
 
     def need(ok: bool, message: str) -> None:
@@ -99,28 +99,11 @@ def validate_algo(cfg) -> None:
             raise ConfigError(message)
 
     schema = schema_of(algo.name)  # an unknown name is refused, naming the ones there are
-    family = ALGORITHMS[algo.name].family
     need(OmegaConf.get_type(algo) in (schema, dict),
          f"algo.name={algo.name} takes the {schema.__name__} schema, not {OmegaConf.get_type(algo).__name__}: "
          f"choose the algorithm with algo={algo.name}")
     if OmegaConf.get_type(algo) is dict:  # no schema attached, so the walk saw none of the family's fields' rules
         check_fields(algo, schema, "algo.")
-    if family == "policy_gradient":
-        need(algo.importance_level == "token" or algo.aggregation == "seq_mean_token_mean",
-             f"algo.importance_level=sequence (GSPO) needs algo.aggregation=seq_mean_token_mean, not "
-             f"{algo.aggregation!r}: GSPO averages one loss per sequence; a token sum would weight each sequence by "
-             f"its length")
-        need(cfg.rollout.max_new_tokens is None or algo.overlong_buffer < cfg.rollout.max_new_tokens,
-             f"algo.overlong_buffer={algo.overlong_buffer} must be < rollout.max_new_tokens="
-             f"{cfg.rollout.max_new_tokens} (the buffer is the last tokens before the length limit)")
-        need(algo.max_resample_rounds == 0 or algo.filter_zero_variance_groups,
-             f"algo.max_resample_rounds={algo.max_resample_rounds} refills the batch after "
-             f"algo.filter_zero_variance_groups drops groups, so it needs that set to true")
-    if family == "distill":  # trainer/algos/distill.py; algo.teacher is checked where it loads (models/teacher.py)
-        need(not algo.reward_weight or cfg.train.completions_per_prompt >= 2,
-             f"algo.reward_weight={algo.reward_weight} adds the reward's group advantage, which needs "
-             f"train.completions_per_prompt >= 2, not {cfg.train.completions_per_prompt}")
-    if family == "natural_gradient":
-        completions = cfg.train.prompts_per_step * cfg.train.completions_per_prompt
-        need(algo.fisher_every <= completions,
-             f"algo.fisher_every={algo.fisher_every} must be at most the step's completions ({completions})")
+    check_keys = ALGORITHMS[algo.name].check_keys  # the family's checks across keys (trainer/algos/key_checks.py)
+    if check_keys is not None:
+        check_keys(cfg)

@@ -73,6 +73,7 @@ class Algorithm:
     offline_data: Callable | None = None
     reads_data: bool = False  # reads `data=FILE` (offline DPO's pairs, SFT's examples); refused for the others
     validate: Callable | None = None  # (cfg) -> None: checks of its own keys and data that span several (sft's)
+    check_keys: Callable | None = None  # (cfg) -> None: its family's checks across keys (algos/key_checks.py)
     # (ctx, step, collect) -> the step's batch, made by the algorithm instead of trainer/experience/collect.py's
     # (sft's); `collect` is handed over for one that samples (RFT), since no algorithm imports the collection
     batch_of: Callable | None = None
@@ -102,17 +103,19 @@ class Algorithm:
 
 _GRPO_UPDATE = Later("algos.grpo", "grpo_update")
 # TRPO and NPG: the natural-gradient family, one process, their own step
-_NATURAL = dict(family="natural_gradient", strategies=(), optimizer=False, whole_distributions=True)
+_NATURAL = dict(family="natural_gradient", strategies=(), optimizer=False, whole_distributions=True,
+                check_keys=Later("algos.key_checks", "natural_gradient_keys"))
+_POLICY_GRADIENT_KEYS = Later("algos.key_checks", "policy_gradient_keys")
 # A GRPO preset: the policy-gradient family's keys except REINFORCE's baseline (the group is its baseline).
 _GROUP = dict(family="policy_gradient", strategies=("ddp", "fsdp2"), unread=("baseline",), groups=True,
-              corrects_staleness=True)
+              corrects_staleness=True, check_keys=_POLICY_GRADIENT_KEYS)
 ALGORITHMS = {
     "grpo": Algorithm(_GRPO_UPDATE, **_GROUP),
     "dr_grpo": Algorithm(_GRPO_UPDATE, **_GROUP),
     "dapo": Algorithm(_GRPO_UPDATE, **_GROUP),
     "gspo": Algorithm(_GRPO_UPDATE, **_GROUP),
     "reinforce": Algorithm(Later("algos.reinforce", "reinforce_update"), "policy_gradient",
-                           strategies=("ddp", "fsdp2"),
+                           strategies=("ddp", "fsdp2"), check_keys=_POLICY_GRADIENT_KEYS,
                            unread=("clip_eps_low", "clip_eps_high", "scale_advantages_by_std",
                                    "filter_zero_variance_groups", "max_resample_rounds", "mu", "importance_level",
                                    "overlong_buffer", "overlong_penalty")),
@@ -128,5 +131,6 @@ ALGORITHMS = {
                      batch_of=Later("algos.sft", "sft_batch"), reads_data=True,
                      validate=Later("algos.sft_data", "validate_sft")),
     "distill": Algorithm(Later("algos.distill", "distill_update"), "distill", strategies=("ddp",),
-                         teacher=Later("algos.distill", "load_distill_teacher")),
+                         teacher=Later("algos.distill", "load_distill_teacher"),
+                         check_keys=Later("algos.key_checks", "distill_keys")),
 }
