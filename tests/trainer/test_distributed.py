@@ -374,10 +374,11 @@ def test_torchrun_with_asynchronous_rollouts(tmp_path, strategy):
     assert sorted(p.name for p in (out / "checkpoints").iterdir()) == (["step_2", "step_4"] if resumed else ["step_4"])
 
 
-if __name__ == "__main__":  # one rank of `_launch`: this file's folder (tests/) is on sys.path, so conftest imports
-    import faulthandler
+if __name__ == "__main__":  # one rank of `_launch`: only this file's folder is on sys.path, so the repository's
+    import faulthandler  # root goes first, and tests/conftest.py imports as `tests.conftest`
 
-    from conftest import _compose_train
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from tests.conftest import _compose_train
 
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # `_launch` asks for the stacks of a rank that hangs
     torch.set_num_threads(1)
