@@ -61,7 +61,9 @@ def test_the_judge_sees_the_answer_span_and_the_gold(judge_server):
     results = judge.verify_batch(["I worked hard. <answer>5</answer>", "<answer>6</answer>"], [ROW, ROW])
     assert [r.status for r in results] == [Status.CORRECT, Status.INCORRECT]
     assert [r.reward for r in results] == [1.0, 0.0]
-    assert response_of(server.prompts[0]) == "5" and "What is 2+3?" in server.prompts[0]
+    # the batch's requests run at once, so the server saw them in either order: each judged the span alone
+    assert sorted(map(response_of, server.prompts)) == ["5", "6"]
+    assert all("What is 2+3?" in prompt for prompt in server.prompts)
 
 
 def test_a_judged_completion_is_cached_and_errors_are_asked_again(judge_server):
