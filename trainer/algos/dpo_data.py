@@ -26,6 +26,31 @@ def read_scored_completions(path) -> tuple[list[list[dict]], list[list[tuple[str
     first_line: list[int] = []
     prompts: list[list[dict]] = []
     completions: list[list[tuple[str, float, bool]]] = []
+    for number, where, record in data_file_objects(path):
+        messages = _messages_of(record, where)
+        key = (str(record.get("env", "")), _field(record, "prompt_id", (str, int), where))
+        text = _field(record, "completion", str, where)
+        reward = _field(record, "reward", (int, float), where)
+        truncated = _field(record, "truncated", bool, where) if "truncated" in record else False
+        if not math.isfinite(reward):
+            raise ConfigError(f"{where}: field 'reward' is {reward}; it must be a finite number")
+        if key not in index:
+            index[key] = len(prompts)
+            first_line.append(number)
+            prompts.append(messages)
+            completions.append([])
+        elif prompts[index[key]] != messages:
+            raise ConfigError(f"{where}: prompt_id {key[1]!r} has different messages than on line "
+                              f"{first_line[index[key]]}")
+        completions[index[key]].append((text, float(reward), truncated))
+    if not prompts:
+        raise ConfigError(f"data={path}: no records")
+    return prompts, completions
+
+
+def data_file_objects(path):
+    """(line number, "data=PATH line N", the line's JSON object) for each non-blank line of a `data=` JSONL file; a
+    line that is not a JSON object stops the read naming it (scored completions here, SFT examples: sft_data.py)."""
     with Path(path).open(encoding="utf-8") as lines:
         for number, line in enumerate(lines, start=1):
             if not line.strip():
@@ -37,25 +62,7 @@ def read_scored_completions(path) -> tuple[list[list[dict]], list[list[tuple[str
                 raise ConfigError(f"{where}: not valid JSON ({error.msg})") from None
             if not isinstance(record, dict):
                 raise ConfigError(f"{where}: expected a JSON object, got {type(record).__name__}")
-            messages = _messages_of(record, where)
-            key = (str(record.get("env", "")), _field(record, "prompt_id", (str, int), where))
-            text = _field(record, "completion", str, where)
-            reward = _field(record, "reward", (int, float), where)
-            truncated = _field(record, "truncated", bool, where) if "truncated" in record else False
-            if not math.isfinite(reward):
-                raise ConfigError(f"{where}: field 'reward' is {reward}; it must be a finite number")
-            if key not in index:
-                index[key] = len(prompts)
-                first_line.append(number)
-                prompts.append(messages)
-                completions.append([])
-            elif prompts[index[key]] != messages:
-                raise ConfigError(f"{where}: prompt_id {key[1]!r} has different messages than on line "
-                                  f"{first_line[index[key]]}")
-            completions[index[key]].append((text, float(reward), truncated))
-    if not prompts:
-        raise ConfigError(f"data={path}: no records")
-    return prompts, completions
+            yield number, where, record
 
 
 def _field(record: dict, name: str, kinds, where: str):

@@ -24,6 +24,7 @@ import json
 from pathlib import Path
 
 from rlvr.errors import ConfigError
+from rlvr.trainer.algos.dpo_data import data_file_objects
 from rlvr.trainer.models.logprobs import PackedBatch, pack
 from rlvr.trainer.models.transcripts import has_transcripts, warm_start_examples
 from rlvr.trainer.rollout.prompts import render_messages, render_prompts
@@ -77,19 +78,7 @@ def reference_batch(tokenizer, env, rows: list[dict]) -> PackedBatch:
 
 def read_sft_file(path) -> list[tuple[list[dict], str]]:
     """`data=FILE`'s examples as (prompt messages, completion text), in file order (module docstring)."""
-    examples = []
-    with Path(path).open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            where = f"data={path} line {number}"
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise ConfigError(f"{where}: not valid JSON ({error.msg})") from None
-            if not isinstance(record, dict):
-                raise ConfigError(f"{where}: expected a JSON object, got {type(record).__name__}")
-            examples.append(_example(record, where))
+    examples = [_example(record, where) for _, where, record in data_file_objects(path)]
     if not examples:
         raise ConfigError(f"data={path}: no examples")
     return examples
